@@ -1,0 +1,62 @@
+"""ruleengine: per-step tool permits for LLM agents, decided by Z3, with minimal conflict cores."""
+
+from ruleengine.errors import (
+    AgentError,
+    ConflictError,
+    PolicyError,
+    RequirementError,
+    RuleEngineError,
+    SolverError,
+)
+from ruleengine.ir import (
+    FINAL_ANSWER,
+    Expr,
+    all_of,
+    allowed,
+    any_of,
+    at_least,
+    at_most,
+    can_stop,
+    exactly,
+    forced,
+    hidden,
+    implies,
+)
+from ruleengine.passes import CoreEntry, Explanation, Pass, ToolDecision
+from ruleengine.reasoner import Reasoner
+from ruleengine.requirements import FunctionRequirement, Requirement, requirement
+from ruleengine.rules import Emitted, Rule
+from ruleengine.state import RunState, Step
+
+__all__ = [
+    "FINAL_ANSWER",
+    "AgentError",
+    "ConflictError",
+    "CoreEntry",
+    "Emitted",
+    "Explanation",
+    "Expr",
+    "FunctionRequirement",
+    "Pass",
+    "PolicyError",
+    "Reasoner",
+    "Requirement",
+    "RequirementError",
+    "Rule",
+    "RuleEngineError",
+    "RunState",
+    "SolverError",
+    "Step",
+    "ToolDecision",
+    "all_of",
+    "allowed",
+    "any_of",
+    "at_least",
+    "at_most",
+    "can_stop",
+    "exactly",
+    "forced",
+    "hidden",
+    "implies",
+    "requirement",
+]

@@ -1,0 +1,160 @@
+"""The one place solvers are made and asked: fixed seeds, a resource budget, fail closed.
+
+``make_solver`` builds the incremental SAT-backed solver every reasoner uses; ``Session`` wraps
+one such solver (and its private ``z3.Context``) with assumption checks through the low-level C
+API, which skips the Python-side costs that dominate tiny queries. ``shrink`` turns any unsat
+core into a minimal one by deletion, since Z3's own cores are often far from minimal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any, TypeVar
+
+import z3
+from z3 import z3core
+
+from ruleengine.errors import SolverError
+
+__all__ = ["DEFAULT_RLIMIT", "Session", "make_solver", "shrink"]
+
+DEFAULT_RLIMIT = 50_000_000
+"""Z3 resource units per check. A deterministic budget (unlike a wall-clock timeout): the same
+query gives the same answer on any machine. Our per-step queries use a few thousand units."""
+
+K = TypeVar("K", bound=Hashable)
+
+
+def make_solver(ctx: z3.Context, *, rlimit: int = DEFAULT_RLIMIT, timeout_ms: int = 0) -> Any:
+    """An incremental propositional solver with fixed seeds and a resource budget.
+
+    Models are switched off: a decision only needs *sat*/*unsat* answers under assumptions,
+    and building a model object on every *sat* answer costs more than the search itself.
+    """
+    solver = z3.SolverFor("QF_FD", ctx=ctx)
+    solver.set("random_seed", 0)
+    solver.set("model", False)
+    solver.set("rlimit", rlimit)
+    if timeout_ms:
+        solver.set("timeout", timeout_ms)
+    return solver
+
+
+class Session:
+    """A solver with named assumption literals, checked through the C API.
+
+    Every z3 object handed to the C API stays referenced from ``self._keep``: a dropped wrapper
+    would leave a dangling pointer inside Z3.
+    """
+
+    def __init__(self, *, rlimit: int = DEFAULT_RLIMIT, timeout_ms: int = 0) -> None:
+        self.ctx = z3.Context()
+        self.solver = make_solver(self.ctx, rlimit=rlimit, timeout_ms=timeout_ms)
+        self._ctx_ref = self.ctx.ref()
+        self._solver_ref = self.solver.solver
+        self._keep: list[Any] = []
+        self._ast: dict[Hashable, Any] = {}
+        self._key_by_id: dict[int, Hashable] = {}
+        self._slot: dict[Hashable, int] = {}
+        self._by_slot: list[Any] = []
+        self.checks = 0
+        """How many solver calls this session made (for benchmarks and tests)."""
+
+    def add(self, formula: Any) -> None:
+        """Assert ``formula`` for good (an axiom of the vocabulary)."""
+        self._keep.append(formula)
+        self.solver.add(formula)
+
+    def name(self, key: Hashable, literal: Any) -> None:
+        """Register ``literal`` (a z3 Bool literal) as the assumption called ``key``."""
+        self._keep.append(literal)
+        ast = literal.as_ast()
+        self._ast[key] = ast
+        self._key_by_id[z3core.Z3_get_ast_id(self._ctx_ref, ast)] = key
+        self._slot[key] = len(self._by_slot)
+        self._by_slot.append(ast)
+
+    def slot(self, key: Hashable) -> int:
+        """The bit of assumption ``key`` in a *literal mask* (a set of assumptions as an int)."""
+        return 1 << self._slot[key]
+
+    def check_mask(self, mask: int) -> bool:
+        """Whether the axioms and the assumptions in ``mask`` are satisfiable together."""
+        by_slot = self._by_slot
+        asts = []
+        while mask:
+            low = mask & -mask
+            asts.append(by_slot[low.bit_length() - 1])
+            mask ^= low
+        return self.check_asts(asts)
+
+    def knows(self, key: Hashable) -> bool:
+        """Whether ``key`` names an assumption literal."""
+        return key in self._ast
+
+    def ast(self, key: Hashable) -> Any:
+        """The assumption literal named ``key`` (a raw z3 AST pointer)."""
+        return self._ast[key]
+
+    def check(self, keys: Sequence[Hashable]) -> bool:
+        """Whether the axioms and the assumptions named ``keys`` are satisfiable together."""
+        asts = self._ast
+        return self.check_asts([asts[k] for k in keys])
+
+    def check_asts(self, asts: Sequence[Any]) -> bool:
+        """Whether the axioms and the assumption literals ``asts`` are satisfiable together."""
+        n = len(asts)
+        self.checks += 1
+        result = self._check_raw(self._ctx_ref, self._solver_ref, n, (z3.Ast * n)(*asts))
+        if result == 1:
+            return True
+        if result == -1:
+            return False
+        # `unknown`, or an error the raw call did not check: ask the checked wrapper why.
+        z3core.Z3_get_error_code(self._ctx_ref)
+        reason = z3core.Z3_solver_get_reason_unknown(self._ctx_ref, self._solver_ref)
+        raise SolverError(
+            f"the solver could not decide this step: {reason}",
+            hint="raise the reasoner's `rlimit`, or simplify the constraints; we fail closed",
+        )
+
+    # The unchecked ctypes entry point: z3core's wrapper adds an error-code call per check,
+    # which costs more than a small query's search. Errors surface as result 0 (unknown).
+    _check_raw = staticmethod(z3core.Z3_solver_check_assumptions.__defaults__[0].f)
+
+    def core_mask(self) -> int:
+        """The literal mask of the last unsat answer's core (not minimal)."""
+        vector = z3.AstVector(
+            z3core.Z3_solver_get_unsat_core(self._ctx_ref, self._solver_ref), self.ctx
+        )
+        mask = 0
+        for i in range(len(vector)):
+            key = self._key_by_id[z3core.Z3_get_ast_id(self._ctx_ref, vector[i].as_ast())]
+            mask |= 1 << self._slot[key]
+        return mask
+
+
+def shrink(
+    candidates: Sequence[K], unsat_core: Callable[[Sequence[K]], Sequence[K] | None]
+) -> list[K]:
+    """A minimal unsat subset of ``candidates`` (which must be unsat), by deletion.
+
+    ``unsat_core(subset)`` answers ``None`` when ``subset`` is satisfiable, else some unsat
+    subset of it. Each member is tried once: if the set without it is still unsat, the
+    (smaller) answer replaces the rest; otherwise it is necessary. Every member of the result
+    is necessary: dropping any one leaves a subset of a set already shown satisfiable.
+    """
+    necessary: list[K] = []
+    rest = list(candidates)
+    while rest:
+        head, tail = rest[0], rest[1:]
+        smaller = unsat_core(necessary + tail)
+        if smaller is None:
+            necessary.append(head)
+            rest = tail
+        else:
+            # INVARIANT: every unsat subset contains all of `necessary` (each was shown
+            # necessary for a superset of the current set).
+            keep = set(smaller)
+            rest = [k for k in tail if k in keep]
+    return necessary

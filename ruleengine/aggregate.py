@@ -1,0 +1,475 @@
+"""SPEC §4: from the emitted rules and constraints of one step to its pass, with Z3 deciding.
+
+``Aggregator.aggregate(emitted)`` answers a ``Pass`` or a ``Clash`` (a minimal core). It never
+builds z3 terms on the hot path: each distinct item is lowered and encoded once (``Compiled``),
+then every decision is one or a few assumption checks on the reasoner's incremental solver.
+
+Lexicographically most permissive pass. A tool whose atoms occur only in literal items (plain
+rules, ``~allowed(t)``…) is allowed exactly when no literal denies or hides it: such atoms occur
+nowhere else but in the axioms, where setting ``allowed`` true and ``hidden`` false never breaks
+a model. So only the tools mentioned by general formulas (the set ``G``) need preference
+literals, and the common case is a single check that assumes the items plus "every tool of G
+allowed and visible". When that check fails, a loop fixes G's tools one by one in declared
+order (allowed first, then hidden), asking each time whether all the remaining ones can still
+be preferred at once before trying them singly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
+from functools import reduce
+from itertools import compress
+from operator import attrgetter, itemgetter, or_
+from typing import Literal
+
+from ruleengine._solver import shrink
+from ruleengine.encode import Vocabulary
+from ruleengine.errors import PolicyError
+from ruleengine.ir import FINAL_ANSWER, Expr
+from ruleengine.passes import CoreEntry, Explanation, Pass, ToolDecision
+from ruleengine.rules import Emitted, Lowered, Rule, literals_of, lower
+
+__all__ = ["Aggregator", "Clash", "Mode", "core_entry"]
+
+Mode = Literal["strict", "priority"]
+Key = Hashable
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Unit:
+    """One assertable part of an item (its restricting or its permitting part), compiled.
+
+    Sets are bit masks: ``lits`` over the session's assumption literals, the others over the
+    declared tools (bit i = the i-th tool). The hot path combines them with ``|``.
+    """
+
+    lits: int
+    """The assumption literals that assert it."""
+    denies: int
+    """Tools made not allowed by a literal (deny, hide, ``~can_stop``)."""
+    hides: int
+    """Tools made hidden by a literal."""
+    general: int
+    """The tools a general (non-literal) formula mentions; 0 for literal units."""
+    hard_force: str | None
+    """The tool a ``forced(t)`` item forces."""
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Compiled:
+    lowered: Lowered
+    restrict: Unit | None
+    permit: Unit | None
+    bids: bool
+    """Whether the item is a rule with a reason or a soft force (looked at after solving)."""
+    lits: int
+    """The restricting part's literal mask (0 if none): what strict mode assumes."""
+    packed: int
+    """The restricting part's tool masks in one int: ``denies | hides << n | general << 2n |
+    hard_force << 3n`` for ``n`` tools, so strict mode folds a whole step with two C-level
+    reductions instead of a Python loop."""
+
+
+@dataclass(frozen=True, slots=True)
+class Clash:
+    """A step without a pass: a minimal core of emitted items."""
+
+    core: tuple[Emitted, ...]
+    hard_force: bool
+    """Whether the core contains a hard force."""
+
+
+def core_entry(e: Emitted) -> CoreEntry:
+    return CoreEntry.model_construct(
+        requirement=e.requirement, priority=e.priority, rule=repr(e.item), item=e.item
+    )
+
+
+def _canonical(e: Emitted) -> tuple[int, str, str]:
+    return (-e.priority, e.requirement, repr(e.item))
+
+
+def _by_emitted(pair: tuple[Unit, Emitted]) -> tuple[int, str, str]:
+    return _canonical(pair[1])
+
+
+_PASS_FIELDS = frozenset(Pass.model_fields)
+
+
+class Aggregator:
+    """Decides passes for one tool vocabulary in one mode; owns the compiled-item table."""
+
+    def __init__(
+        self,
+        vocabulary: Vocabulary,
+        *,
+        mode: Mode = "strict",
+        final_answer_as_tool: bool = True,
+    ) -> None:
+        self.vocabulary = vocabulary
+        self.tools = vocabulary.tools
+        self._bit = {t: 1 << i for i, t in enumerate(self.tools)}
+        self._fa_bit = self._bit[FINAL_ANSWER]
+        self.mode: Mode = mode
+        self.final_answer_as_tool = final_answer_as_tool
+        self._compiled: dict[object, Compiled] = {}
+        self._session = vocabulary.session
+        self._check = vocabulary.session.check_mask
+        self._tuples: dict[int, tuple[str, ...]] = {}
+
+    # -- compilation ---------------------------------------------------------------------
+
+    def compiled(self, e: Emitted) -> Compiled:
+        c = self._compiled.get(e.item)
+        if c is None:
+            c = self._compile(e)
+            if len(self._compiled) >= _COMPILED_LIMIT:
+                self._compiled.clear()
+            self._compiled[e.item] = c
+        return c
+
+    def _compile(self, e: Emitted) -> Compiled:
+        try:
+            lowered = lower(e.item)
+        except PolicyError as exc:
+            raise PolicyError(
+                f"requirement `{e.requirement}`: {exc.message}", hint=exc.hint
+            ) from None
+        unknown = sorted(lowered.mentions - self._bit.keys())
+        if unknown:
+            raise PolicyError(
+                f"requirement `{e.requirement}`: `{e.item!r}` names unknown tool `{unknown[0]}`",
+                hint=f"declared tools: {', '.join(f'`{t}`' for t in self.tools)}",
+            )
+        restrict = self._unit(lowered.restrict, lowered.hard_force)
+        permit = self._unit(lowered.permit, None) if lowered.permit is not None else None
+        bids = lowered.reason is not None or lowered.soft_force is not None
+        if restrict is None:
+            return Compiled(lowered, None, permit, bids, 0, 0)
+        n = len(self.tools)
+        force_bit = self._bit[restrict.hard_force] if restrict.hard_force else 0
+        packed = (
+            restrict.denies | restrict.hides << n | restrict.general << 2 * n | force_bit << 3 * n
+        )
+        return Compiled(lowered, restrict, permit, bids, restrict.lits, packed)
+
+    def _unit(self, expr: Expr, hard_force: str | None) -> Unit | None:
+        keys: tuple[Key, ...]
+        denies = hides = general = 0
+        if hard_force is not None:
+            keys = (("force", hard_force),)
+        else:
+            literals = literals_of(expr)
+            if literals is None:
+                keys = (("item", expr),)
+                for t in lower(expr).mentions:
+                    general |= self._bit[t]
+            elif not literals:
+                return None
+            else:
+                keys = literals
+                for kind, t, value in literals:
+                    if (kind == "allowed") != value:
+                        denies |= self._bit[t]
+                    if kind == "hidden" and value:
+                        hides |= self._bit[t]
+        lits = 0
+        for key in keys:
+            self.vocabulary.ensure(key)
+            lits |= self._session.slot(key)
+        return Unit(lits, denies, hides, general, hard_force)
+
+    # -- deciding ------------------------------------------------------------------------
+
+    def aggregate(self, emitted: Sequence[Emitted]) -> Pass | Clash:
+        if self.mode == "strict":
+            return self._strict(emitted)
+        return self._priority(emitted)
+
+    def _strict(self, emitted: Sequence[Emitted]) -> Pass | Clash:
+        compiled = list(map(self._compiled.get, map(_item, emitted)))
+        if None in compiled:
+            compiled = [self.compiled(e) for e in emitted]
+        lits = reduce(or_, map(_lits, compiled), 0)
+        packed = reduce(or_, map(_packed, compiled), 0)
+        n = len(self.tools)
+        full = (1 << n) - 1
+        denies, hides, general = packed & full, packed >> n & full, packed >> 2 * n & full
+        forces = packed >> 3 * n
+        hard = self.tools[forces.bit_length() - 1] if forces else None
+        solved = self._lexmax(lits, denies, hides, general)
+        if solved is None:
+            kept = [
+                (c.restrict, e)
+                for c, e in zip(compiled, emitted, strict=True)
+                if c is not None and c.restrict is not None
+            ]
+            return self._clash(kept)
+        bidders = list(compress(emitted, map(_bids, compiled)))
+        return self._build(emitted, hard, bidders, solved, ())
+
+    def _priority(self, emitted: Sequence[Emitted]) -> Pass | Clash:
+        tiers: dict[tuple[int, int], list[tuple[Unit, Emitted]]] = {}
+        for e in sorted(emitted, key=_canonical):
+            c = self.compiled(e)
+            if c.restrict is not None:
+                tiers.setdefault((-e.priority, 0), []).append((c.restrict, e))
+            if c.permit is not None:
+                tiers.setdefault((-e.priority, 1), []).append((c.permit, e))
+        check = self._check
+        kept: list[tuple[Unit, Emitted]] = []
+        kept_lits = 0
+        overridden: list[tuple[Unit, Emitted]] = []
+        for rank in sorted(tiers):
+            tier = tiers[rank]
+            if check(kept_lits | _union(tier)):
+                survivors = tier
+            else:
+                survivors = []
+                for unit, e in tier:
+                    if check(kept_lits | unit.lits):
+                        survivors.append((unit, e))
+                    else:
+                        overridden.append((unit, e))
+                if survivors and not check(kept_lits | _union(survivors)):
+                    return self._clash(survivors + kept)
+            kept.extend(survivors)
+            kept_lits |= _union(survivors)
+        denies = hides = general = 0
+        hard: str | None = None
+        for unit, _ in kept:
+            denies |= unit.denies
+            hides |= unit.hides
+            general |= unit.general
+            hard = unit.hard_force or hard
+        solved = self._lexmax(kept_lits, denies, hides, general)
+        # INVARIANT: every tier was checked satisfiable together with everything kept above.
+        assert solved is not None
+        dropped = {e for _, e in overridden}
+        bidders = [e for e in emitted if self.compiled(e).bids and e not in dropped]
+        return self._build(emitted, hard, bidders, solved, overridden)
+
+    def _lexmax(self, lits: int, denies: int, hides: int, general: int) -> tuple[int, int] | None:
+        """The lexicographically most permissive (not-allowed, hidden) masks, or None if unsat."""
+        check = self._check
+        if not general:
+            return (denies | hides, hides) if check(lits) else None
+        slot, knows = self._session.slot, self._session.knows
+        bit = self._bit
+        want_a = [t for t in self.tools if general & bit[t] and not (denies | hides) & bit[t]]
+        want_h = [
+            t
+            for t in self.tools
+            if general & bit[t] and not hides & bit[t] and knows(("hidden", t, False))
+        ]
+        prefs = 0
+        for t in want_a:
+            prefs |= slot(("allowed", t, True))
+        for t in want_h:
+            prefs |= slot(("hidden", t, False))
+        if check(lits | prefs):
+            return denies | hides, hides
+        if not check(lits):
+            return None
+        lits, refused = self._prefer(lits, want_a, "allowed", True)
+        lits, hidden = self._prefer(lits, want_h, "hidden", False)
+        return denies | hides | refused, hides | hidden
+
+    def _prefer(self, fixed: int, tools: list[str], kind: str, value: bool) -> tuple[int, int]:
+        """Fix ``kind(t) = value`` for ``tools`` in order whenever still satisfiable.
+
+        Answers the literal mask with the fixed literals added, and the tools that could not.
+        """
+        slot = self._session.slot
+        refused = 0
+        for i, t in enumerate(tools):
+            rest = 0
+            for u in tools[i:]:
+                rest |= slot((kind, u, value))
+            if self._check(fixed | rest):
+                return fixed | rest, refused
+            if self._check(fixed | slot((kind, t, value))):
+                fixed |= slot((kind, t, value))
+            else:
+                fixed |= slot((kind, t, not value))
+                refused |= self._bit[t]
+        return fixed, refused
+
+    # -- results -------------------------------------------------------------------------
+
+    def _clash(self, candidates: list[tuple[Unit, Emitted]]) -> Clash:
+        ordered = sorted(candidates, key=_by_emitted)
+        check = self._check
+        session = self._session
+
+        def unsat_core(
+            subset: Sequence[tuple[Unit, Emitted]],
+        ) -> list[tuple[Unit, Emitted]] | None:
+            if check(_union(subset)):
+                return None
+            blamed = session.core_mask()
+            return [ue for ue in subset if ue[0].lits & blamed]
+
+        first = unsat_core(ordered)
+        # INVARIANT: callers pass an unsatisfiable set.
+        assert first is not None
+        minimal = shrink(first, unsat_core)
+        core = tuple(dict.fromkeys(e for _, e in minimal))
+        return Clash(core, any(unit.hard_force for unit, _ in minimal))
+
+    def _names(self, mask: int) -> tuple[str, ...]:
+        """The declared tools whose bit is *clear* in ``mask``, in declared order (memoised)."""
+        names = self._tuples.get(mask)
+        if names is None:
+            bit = self._bit
+            names = tuple(t for t in self.tools if not mask & bit[t])
+            if len(self._tuples) >= _COMPILED_LIMIT:
+                self._tuples.clear()
+            self._tuples[mask] = names
+        return names
+
+    def _build(
+        self,
+        emitted: Sequence[Emitted],
+        hard: str | None,
+        bidders: list[Emitted],
+        solved: tuple[int, int],
+        overridden: Sequence[tuple[Unit, Emitted]],
+    ) -> Pass:
+        not_allowed, hidden_mask = solved
+        allowed = self._names(not_allowed)
+        can_stop = not not_allowed & self._fa_bit
+        reasons: dict[str, str] = {}
+        notes: list[str] = []
+        forced = self._bids(bidders, not_allowed, reasons, notes, hard) if bidders else hard
+        if forced is not None:
+            allowed = (forced, FINAL_ANSWER) if can_stop and forced != FINAL_ANSWER else (forced,)
+            tool_choice = forced
+        elif len(allowed) == 1:
+            tool_choice = allowed[0]
+        elif not can_stop or self.final_answer_as_tool:
+            tool_choice = "required"
+        else:
+            tool_choice = "auto"
+        hidden = self._names(~hidden_mask) if hidden_mask else ()
+        p = Pass.__new__(Pass)
+        setter = object.__setattr__
+        setter(
+            p,
+            "__dict__",
+            {
+                "allowed": allowed,
+                "hidden": hidden,
+                "forced": forced,
+                "can_stop": can_stop,
+                "tool_choice": tool_choice,
+                "reasons": reasons,
+            },
+        )
+        setter(p, "__pydantic_fields_set__", _PASS_FIELDS)
+        setter(p, "__pydantic_extra__", None)
+        explain = _explainer(self.mode, self.tools, emitted, overridden, p, notes)
+        setter(p, "__pydantic_private__", {"_explain": explain})
+        return p
+
+    def _bids(
+        self,
+        bidders: list[Emitted],
+        not_allowed: int,
+        reasons: dict[str, str],
+        notes: list[str],
+        hard: str | None,
+    ) -> str | None:
+        """Fill ``reasons`` and pick the soft-forced tool (a hard force beats every soft one).
+
+        A reason goes to the highest priority; ties to the smaller requirement name, then text.
+        """
+        best: dict[str, tuple[int, str, str]] = {}
+        bids: dict[str, int] = {}
+        bit = self._bit
+        for item, requirement, priority in bidders:
+            # INVARIANT: only rules carry reasons or soft forces.
+            assert isinstance(item, Rule)
+            target, reason = item.target, item.reason
+            if reason is not None:
+                old = best.get(target)
+                if (
+                    old is None
+                    or priority > old[0]
+                    or (priority == old[0] and (requirement, reason) < (old[1], old[2]))
+                ):
+                    best[target] = (priority, requirement, reason)
+            if item.forced and not not_allowed & bit[target]:
+                bids[target] = max(priority, bids.get(target, 0))
+        for t, (_, _, reason) in best.items():
+            reasons[t] = reason
+        if hard is not None or not bids:
+            return hard
+        top = max(bids.values())
+        tied = [t for t in self.tools if bids.get(t) == top]
+        if len(tied) > 1:
+            names = ", ".join(f"`{t}`" for t in tied)
+            notes.append(
+                f"forced tie at priority {top} between {names}: `{tied[0]}` wins by declared order"
+            )
+        return tied[0]
+
+
+def _union(pairs: Sequence[tuple[Unit, Emitted]]) -> int:
+    mask = 0
+    for unit, _ in pairs:
+        mask |= unit.lits
+    return mask
+
+
+_item = itemgetter(0)
+_lits = attrgetter("lits")
+_packed = attrgetter("packed")
+_bids = attrgetter("bids")
+
+_COMPILED_LIMIT = 65536
+"""Bound on the per-reasoner tables of compiled items and allowed-tuples (cleared when full)."""
+
+
+def _explainer(
+    mode: Mode,
+    tools: tuple[str, ...],
+    emitted: Sequence[Emitted],
+    overridden: Sequence[tuple[Unit, Emitted]],
+    result: Pass,
+    notes: list[str],
+) -> Callable[[], Explanation]:
+    emitted = tuple(emitted)
+
+    def explain() -> Explanation:
+        dropped = dict.fromkeys(e for _, e in sorted(overridden, key=lambda ue: _canonical(ue[1])))
+        ordered = sorted(dict.fromkeys(emitted), key=_canonical)
+        decisions = {}
+        for t in tools:
+            status: Literal["forced", "allowed", "denied", "hidden"]
+            if t == result.forced:
+                status = "forced"
+            elif t in result.allowed:
+                status = "allowed"
+            elif t in result.hidden:
+                status = "hidden"
+            else:
+                status = "denied"
+            decided_by = tuple(
+                core_entry(e) for e in ordered if e not in dropped and t in _mentions(e)
+            )
+            over = tuple(core_entry(e) for e in dropped if t in _mentions(e))
+            decisions[t] = ToolDecision(status=status, decided_by=decided_by, overridden=over)
+        return Explanation(
+            mode=mode,
+            tools=decisions,
+            overridden=tuple(core_entry(e) for e in dropped),
+            notes=tuple(notes),
+        )
+
+    return explain
+
+
+def _mentions(e: Emitted) -> frozenset[str]:
+    return lower(e.item).mentions

@@ -1,0 +1,89 @@
+"""The exception tree of ruleengine.
+
+    RuleEngineError             every error this library raises on purpose
+    ├── PolicyError             a usage mistake: bad file, bad parameter, unknown tool,
+    │   │                       a requirement that returns something that is not a rule
+    ├── RequirementError        a requirement's own code raised (the original is ``__cause__``)
+    ├── ConflictError           the requirements contradict each other in a state; ``.core``
+    │                           holds the minimal list of clashing rules (``CoreEntry``)
+    ├── SolverError             Z3 answered *unknown* (resource limit, timeout): we fail closed
+    └── AgentError              run-time failures of the agent loop (defined in ``agent``)
+
+Messages follow one shape: lowercase start, one line, user input in backticks, parts joined
+by colons; what to do about it goes in ``hint``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ruleengine.passes import CoreEntry
+
+__all__ = [
+    "AgentError",
+    "ConflictError",
+    "PolicyError",
+    "RequirementError",
+    "RuleEngineError",
+    "SolverError",
+]
+
+
+class RuleEngineError(Exception):
+    """Base class of every error raised on purpose by ruleengine."""
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        """What happened, in one line."""
+        self.hint = hint
+        """What to do about it, when we can tell."""
+
+    def __str__(self) -> str:
+        if self.hint:
+            return f"{self.message}\n  hint: {self.hint}"
+        return self.message
+
+
+class PolicyError(RuleEngineError):
+    """A usage mistake, raised at load or construction time (or when a rule is first seen)."""
+
+
+class RequirementError(RuleEngineError):
+    """A requirement's ``run`` raised; the original exception is kept as ``__cause__``."""
+
+    def __init__(self, message: str, *, requirement: str, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.requirement = requirement
+        """The name of the requirement that failed."""
+
+
+class ConflictError(RuleEngineError):
+    """The emitted rules and constraints cannot all hold: no pass exists for this state.
+
+    ``core`` is a minimal unsatisfiable subset of what was emitted: the listed rules clash
+    together, and dropping any one of them removes the clash.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        core: list[CoreEntry],
+        step: int | None = None,
+        hint: str | None = None,
+    ) -> None:
+        super().__init__(message, hint=hint)
+        self.core = core
+        """The minimal list of clashing rules, each with its requirement and priority."""
+        self.step = step
+        """The step number (1-based) whose pass could not be decided, when known."""
+
+
+class SolverError(RuleEngineError):
+    """Z3 could not decide (it answered *unknown*); the step fails closed."""
+
+
+class AgentError(RuleEngineError):
+    """Base class of run-time failures of the agent loop."""

@@ -1,0 +1,116 @@
+"""The public results of a decision: ``Pass`` (the step's permit), ``Explanation``, cores."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from functools import cached_property
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, computed_field
+
+__all__ = ["CoreEntry", "Explanation", "Pass", "ToolDecision"]
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+
+class CoreEntry(BaseModel):
+    """One emitted rule or constraint, as cited by a core or an explanation."""
+
+    model_config = _FROZEN
+
+    requirement: str
+    """The name of the requirement that emitted it."""
+    priority: int
+    """That requirement's priority."""
+    rule: str
+    """A readable rendering, e.g. ``Rule('send_email', allowed=False)``."""
+    item: Any = Field(default=None, exclude=True, repr=False)
+    """The emitted object itself (a ``Rule`` or a formula); not serialised."""
+
+    def __str__(self) -> str:
+        return f"`{self.requirement}` (priority {self.priority}): {self.rule}"
+
+
+class ToolDecision(BaseModel):
+    """How one tool came out of a decision, and which emitted items decided it."""
+
+    model_config = _FROZEN
+
+    status: Literal["forced", "allowed", "denied", "hidden"]
+    """The tool's fate at this step."""
+    decided_by: tuple[CoreEntry, ...] = ()
+    """The kept rules and constraints that mention the tool (highest priority first)."""
+    overridden: tuple[CoreEntry, ...] = ()
+    """Priority mode: rules about the tool that were overridden by higher priorities."""
+
+
+class Explanation(BaseModel):
+    """Why the pass is what it is: per tool, the deciding rules; overridden rules; notes."""
+
+    model_config = _FROZEN
+
+    mode: Literal["strict", "priority"]
+    """The resolution mode that produced the pass."""
+    tools: Mapping[str, ToolDecision]
+    """Every declared tool, in declared order."""
+    overridden: tuple[CoreEntry, ...] = ()
+    """Priority mode: every overridden rule or constraint (dropped, not applied)."""
+    notes: tuple[str, ...] = ()
+    """Remarks such as forced-priority ties broken by declared order, or dropped forces."""
+
+    def __str__(self) -> str:
+        lines = []
+        for tool, decision in self.tools.items():
+            by = "; ".join(str(e) for e in decision.decided_by) or "no rule"
+            lines.append(f"{tool}: {decision.status} ({by})")
+            lines.extend(f"  overridden: {e}" for e in decision.overridden)
+        lines.extend(f"note: {n}" for n in self.notes)
+        return "\n".join(lines)
+
+
+class Pass(BaseModel):
+    """The step's permit: which tools the model may call, which one is forced, may it stop."""
+
+    model_config = _FROZEN
+
+    allowed: tuple[str, ...]
+    """The tools that may be called, in declared order (``final_answer`` last when allowed)."""
+    hidden: tuple[str, ...]
+    """The tools hidden from the model: not in the prompt nor in its tool list."""
+    forced: str | None
+    """The tool the model must call this step, if any."""
+    can_stop: bool
+    """Whether ``final_answer`` is allowed (the agent may finish at this step)."""
+    tool_choice: str
+    """``"auto"``, ``"required"``, or the name of the one tool the model must call."""
+    reasons: Mapping[str, str] = {}
+    """Per tool, the reason of the highest-priority rule about it that gave one."""
+
+    _explain: Callable[[], Explanation] | None = PrivateAttr(default=None)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @cached_property
+    def explanation(self) -> Explanation:
+        """Which rules decided each tool (computed on first access)."""
+        if self._explain is None:
+            return Explanation(mode="strict", tools={})
+        return self._explain()
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Pass):
+            return NotImplemented
+        return (
+            self.allowed == other.allowed
+            and self.hidden == other.hidden
+            and self.forced == other.forced
+            and self.can_stop == other.can_stop
+            and self.tool_choice == other.tool_choice
+            and dict(self.reasons) == dict(other.reasons)
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.allowed, self.hidden, self.forced, self.can_stop, self.tool_choice))
+
+    def is_allowed(self, tool: str) -> bool:
+        """Whether ``tool`` may be called at this step."""
+        return tool in self.allowed

@@ -1,0 +1,132 @@
+"""``Requirement``: reads the run state, emits rules and constraints; ``@requirement``.
+
+Requirement objects hold no per-run state: one object may serve many runs and agents at once.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeAlias, overload
+
+from ruleengine.errors import PolicyError
+
+if TYPE_CHECKING:
+    from ruleengine.rules import Item
+    from ruleengine.state import RunState
+
+__all__ = ["FunctionRequirement", "Requirement", "RunResult", "requirement", "validate_priority"]
+
+RunResult: TypeAlias = "Sequence[Item] | Awaitable[Sequence[Item]]"
+
+DEFAULT_PRIORITY = 10
+
+
+def validate_priority(priority: object, *, owner: str) -> int:
+    """``priority`` as an int ≥ 1, or a ``PolicyError`` naming ``owner``."""
+    if isinstance(priority, bool) or not isinstance(priority, int):
+        raise PolicyError(f"requirement `{owner}`: priority=`{priority!r}` must be an integer")
+    if priority < 1:
+        raise PolicyError(
+            f"requirement `{owner}`: priority=`{priority}` must be at least 1",
+            hint="priorities are integers ≥ 1; higher wins, the default is 10",
+        )
+    return priority
+
+
+class Requirement:
+    """Reads the run state each step and emits rules and constraints about tools.
+
+    Subclass and implement ``run(state)`` (sync or async), returning a list of ``Rule`` objects
+    and formulas. ``name`` defaults to the class name; ``priority`` (an int ≥ 1, default 10)
+    decides forced-tool ties, reasons, and everything in priority mode.
+    """
+
+    name: str
+    """How explanations and cores cite this requirement."""
+    priority: int = DEFAULT_PRIORITY
+    """Higher wins. At least 1."""
+    enabled: bool = True
+    """Disabled requirements are not run."""
+
+    def __init__(
+        self, *, name: str | None = None, priority: int = DEFAULT_PRIORITY, enabled: bool = True
+    ) -> None:
+        resolved = name if name is not None else type(self).__name__
+        if not isinstance(resolved, str) or not resolved:
+            raise PolicyError(f"requirement name `{resolved!r}` must be non-empty text")
+        self.name = resolved
+        self.priority = validate_priority(priority, owner=resolved)
+        if not isinstance(enabled, bool):
+            raise PolicyError(
+                f"requirement `{resolved}`: enabled=`{enabled!r}` must be true or false"
+            )
+        self.enabled = enabled
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "name" not in cls.__dict__:
+            cls.name = cls.__name__
+
+    def run(self, state: RunState) -> RunResult:
+        """The rules and constraints for the step about to be decided."""
+        raise NotImplementedError(f"requirement `{self.name}` must implement `run(state)`")
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r}, priority={self.priority})"
+
+
+class FunctionRequirement(Requirement):
+    """A requirement made from a function of the state by ``@requirement``."""
+
+    def __init__(
+        self,
+        function: Callable[[RunState], RunResult],
+        *,
+        name: str | None = None,
+        priority: int = DEFAULT_PRIORITY,
+        enabled: bool = True,
+    ) -> None:
+        if not callable(function):
+            raise PolicyError(f"@requirement needs a function, got `{function!r}`")
+        super().__init__(
+            name=name if name is not None else getattr(function, "__name__", "requirement"),
+            priority=priority,
+            enabled=enabled,
+        )
+        self.function = function
+        """The function that computes the rules."""
+        self.is_async = inspect.iscoroutinefunction(function)
+        """Whether the function must be awaited (then use ``Reasoner.adecide``)."""
+
+    def run(self, state: RunState) -> RunResult:
+        return self.function(state)
+
+
+@overload
+def requirement(function: Callable[[RunState], RunResult], /) -> FunctionRequirement: ...
+@overload
+def requirement(
+    *, name: str | None = None, priority: int = DEFAULT_PRIORITY, enabled: bool = True
+) -> Callable[[Callable[[RunState], RunResult]], FunctionRequirement]: ...
+
+
+def requirement(
+    function: Callable[[RunState], RunResult] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    priority: int = DEFAULT_PRIORITY,
+    enabled: bool = True,
+) -> FunctionRequirement | Callable[[Callable[[RunState], RunResult]], FunctionRequirement]:
+    """Make a requirement from a function of the state (sync or async).
+
+    Use bare (``@requirement``) or with options (``@requirement(name="x", priority=20)``).
+    """
+    if function is not None:
+        return FunctionRequirement(function, name=name, priority=priority, enabled=enabled)
+
+    def decorate(fn: Callable[[RunState], RunResult]) -> FunctionRequirement:
+        return FunctionRequirement(fn, name=name, priority=priority, enabled=enabled)
+
+    return decorate
