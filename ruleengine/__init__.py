@@ -24,19 +24,31 @@ from ruleengine.ir import (
 )
 from ruleengine.passes import CoreEntry, Explanation, Pass, ToolDecision
 from ruleengine.reasoner import Reasoner
-from ruleengine.requirements import FunctionRequirement, Requirement, requirement
+from ruleengine.requirements import (
+    AskPermissionRequirement,
+    ConditionalRequirement,
+    CycleGuard,
+    FunctionRequirement,
+    Monitor,
+    Requirement,
+    requirement,
+)
 from ruleengine.rules import Emitted, Rule
 from ruleengine.state import RunState, Step
 
 __all__ = [
-    "FINAL_ANSWER",
     "AgentError",
+    "AskPermissionRequirement",
+    "ConditionalRequirement",
     "ConflictError",
     "CoreEntry",
+    "CycleGuard",
     "Emitted",
     "Explanation",
     "Expr",
+    "FINAL_ANSWER",
     "FunctionRequirement",
+    "Monitor",
     "Pass",
     "PolicyError",
     "Reasoner",

@@ -182,10 +182,17 @@ class Aggregator:
 
     # -- deciding ------------------------------------------------------------------------
 
-    def aggregate(self, emitted: Sequence[Emitted]) -> Pass | Clash:
-        if self.mode == "strict":
-            return self._strict(emitted)
-        return self._priority(emitted)
+    def aggregate(
+        self, emitted: Sequence[Emitted], *, yielded: Sequence[Emitted] = ()
+    ) -> Pass | Clash:
+        """The pass for ``emitted``; ``yielded`` items (dropped by yielding requirements to
+        avoid a clash) are only reported in the explanation."""
+        result = self._strict(emitted) if self.mode == "strict" else self._priority(emitted)
+        if yielded and isinstance(result, Pass):
+            explain = result._explain
+            assert explain is not None
+            result.__pydantic_private__["_explain"] = _with_yielded(explain, yielded)  # type: ignore[index]
+        return result
 
     def _strict(self, emitted: Sequence[Emitted]) -> Pass | Clash:
         compiled = list(map(self._compiled.get, map(_item, emitted)))
@@ -469,6 +476,27 @@ def _explainer(
         )
 
     return explain
+
+
+def _with_yielded(
+    explain: Callable[[], Explanation], yielded: Sequence[Emitted]
+) -> Callable[[], Explanation]:
+    names = sorted({e.requirement for e in yielded})
+
+    def explain_with_yielded() -> Explanation:
+        base = explain()
+        note = (
+            f"{', '.join(f'`{n}`' for n in names)} yielded: its rules would have left "
+            "the step without a pass"
+        )
+        return base.model_copy(
+            update={
+                "yielded": tuple(core_entry(e) for e in sorted(yielded, key=_canonical)),
+                "notes": (*base.notes, note),
+            }
+        )
+
+    return explain_with_yielded
 
 
 def _mentions(e: Emitted) -> frozenset[str]:

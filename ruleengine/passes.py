@@ -57,6 +57,8 @@ class Explanation(BaseModel):
     """Priority mode: every overridden rule or constraint (dropped, not applied)."""
     notes: tuple[str, ...] = ()
     """Remarks such as forced-priority ties broken by declared order, or dropped forces."""
+    yielded: tuple[CoreEntry, ...] = ()
+    """Items of yielding requirements (the cycle guard) dropped to avoid a conflict."""
 
     def __str__(self) -> str:
         lines = []

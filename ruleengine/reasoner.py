@@ -52,10 +52,14 @@ class Reasoner:
             raise PolicyError(f"mode=`{mode}` must be `strict` or `priority`")
         if isinstance(cache_size, bool) or not isinstance(cache_size, int) or cache_size < 0:
             raise PolicyError(f"cache_size=`{cache_size!r}` must be a non-negative integer")
-        self.tools = _declared_tools(tools)
+        declared = list(tools) if not isinstance(tools, str) else tools
+        self.tools = _declared_tools(declared)
         """The declared tools, ``final_answer`` last."""
-        self.requirements = _validated_requirements(requirements)
-        """The requirements, in name order."""
+        self.requirements = _validated_requirements(
+            req.bind(declared) if isinstance(req, Requirement) else req for req in requirements
+        )
+        """The requirements, bound to the tools, in name order."""
+        self._yielding = frozenset(r.name for r in self.requirements if r.yielding)
         self.mode: Mode = mode
         self._aggregator = Aggregator(
             Vocabulary(self.tools, rlimit=rlimit, timeout_ms=timeout_ms),
@@ -133,12 +137,27 @@ class Reasoner:
             else:
                 self.misses += 1
                 result = self._aggregator.aggregate(emitted)
+                if isinstance(result, Clash) and self._yielding:
+                    result = self._yield(emitted, result)
                 if self._cache_size:
                     cache[key] = result
                     if len(cache) > self._cache_size:
                         cache.popitem(last=False)
         if isinstance(result, Clash):
             raise _conflict(result, step)
+        return result
+
+    def _yield(self, emitted: Sequence[Emitted], clash: Clash) -> Pass | Clash:
+        """Drop yielding requirements' items while they take part in the clash."""
+        yielded: list[Emitted] = []
+        result: Pass | Clash = clash
+        while isinstance(result, Clash):
+            giving_way = {e.requirement for e in result.core if e.requirement in self._yielding}
+            if not giving_way:
+                return result
+            yielded.extend(e for e in emitted if e.requirement in giving_way)
+            emitted = [e for e in emitted if e.requirement not in giving_way]
+            result = self._aggregator.aggregate(emitted, yielded=yielded)
         return result
 
 

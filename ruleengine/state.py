@@ -5,6 +5,7 @@ Requirements never mutate a state; the agent loop builds a new one after every s
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
@@ -13,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ruleengine.errors import PolicyError
 
-__all__ = ["RunState", "Status", "Step", "TraceEntry"]
+__all__ = ["RunState", "Status", "Step", "Summary", "TraceEntry"]
 
 Status: TypeAlias = Literal["ok", "error", "denied"]
 STATUSES: tuple[Status, ...] = ("ok", "error", "denied")
@@ -50,6 +51,21 @@ class RunState:
     """The user's prompt."""
     memory: tuple[Any, ...] = field(default=(), compare=False)
     """The conversation so far, as the agent keeps it (opaque to the engine)."""
+    _summaries: dict[bool, Summary] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+
+    def summary(self, *, only_success: bool = True) -> Summary:
+        """Counts, last tool and first statuses of the counted steps (computed once per state).
+
+        Built-in requirements read their view of the history from here, so a step's
+        requirements share one pass over the steps instead of one pass each.
+        """
+        found = self._summaries.get(only_success)
+        if found is None:
+            found = Summary.of(self.steps, only_success=only_success)
+            self._summaries[only_success] = found
+        return found
 
     @classmethod
     def from_trace(cls, trace: Iterable[TraceEntry], /, **kwargs: Any) -> RunState:
@@ -90,6 +106,35 @@ class RunState:
             iteration=self.iteration,
             input=self.input,
             memory=self.memory,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """What counting requirements read of a history, in one counting mode."""
+
+    counts: Mapping[str, int]
+    """Per tool, how many counted steps called it."""
+    last: str | None
+    """The tool of the last counted step."""
+    length: int
+    """How many steps count."""
+    first_status: Mapping[str, Status]
+    """Per tool, the status of its first step (over all steps, whatever the mode)."""
+
+    @classmethod
+    def of(cls, steps: tuple[Step, ...], *, only_success: bool) -> Summary:
+        counted = (
+            [s.tool for s in steps if s.status == "ok"] if only_success else [s.tool for s in steps]
+        )
+        first: dict[str, Status] = {}
+        for s in steps:
+            first.setdefault(s.tool, s.status)
+        return cls(
+            counts=Counter(counted),
+            last=counted[-1] if counted else None,
+            length=len(counted),
+            first_status=first,
         )
 
 

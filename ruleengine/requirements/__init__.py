@@ -1,5 +1,27 @@
-"""Requirements: the base class, the decorator, and the built-ins."""
+"""Requirements: the base class, the decorator, the built-ins, and their monitors."""
 
 from ruleengine.requirements.base import FunctionRequirement, Requirement, requirement
+from ruleengine.requirements.conditional import ConditionalMonitor, ConditionalRequirement
+from ruleengine.requirements.cycle import CycleGuard, CycleMonitor, canonical_arguments
+from ruleengine.requirements.monitor import Monitor, replay
+from ruleengine.requirements.permission import (
+    AskPermissionRequirement,
+    PermissionMonitor,
+    terminal_handler,
+)
 
-__all__ = ["FunctionRequirement", "Requirement", "requirement"]
+__all__ = [
+    "AskPermissionRequirement",
+    "ConditionalMonitor",
+    "ConditionalRequirement",
+    "CycleGuard",
+    "CycleMonitor",
+    "FunctionRequirement",
+    "Monitor",
+    "PermissionMonitor",
+    "Requirement",
+    "canonical_arguments",
+    "replay",
+    "requirement",
+    "terminal_handler",
+]

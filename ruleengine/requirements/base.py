@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias, overload
 from ruleengine.errors import PolicyError
 
 if TYPE_CHECKING:
+    from ruleengine.requirements.monitor import Monitor
     from ruleengine.rules import Item
     from ruleengine.state import RunState
 
@@ -48,6 +49,10 @@ class Requirement:
     """Higher wins. At least 1."""
     enabled: bool = True
     """Disabled requirements are not run."""
+    yielding: bool = False
+    """A yielding requirement gives way instead of causing a conflict: when a step's clash
+    involves its rules, the reasoner drops them and notes it in the explanation (the cycle
+    guard yields)."""
 
     def __init__(
         self, *, name: str | None = None, priority: int = DEFAULT_PRIORITY, enabled: bool = True
@@ -70,7 +75,25 @@ class Requirement:
 
     def run(self, state: RunState) -> RunResult:
         """The rules and constraints for the step about to be decided."""
-        raise NotImplementedError(f"requirement `{self.name}` must implement `run(state)`")
+        raise PolicyError(
+            f"requirement `{self.name}` does not implement `run(state)`",
+            hint="subclasses of `Requirement` must define `run(self, state)`",
+        )
+
+    def bind(self, tools: Sequence[object]) -> Requirement:
+        """This requirement checked against (and resolved for) the declared ``tools``.
+
+        Answers ``self`` or a resolved copy, never mutates: one requirement object may serve
+        several agents with different tools. Raises ``PolicyError`` for unknown tools.
+        """
+        return self
+
+    def monitor(self) -> Monitor | None:
+        """The finite abstraction of the history this requirement reads, if it has one.
+
+        Requirements without a monitor cannot be checked statically.
+        """
+        return None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, priority={self.priority})"
@@ -86,6 +109,7 @@ class FunctionRequirement(Requirement):
         name: str | None = None,
         priority: int = DEFAULT_PRIORITY,
         enabled: bool = True,
+        monitor: Monitor | None = None,
     ) -> None:
         if not callable(function):
             raise PolicyError(f"@requirement needs a function, got `{function!r}`")
@@ -98,16 +122,25 @@ class FunctionRequirement(Requirement):
         """The function that computes the rules."""
         self.is_async = inspect.iscoroutinefunction(function)
         """Whether the function must be awaited (then use ``Reasoner.adecide``)."""
+        self._monitor = monitor
 
     def run(self, state: RunState) -> RunResult:
         return self.function(state)
+
+    def monitor(self) -> Monitor | None:
+        """The monitor given to ``@requirement(monitor=...)``, if any."""
+        return self._monitor
 
 
 @overload
 def requirement(function: Callable[[RunState], RunResult], /) -> FunctionRequirement: ...
 @overload
 def requirement(
-    *, name: str | None = None, priority: int = DEFAULT_PRIORITY, enabled: bool = True
+    *,
+    name: str | None = None,
+    priority: int = DEFAULT_PRIORITY,
+    enabled: bool = True,
+    monitor: Monitor | None = None,
 ) -> Callable[[Callable[[RunState], RunResult]], FunctionRequirement]: ...
 
 
@@ -118,15 +151,22 @@ def requirement(
     name: str | None = None,
     priority: int = DEFAULT_PRIORITY,
     enabled: bool = True,
+    monitor: Monitor | None = None,
 ) -> FunctionRequirement | Callable[[Callable[[RunState], RunResult]], FunctionRequirement]:
     """Make a requirement from a function of the state (sync or async).
 
     Use bare (``@requirement``) or with options (``@requirement(name="x", priority=20)``).
+    A ``monitor`` (see ``ruleengine.requirements.monitor``) makes it statically checkable;
+    keeping it faithful to the function is then the author's job.
     """
     if function is not None:
-        return FunctionRequirement(function, name=name, priority=priority, enabled=enabled)
+        return FunctionRequirement(
+            function, name=name, priority=priority, enabled=enabled, monitor=monitor
+        )
 
     def decorate(fn: Callable[[RunState], RunResult]) -> FunctionRequirement:
-        return FunctionRequirement(fn, name=name, priority=priority, enabled=enabled)
+        return FunctionRequirement(
+            fn, name=name, priority=priority, enabled=enabled, monitor=monitor
+        )
 
     return decorate

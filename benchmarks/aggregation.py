@@ -1,0 +1,660 @@
+"""Aggregation throughput: how long ``Reasoner.resolve`` takes per step, next to a yardstick.
+
+The yardstick is ``reference_aggregate``, a plain-Python deny-wins aggregator with the behaviour
+of the original design's per-step loop (group the rules by tool, fold their flags, pick the
+forced tool), run in the same process on the same emitted sets. Every table row is timed per
+call with ``time.perf_counter_ns`` after a warm-up, in a few rounds; the round with the lowest
+median is the one reported (this machine is a noisy VM).
+
+Run ``python benchmarks/aggregation.py [--quick] [--json PATH]``; ``benchmarks/README.md`` says
+how to read the table. The workloads are deterministic (seeded ``random.Random``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import platform
+import random
+import statistics
+import sys
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import z3
+
+from ruleengine import (
+    FINAL_ANSWER,
+    ConflictError,
+    Expr,
+    Reasoner,
+    Rule,
+    allowed,
+    any_of,
+    at_most,
+    can_stop,
+    exactly,
+    forced,
+    implies,
+)
+from ruleengine.rules import Emitted
+
+__all__ = [
+    "Config",
+    "ReferenceConflict",
+    "ReferencePass",
+    "Row",
+    "Workload",
+    "conflict_sets",
+    "cross_check",
+    "draw_sets",
+    "main",
+    "make_workload",
+    "reference_aggregate",
+    "run",
+]
+
+SIZES: tuple[tuple[int, int], ...] = ((10, 20), (50, 100), (100, 200))
+"""(tools, rules) per step; the tool count includes ``final_answer``."""
+
+SEED = 20240611
+PRIORITIES = (1, 5, 10, 10, 10, 20, 50)
+"""Requirement priorities, drawn with these weights (10 is the default priority)."""
+
+
+# -- the reference aggregator -------------------------------------------------------------------
+
+
+class ReferenceConflict(Exception):
+    """The reference aggregator's answer when no tool is left allowed."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReferencePass:
+    """What the reference aggregator decides for one step (the fields of ``Pass``)."""
+
+    allowed: tuple[str, ...]
+    hidden: tuple[str, ...]
+    forced: str | None
+    can_stop: bool
+    tool_choice: str
+    reasons: dict[str, str]
+
+
+def reference_aggregate(
+    emitted: Iterable[tuple[Rule, str, int]],
+    tools: Sequence[str],
+    *,
+    final_answer_as_tool: bool = True,
+) -> ReferencePass:
+    """Deny-wins aggregation of plain rules, one loop per tool, no solver.
+
+    ``emitted`` holds ``(rule, requirement name, priority)`` triples (``Emitted`` is one);
+    ``tools`` is the declared order with ``final_answer`` last. Per tool, its rules are visited
+    by priority, highest first: any deny denies; any hide hides and denies; a forcing rule makes
+    the tool a force candidate at that rule's priority; any ``prevent_stop`` forbids stopping;
+    the reason kept is the last one seen. The allowed candidate with the highest forcing
+    priority is forced (ties: the first in declared order). Where the original kept
+    ``can_stop`` true with ``final_answer`` denied, or forced a denied tool, this follows
+    SPEC §4 so that both sides compute the same thing. Raises ``ReferenceConflict`` when no
+    tool is allowed.
+    """
+    by_tool: dict[str, list[tuple[int, Rule]]] = {}
+    for rule, _requirement, priority in emitted:
+        by_tool.setdefault(rule.target, []).append((priority, rule))
+    denied: set[str] = set()
+    hidden: set[str] = set()
+    candidates: dict[str, int] = {}
+    reasons: dict[str, str] = {}
+    prevent_stop = False
+    for tool in tools:
+        rules = by_tool.get(tool)
+        if rules is None:
+            continue
+        rules.sort(key=_priority_of, reverse=True)
+        for priority, rule in rules:
+            if not rule.allowed:
+                denied.add(tool)
+            if rule.hidden:
+                hidden.add(tool)
+                denied.add(tool)
+            if rule.forced and priority > candidates.get(tool, 0):
+                candidates[tool] = priority
+            if rule.prevent_stop:
+                prevent_stop = True
+            if rule.reason is not None:
+                reasons[tool] = rule.reason
+    if prevent_stop:
+        denied.add(FINAL_ANSWER)
+    return _reference_pass(tools, denied, hidden, candidates, reasons, final_answer_as_tool)
+
+
+def _priority_of(pair: tuple[int, Rule]) -> int:
+    return pair[0]
+
+
+def _reference_pass(
+    tools: Sequence[str],
+    denied: set[str],
+    hidden: set[str],
+    candidates: dict[str, int],
+    reasons: dict[str, str],
+    final_answer_as_tool: bool,
+) -> ReferencePass:
+    allowed_tools = [t for t in tools if t not in denied]
+    if not allowed_tools:
+        raise ReferenceConflict("no tool is left allowed")
+    can_stop_now = FINAL_ANSWER not in denied
+    chosen: str | None = None
+    best = 0
+    for tool in allowed_tools:
+        priority = candidates.get(tool, 0)
+        if priority > best:
+            chosen, best = tool, priority
+    if chosen is not None:
+        allowed_tools = [chosen]
+        if can_stop_now and chosen != FINAL_ANSWER:
+            allowed_tools.append(FINAL_ANSWER)
+        tool_choice = chosen
+    elif len(allowed_tools) == 1:
+        tool_choice = allowed_tools[0]
+    elif not can_stop_now or final_answer_as_tool:
+        tool_choice = "required"
+    else:
+        tool_choice = "auto"
+    return ReferencePass(
+        allowed=tuple(allowed_tools),
+        hidden=tuple(t for t in tools if t in hidden),
+        forced=chosen,
+        can_stop=can_stop_now,
+        tool_choice=tool_choice,
+        reasons=reasons,
+    )
+
+
+# -- workloads ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Workload:
+    """The declared tools, the number of items per step, and the pool steps draw from."""
+
+    tools: tuple[str, ...]
+    rules: int
+    pool: tuple[Emitted, ...]
+    denials: dict[str, tuple[Emitted, ...]]
+    """Per tool, the pool's plain rules that make it not allowed (conflict sets use them)."""
+
+    @property
+    def label(self) -> str:
+        return f"{len(self.tools)}/{self.rules}"
+
+
+def make_workload(tools: int, rules: int, *, general: bool = False, seed: int = SEED) -> Workload:
+    """A deterministic pool of four times ``rules`` items over ``tools`` declared tools.
+
+    With ``general``, about one item in five is a formula instead of a plain rule.
+    """
+    rng = random.Random(f"{seed}:{tools}:{rules}:{general}")
+    names = (*(f"tool_{i:03d}" for i in range(tools - 1)), FINAL_ANSWER)
+    requirements = [
+        (f"req-{i:02d}", rng.choice(PRIORITIES)) for i in range(max(4, rules // 2))
+    ]
+    pool: dict[Emitted, None] = {}
+    for t in names:  # every tool can be denied: conflict sets need that
+        name, priority = rng.choice(requirements)
+        deny = Rule(t, prevent_stop=True) if t == FINAL_ANSWER else Rule(t, allowed=False)
+        pool[Emitted(deny, name, priority)] = None
+    while len(pool) < 4 * rules:
+        name, priority = rng.choice(requirements)
+        item: Rule | Expr
+        if general and rng.random() < 0.2:
+            item = _random_formula(rng, names)
+        else:
+            item = _random_rule(rng, names)
+        pool[Emitted(item, name, priority)] = None
+    items = tuple(pool)
+    denials = {t: tuple(e for e in items if _denies(e.item, t)) for t in names}
+    return Workload(names, rules, items, denials)
+
+
+_REASONS = ("search first", "budget spent", "needs approval", "already done", "use the cache")
+
+
+def _random_rule(rng: random.Random, tools: Sequence[str]) -> Rule:
+    """One rule from a realistic mix: mostly denies, then allows with reasons, hides, forces."""
+    target = rng.choice(tools)
+    worker = rng.choice(tools[:-1])  # forcing `final_answer` is not part of the mix
+    reason = rng.choice(_REASONS)
+    kind = rng.choices(
+        ("deny", "deny+reason", "hide", "allow+reason", "allow", "force", "stop", "force+stop"),
+        weights=(25, 20, 10, 14, 5, 8, 12, 6),
+    )[0]
+    match kind:
+        case "deny":
+            return Rule(target, allowed=False)
+        case "deny+reason":
+            return Rule(target, allowed=False, reason=reason)
+        case "hide":
+            return Rule(target, hidden=True, reason=reason if rng.random() < 0.5 else None)
+        case "allow+reason":
+            return Rule(target, reason=reason)
+        case "allow":
+            return Rule(target)
+        case "force":
+            return Rule(worker, forced=True)
+        case "stop":
+            return Rule(target, prevent_stop=True, reason=reason if rng.random() < 0.3 else None)
+        case _:
+            return Rule(worker, forced=True, prevent_stop=True)
+
+
+def _random_formula(rng: random.Random, tools: Sequence[str]) -> Expr:
+    a, b, c = rng.sample(tools[:-1], 3)
+    templates: tuple[Callable[[], Expr], ...] = (
+        lambda: at_most(1, allowed(a), allowed(b)),
+        lambda: at_most(1, allowed(a), allowed(b), allowed(c)),
+        lambda: implies(allowed(a), ~can_stop),
+        lambda: implies(allowed(a), ~allowed(b)),
+        lambda: any_of(allowed(a), allowed(b)),
+        lambda: exactly(1, allowed(a), allowed(b)),
+        lambda: forced(a),
+    )
+    return rng.choices(templates, weights=(4, 2, 3, 3, 2, 1, 1))[0]()
+
+
+def _denies(item: Rule | Expr, tool: str) -> bool:
+    if not isinstance(item, Rule):
+        return False
+    if item.target == tool and (not item.allowed or item.hidden):
+        return True
+    return tool == FINAL_ANSWER and item.prevent_stop
+
+
+def draw_sets(
+    workload: Workload,
+    count: int,
+    *,
+    seed: int = 0,
+    keep: Callable[[list[Emitted]], bool] | None = None,
+) -> list[list[Emitted]]:
+    """``count`` distinct random subsets of ``workload.rules`` pool items that ``keep`` accepts.
+
+    By default a set is kept when the reference finds a pass (plain rules only); pass another
+    ``keep`` for pools with formulas.
+    """
+    rng = random.Random(f"draw:{seed}:{workload.label}")
+    accept = keep if keep is not None else _reference_satisfiable(workload.tools)
+    seen: set[frozenset[Emitted]] = set()
+    sets: list[list[Emitted]] = []
+    for _ in range(count * 50):
+        if len(sets) == count:
+            break
+        drawn = rng.sample(workload.pool, workload.rules)
+        key = frozenset(drawn)
+        if key not in seen and accept(drawn):
+            seen.add(key)
+            sets.append(drawn)
+    # INVARIANT: pools are sparse enough that almost every draw is kept.
+    assert len(sets) == count, f"only {len(sets)} of {count} sets drawn"
+    return sets
+
+
+def _reference_satisfiable(tools: Sequence[str]) -> Callable[[list[Emitted]], bool]:
+    def accept(drawn: list[Emitted]) -> bool:
+        try:
+            reference_aggregate(drawn, tools)
+        except ReferenceConflict:
+            return False
+        return True
+
+    return accept
+
+
+def conflict_sets(workload: Workload, count: int, *, seed: int = 0) -> list[list[Emitted]]:
+    """Distinct sets of ``workload.rules`` items in which every tool is denied.
+
+    Each holds one random denial per tool plus random pool items; the minimal core is one
+    denial per tool, so its size is the tool count.
+    """
+    rng = random.Random(f"conflict:{seed}:{workload.label}")
+    tools = workload.tools
+    sets: list[list[Emitted]] = []
+    seen: set[frozenset[Emitted]] = set()
+    while len(sets) < count:
+        chosen = {rng.choice(workload.denials[t]): None for t in tools}
+        rest = [e for e in workload.pool if e not in chosen]
+        drawn = [*chosen, *rng.sample(rest, workload.rules - len(chosen))]
+        key = frozenset(drawn)
+        if key not in seen:
+            seen.add(key)
+            sets.append(drawn)
+    return sets
+
+
+def force_conflict_sets(
+    workload: Workload, base: Sequence[list[Emitted]], *, seed: int = 0
+) -> list[list[Emitted]]:
+    """Each satisfiable ``base`` set with one item replaced by a hard force on a denied tool.
+
+    The typical run-time clash (a ``force_at_step`` when its tool may not run): a core of two.
+    """
+    rng = random.Random(f"force:{seed}:{workload.label}")
+    out: list[list[Emitted]] = []
+    for drawn in base:
+        denied = sorted(
+            {t for t in workload.tools[:-1] for e in drawn if _denies(e.item, t)}
+        )
+        if not denied:
+            continue
+        tool = rng.choice(denied)
+        keep = [e for e in drawn if not _denies(e.item, tool)]
+        survivor = next(e for e in drawn if _denies(e.item, tool))
+        rng.shuffle(keep)
+        hard = Emitted(forced(tool), "force-at-step", 10)
+        out.append([*keep[: workload.rules - 2], survivor, hard])
+    return out
+
+
+def freshen(sets: Sequence[list[Emitted]], *, tag: str = "cold") -> list[list[Emitted]]:
+    """Copies of ``sets`` whose rules are new objects never seen: each gets a unique reason."""
+    out: list[list[Emitted]] = []
+    serial = 0
+    for drawn in sets:
+        copy = []
+        for e in drawn:
+            serial += 1
+            rule = e.item
+            assert isinstance(rule, Rule)
+            fresh = rule._replace(reason=f"{rule.reason or tag} #{serial}")
+            copy.append(Emitted(fresh, e.requirement, e.priority))
+        out.append(copy)
+    return out
+
+
+# -- timing -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """How much to run: decisions per round per size, and rounds per measurement."""
+
+    decisions: dict[str, int]
+    rounds: int
+    conflicts: dict[str, int]
+    warm: int
+
+    @classmethod
+    def full(cls) -> Config:
+        return cls(
+            decisions={"10/20": 4000, "50/100": 2000, "100/200": 1500},
+            rounds=5,
+            conflicts={"10/20": 600, "50/100": 200, "100/200": 80},
+            warm=200,
+        )
+
+    @classmethod
+    def quick(cls) -> Config:
+        return cls(
+            decisions={"10/20": 60, "50/100": 30, "100/200": 20},
+            rounds=2,
+            conflicts={"10/20": 10, "50/100": 4, "100/200": 3},
+            warm=10,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """One timed pass over a list of sets: nanoseconds per call, solver checks, conflicts."""
+
+    times_ns: list[int]
+    checks: int | None
+    conflicts: int
+
+    @property
+    def median_ns(self) -> float:
+        return statistics.median(self.times_ns)
+
+
+def time_each(
+    call: Callable[[list[Emitted]], object], sets: Sequence[list[Emitted]]
+) -> tuple[list[int], int]:
+    """Nanoseconds per ``call(s)`` for each set, and how many calls answered a conflict."""
+    clock = time.perf_counter_ns
+    times: list[int] = []
+    append = times.append
+    conflicts = 0
+    gc.collect()
+    for s in sets:
+        start = clock()
+        try:
+            call(s)
+        except (ConflictError, ReferenceConflict):
+            conflicts += 1
+        append(clock() - start)
+    return times, conflicts
+
+
+def warmed_reasoner(
+    workload: Workload, warm: Sequence[list[Emitted]], *, mode: str = "strict", room: int = 0
+) -> Reasoner:
+    """A fresh reasoner that has compiled every pool item and decided the ``warm`` sets.
+
+    Its cache has room for ``room`` more sets, so a second pass over them is all hits.
+    """
+    size = len(workload.pool) + len(warm) + room + 1
+    reasoner = Reasoner(workload.tools, [], mode=mode, cache_size=size)  # type: ignore[arg-type]
+    for s in ([e] for e in workload.pool):
+        _decide_quietly(reasoner, s)
+    for s in warm:
+        _decide_quietly(reasoner, s)
+    return reasoner
+
+
+def _decide_quietly(reasoner: Reasoner, s: list[Emitted]) -> None:
+    try:
+        reasoner.resolve(s)
+    except ConflictError:
+        pass
+
+
+def engine_sample(reasoner: Reasoner, sets: Sequence[list[Emitted]], *, hits: bool) -> Sample:
+    """Time ``reasoner.resolve`` once per set; ``hits`` says whether all must be cache hits."""
+    checks, before = reasoner.solver_checks, (reasoner.hits, reasoner.misses)
+    times, conflicts = time_each(reasoner.resolve, sets)
+    expected = (before[0] + len(sets), before[1]) if hits else (before[0], before[1] + len(sets))
+    # INVARIANT: a miss row never hits the cache and a hit row never asks the solver.
+    assert (reasoner.hits, reasoner.misses) == expected, "cache behaved unexpectedly"
+    return Sample(times, reasoner.solver_checks - checks, conflicts)
+
+
+def reference_sample(workload: Workload, sets: Sequence[list[Emitted]]) -> Sample:
+    # `partial` is a C-level wrapper: the yardstick pays no extra Python frame per call.
+    times, conflicts = time_each(partial(reference_aggregate, tools=workload.tools), sets)
+    return Sample(times, None, conflicts)
+
+
+# -- rows ---------------------------------------------------------------------------------------
+
+KINDS: dict[str, str] = {
+    "reference": "reference deny-wins (no solver)",
+    "miss": "miss",
+    "hit": "hit",
+    "cold": "miss, cold items",
+    "general": "miss, general constraints",
+    "priority": "miss, priority mode",
+    "conflict": "conflict: no tool left",
+    "force": "conflict: hard force vs deny",
+}
+"""Row kinds and their names in the table."""
+
+TARGETS: dict[tuple[str, str], tuple[str, float]] = {
+    ("miss", "10/20"): ("median", 50.0),
+    ("miss", "50/100"): ("median", 150.0),
+    ("hit", "10/20"): ("median", 5.0),
+    ("miss", "100/200"): ("p99", 1000.0),
+}
+"""The issue's targets, in µs: (statistic, bound) per (kind, size)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One line of the table (µs; the best round of several)."""
+
+    label: str
+    kind: str
+    size: str
+    decisions: int
+    median_us: float
+    p99_us: float
+    ratio: float | None
+    """Reference median at the same size over this row's median (> 1: the engine is faster)."""
+    target: str
+    met: bool | None
+    checks_per_decision: float | None
+    per_second: float
+    conflicts: int
+    note: str = ""
+
+
+def row_label(kind: str, size: str) -> str:
+    return f"{size} {KINDS[kind]}"
+
+
+def p99(times_ns: Sequence[int]) -> float:
+    """The 99th percentile by nearest rank."""
+    ordered = sorted(times_ns)
+    return float(ordered[max(0, -(-99 * len(ordered) // 100) - 1)])
+
+
+def make_row(kind: str, size: str, rounds: Sequence[Sample], reference_ns: float) -> Row:
+    best = min(rounds, key=lambda s: s.median_ns)
+    median_us, p99_us = best.median_ns / 1000, p99(best.times_ns) / 1000
+    target, met = "", None
+    if (kind, size) in TARGETS:
+        statistic, bound = TARGETS[kind, size]
+        target = f"{statistic} ≤ {bound:g} µs"
+        met = (median_us if statistic == "median" else p99_us) <= bound
+    n = len(best.times_ns)
+    return Row(
+        label=row_label(kind, size),
+        kind=kind,
+        size=size,
+        decisions=n,
+        median_us=median_us,
+        p99_us=p99_us,
+        ratio=reference_ns / best.median_ns if kind != "reference" else None,
+        target=target,
+        met=met,
+        checks_per_decision=None if best.checks is None else best.checks / n,
+        per_second=n / (sum(best.times_ns) / 1e9),
+        conflicts=best.conflicts,
+    )
+
+
+# -- running ------------------------------------------------------------------------------------
+
+
+def measure_size(tools: int, rules: int, config: Config) -> list[Row]:
+    """Every row of one size, the rows' rounds interleaved so noise spreads over all of them."""
+    workload = make_workload(tools, rules)
+    size = workload.label
+    count, warm_count = config.decisions[size], config.warm
+    drawn = draw_sets(workload, warm_count + count)
+    warm, sets = drawn[:warm_count], drawn[warm_count:]
+    clashes = conflict_sets(workload, config.conflicts[size])
+    extras = _extras(workload, sets, config) if size == "10/20" else None
+    samples: dict[str, list[Sample]] = {}
+    for _ in range(config.rounds):
+        _add(samples, "reference", reference_sample(workload, sets))
+        reasoner = warmed_reasoner(workload, warm, room=len(sets))
+        _add(samples, "miss", engine_sample(reasoner, sets, hits=False))
+        _add(samples, "hit", engine_sample(reasoner, sets, hits=True))
+        reasoner = warmed_reasoner(workload, warm, room=len(clashes))
+        _add(samples, "conflict", engine_sample(reasoner, clashes, hits=False))
+        if extras is not None:
+            extras.round(samples, warm)
+    reference_ns = min(s.median_ns for s in samples["reference"])
+    rows = [make_row(kind, size, samples[kind], reference_ns) for kind in KINDS if kind in samples]
+    return [_annotate(row, workload, clashes, extras) for row in rows]
+
+
+def _add(samples: dict[str, list[Sample]], kind: str, sample: Sample) -> None:
+    samples.setdefault(kind, []).append(sample)
+
+
+@dataclass
+class _Extras:
+    """The 10/20-only rows: cold items, general constraints, priority mode, hard-force clashes."""
+
+    workload: Workload
+    sets: list[list[Emitted]]
+    cold: list[list[Emitted]]
+    general: Workload
+    general_warm: list[list[Emitted]]
+    general_sets: list[list[Emitted]]
+    forces: list[list[Emitted]]
+
+    def round(self, samples: dict[str, list[Sample]], warm: Sequence[list[Emitted]]) -> None:
+        reasoner = warmed_reasoner(self.workload, warm, room=len(self.cold))
+        _add(samples, "cold", engine_sample(reasoner, self.cold, hits=False))
+        general = warmed_reasoner(self.general, self.general_warm, room=len(self.general_sets))
+        _add(samples, "general", engine_sample(general, self.general_sets, hits=False))
+        priority = warmed_reasoner(self.workload, warm, mode="priority", room=len(self.sets))
+        _add(samples, "priority", engine_sample(priority, self.sets, hits=False))
+        reasoner = warmed_reasoner(self.workload, warm, room=len(self.forces))
+        _add(samples, "force", engine_sample(reasoner, self.forces, hits=False))
+
+
+def _extras(workload: Workload, sets: list[list[Emitted]], config: Config) -> _Extras:
+    general = make_workload(len(workload.tools), workload.rules, general=True)
+    probe = Reasoner(general.tools, [], cache_size=0)
+    count = len(sets) + config.warm
+    general_drawn = draw_sets(general, count, keep=partial(_engine_satisfiable, probe))
+    return _Extras(
+        workload=workload,
+        sets=sets,
+        cold=freshen(sets),
+        general=general,
+        general_warm=general_drawn[: config.warm],
+        general_sets=general_drawn[config.warm :],
+        forces=force_conflict_sets(workload, sets[: config.conflicts[workload.label]]),
+    )
+
+
+def _engine_satisfiable(probe: Reasoner, drawn: list[Emitted]) -> bool:
+    try:
+        probe.resolve(drawn)
+    except ConflictError:
+        return False
+    return True
+
+
+def _annotate(
+    row: Row, workload: Workload, clashes: list[list[Emitted]], extras: _Extras | None
+) -> Row:
+    """Notes that keep a row honest: conflict core sizes, and conflicts where none belong."""
+    note = ""
+    if row.kind == "conflict":
+        note = f"core of {_core_size(workload, clashes[0])} items"
+    elif row.kind == "force" and extras is not None:
+        note = f"core of {_core_size(workload, extras.forces[0])} items"
+    elif row.kind == "general" and extras is not None:
+        formulas = sum(not isinstance(e.item, Rule) for s in extras.general_sets for e in s)
+        note = f"{formulas / len(extras.general_sets):.1f} formulas per set"
+    elif row.kind == "cold":
+        note = "every item new to the reasoner"
+    elif row.conflicts:
+        note = f"{row.conflicts} conflicts"
+    return Row(**{**asdict(row), "note": note})
+
+
+def _core_size(workload: Workload, drawn: list[Emitted]) -> int:
+    try:
+        Reasoner(workload.tools, [], cache_size=0).resolve(drawn)
+    except ConflictError as exc:
+        return len(exc.core)
+    raise AssertionError("a conflict set has a pass")

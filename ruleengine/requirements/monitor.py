@@ -1,0 +1,62 @@
+"""Monitors: a requirement's finite abstraction of the history it reads.
+
+A monitor is a small deterministic automaton over steps. Its *views* are hashable values
+(tuples of small ints, tool names and booleans). ``initial()`` is the view of an empty run,
+``advance(view, tool, status)`` the view after one more step, and ``emit(view, checks)`` the
+rules of the next step, a function of the view and of the values of the requirement's opaque
+custom checks alone. Views saturate (counts stop at the largest threshold that matters, step
+numbers after the last step that is looked at), so every monitor has finitely many views and
+the static checker can explore the product of all monitors for histories of any length.
+
+A requirement with a monitor computes its rules at run time through the same ``emit``, from
+``view_of(state)``; tests check that ``view_of`` equals replaying the trace through
+``advance``, so the runtime and the checker cannot disagree.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Hashable, Iterable, Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ruleengine.rules import Item
+    from ruleengine.state import RunState, Status
+
+__all__ = ["Monitor", "replay"]
+
+
+class Monitor(ABC):
+    """The finite abstraction of the history one requirement reads."""
+
+    checks: int = 0
+    """How many opaque boolean custom checks ``emit`` takes (both values are possible)."""
+
+    @abstractmethod
+    def initial(self) -> Hashable:
+        """The view of a run with no steps."""
+
+    @abstractmethod
+    def advance(self, view: Hashable, tool: str, status: Status) -> Hashable:
+        """The view after one more step calling ``tool`` that ended with ``status``."""
+
+    @abstractmethod
+    def emit(self, view: Hashable, checks: tuple[bool, ...] = ()) -> Sequence[Item]:
+        """The rules and constraints for the next step, from the view alone."""
+
+    def tools(self) -> frozenset[str]:
+        """The tools whose calls can change the view (others leave it unchanged or merge)."""
+        return frozenset()
+
+
+def replay(monitor: Monitor, trace: Iterable[tuple[str, Status]]) -> Hashable:
+    """The view after ``trace``, a sequence of ``(tool, status)`` steps."""
+    view = monitor.initial()
+    for tool, status in trace:
+        view = monitor.advance(view, tool, status)
+    return view
+
+
+def trace_of(state: RunState) -> list[tuple[str, Status]]:
+    """The ``(tool, status)`` steps of a state."""
+    return [(s.tool, s.status) for s in state.steps]

@@ -1,0 +1,260 @@
+"""``AskPermissionRequirement``: a human (or any handler) approves tool calls (SPEC §5).
+
+Asking happens when a covered tool is about to run: the agent loop calls ``ask`` from a
+blocking listener on the tool's start event. A refusal, a handler that raises, or one that
+times out is a denial (fail closed); the agent records a ``denied`` step and the tool does not
+run. ``final_answer`` is never asked about.
+
+With ``remember_choices`` the first step of a covered tool decides for the rest of the run:
+``denied`` is a remembered refusal, ``ok``/``error`` a remembered approval. Remembered answers
+are read from the run's steps, never stored on the requirement, so one object can serve any
+number of concurrent runs. They become rules: a refusal ``Rule(t, allowed=False,
+hidden=hide_disallowed)``, an approval ``Rule(t, allowed=True)``.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
+from typing import Any
+
+import anyio
+import anyio.to_thread
+
+from ruleengine.errors import PolicyError
+from ruleengine.ir import FINAL_ANSWER
+from ruleengine.requirements._targets import as_refs, names_now, resolve
+from ruleengine.requirements.base import DEFAULT_PRIORITY, Requirement
+from ruleengine.requirements.monitor import Monitor
+from ruleengine.rules import Item, Rule
+from ruleengine.state import RunState, Status
+
+__all__ = ["AskPermissionRequirement", "PermissionHandler", "PermissionMonitor", "terminal_handler"]
+
+PermissionHandler = Callable[[str, Mapping[str, Any]], "bool | Awaitable[bool]"]
+"""``handler(tool_name, arguments)`` answers whether the call may run (sync or async)."""
+
+UNDECIDED, APPROVED, REFUSED = 0, 1, 2
+
+
+def terminal_handler(tool: str, arguments: Mapping[str, Any]) -> bool:
+    """The default handler: ask on the terminal; anything but `y`/`yes` is a refusal."""
+    try:
+        answer = input(f"Allow `{tool}` with {dict(arguments)!r}? [y/N] ")
+    except EOFError:
+        return False
+    return answer.strip().lower() in ("y", "yes")
+
+
+class PermissionMonitor(Monitor):
+    """The view: per covered tool, undecided / approved / refused (only when remembering)."""
+
+    def __init__(self, covered: tuple[str, ...], *, remember: bool, hide: bool) -> None:
+        self.covered = covered
+        self.remember = remember
+        self.hide = hide
+        self._index = {t: i for i, t in enumerate(covered)}
+        self._memo: dict[tuple[int, ...], tuple[Item, ...]] = {}
+
+    def tools(self) -> frozenset[str]:
+        return frozenset(self.covered)
+
+    def initial(self) -> tuple[int, ...]:
+        return (UNDECIDED,) * len(self.covered) if self.remember else ()
+
+    def advance(self, view: Hashable, tool: str, status: Status) -> tuple[int, ...]:
+        assert isinstance(view, tuple)
+        i = self._index.get(tool)
+        if not self.remember or i is None or view[i] != UNDECIDED:
+            return view
+        decided = REFUSED if status == "denied" else APPROVED
+        return (*view[:i], decided, *view[i + 1 :])
+
+    def view_of(self, state: RunState) -> tuple[int, ...]:
+        if not self.remember:
+            return ()
+        first = state.summary().first_status
+        return tuple(
+            UNDECIDED
+            if (status := first.get(t)) is None
+            else REFUSED
+            if status == "denied"
+            else APPROVED
+            for t in self.covered
+        )
+
+    def emit(self, view: Hashable, checks: tuple[bool, ...] = ()) -> tuple[Item, ...]:
+        assert isinstance(view, tuple)
+        found = self._memo.get(view)
+        if found is None:
+            rules: list[Item] = []
+            for t, decided in zip(self.covered, view, strict=True):
+                if decided == REFUSED:
+                    rules.append(
+                        Rule(t, allowed=False, hidden=self.hide, reason=f"the user refused `{t}`")
+                    )
+                elif decided == APPROVED:
+                    rules.append(Rule(t, allowed=True))
+            found = tuple(rules)
+            self._memo[view] = found
+        return found
+
+
+class AskPermissionRequirement(Requirement):
+    """Ask a handler before covered tools run; optionally remember the answers per run.
+
+    ``include`` (default: every tool but ``final_answer``) minus ``exclude`` are covered.
+    ``always_allow=True`` approves every call without asking (asking switched off, the
+    requirement kept in place). ``timeout`` bounds a handler's answer, in seconds.
+    """
+
+    def __init__(
+        self,
+        include: object = None,
+        exclude: object = None,
+        handler: PermissionHandler | None = None,
+        *,
+        remember_choices: bool = False,
+        hide_disallowed: bool = False,
+        always_allow: bool = False,
+        timeout: float | None = None,
+        priority: int = DEFAULT_PRIORITY,
+        enabled: bool = True,
+        name: str | None = None,
+    ) -> None:
+        super().__init__(
+            name=name if name is not None else "ask-permission", priority=priority, enabled=enabled
+        )
+        owner = self.name
+        self._include = as_refs(include, owner=owner, parameter="include")
+        self._exclude = as_refs(exclude, owner=owner, parameter="exclude")
+        if handler is not None and not callable(handler):
+            raise PolicyError(f"requirement `{owner}`: handler=`{handler!r}` is not callable")
+        self.handler: PermissionHandler = handler or terminal_handler
+        """Answers whether a call may run."""
+        for flag, value in (
+            ("remember_choices", remember_choices),
+            ("hide_disallowed", hide_disallowed),
+            ("always_allow", always_allow),
+        ):
+            if not isinstance(value, bool):
+                raise PolicyError(
+                    f"requirement `{owner}`: {flag}=`{value!r}` must be true or false"
+                )
+        if timeout is not None and (
+            isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0
+        ):
+            raise PolicyError(f"requirement `{owner}`: timeout=`{timeout!r}` must be positive")
+        self.remember_choices = remember_choices
+        self.hide_disallowed = hide_disallowed
+        self.always_allow = always_allow
+        self.timeout = timeout
+        included = names_now(self._include)
+        excluded = names_now(self._exclude)
+        self._covered: tuple[str, ...] | None = None
+        if included and excluded is not None:
+            self._covered = _covered(included, excluded)
+        self._excluded_now = frozenset(excluded or ())
+        self._monitor: PermissionMonitor | None = None
+        if self._covered is not None:
+            self._monitor = self._make_monitor(self._covered)
+
+    def _make_monitor(self, covered: tuple[str, ...]) -> PermissionMonitor:
+        return PermissionMonitor(covered, remember=self.remember_choices, hide=self.hide_disallowed)
+
+    def bind(self, tools: Sequence[object]) -> AskPermissionRequirement:
+        owner = self.name
+        include = [resolve(r, tools, owner=owner, parameter="include") for r in self._include]
+        exclude = [resolve(r, tools, owner=owner, parameter="exclude") for r in self._exclude]
+        if not include:
+            include = [n for n in (_name(t) for t in tools) if n != FINAL_ANSWER]
+        covered = _covered(tuple(include), tuple(exclude))
+        if covered == self._covered:
+            return self
+        bound = AskPermissionRequirement(
+            covered or None,
+            None,
+            self.handler,
+            remember_choices=self.remember_choices,
+            hide_disallowed=self.hide_disallowed,
+            always_allow=self.always_allow,
+            timeout=self.timeout,
+            priority=self.priority,
+            enabled=self.enabled,
+            name=self.name,
+        )
+        bound._covered = covered
+        bound._monitor = bound._make_monitor(covered)
+        return bound
+
+    def covers(self, tool: str) -> bool:
+        """Whether calls of ``tool`` are asked about."""
+        if tool == FINAL_ANSWER:
+            return False
+        if self._covered is not None:
+            return tool in self._covered
+        return tool not in self._excluded_now
+
+    def monitor(self) -> PermissionMonitor:
+        if self._monitor is None:
+            raise PolicyError(
+                f"requirement `{self.name}` covers every tool: bind it to the declared tools",
+                hint="the reasoner and the agent bind requirements for you",
+            )
+        return self._monitor
+
+    def run(self, state: RunState) -> tuple[Item, ...]:
+        if not self.remember_choices:
+            return ()
+        monitor = self.monitor()
+        return monitor.emit(monitor.view_of(state))
+
+    def remembered(self, tool: str, state: RunState) -> bool | None:
+        """The remembered answer for ``tool`` in this run, if any."""
+        if not self.remember_choices or not self.covers(tool):
+            return None
+        status = state.summary().first_status.get(tool)
+        if status is None:
+            return None
+        return status != "denied"
+
+    async def ask(self, tool: str, arguments: Mapping[str, Any], state: RunState) -> bool:
+        """Whether this call may run: remembered, always allowed, or the handler's answer.
+
+        Fails closed: a handler that raises, times out, or answers something other than a
+        bool is a refusal.
+        """
+        if not self.covers(tool) or self.always_allow:
+            return True
+        remembered = self.remembered(tool, state)
+        if remembered is not None:
+            return remembered
+        try:
+            with anyio.fail_after(self.timeout):
+                answer = await self._call_handler(tool, arguments)
+        except Exception:
+            return False
+        return answer is True
+
+    async def _call_handler(self, tool: str, arguments: Mapping[str, Any]) -> object:
+        handler = self.handler
+        if inspect.iscoroutinefunction(handler):
+            return await handler(tool, arguments)
+        if handler is terminal_handler:
+            return await anyio.to_thread.run_sync(handler, tool, arguments)
+        answer = handler(tool, arguments)
+        if inspect.isawaitable(answer):
+            return await answer
+        return answer
+
+
+def _covered(include: tuple[str, ...], exclude: tuple[str, ...]) -> tuple[str, ...]:
+    dropped = set(exclude) | {FINAL_ANSWER}
+    return tuple(t for t in dict.fromkeys(include) if t not in dropped)
+
+
+def _name(tool: object) -> str:
+    name = tool if isinstance(tool, str) else getattr(tool, "name", None)
+    if not isinstance(name, str):
+        raise PolicyError(f"`{tool!r}` is not a tool")
+    return name
