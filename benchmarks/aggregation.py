@@ -13,8 +13,10 @@ how to read the table. The workloads are deterministic (seeded ``random.Random``
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import json
+import os
 import platform
 import random
 import statistics
@@ -22,6 +24,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from typing import Any
 
 import z3
@@ -200,9 +203,7 @@ def make_workload(tools: int, rules: int, *, general: bool = False, seed: int = 
     """
     rng = random.Random(f"{seed}:{tools}:{rules}:{general}")
     names = (*(f"tool_{i:03d}" for i in range(tools - 1)), FINAL_ANSWER)
-    requirements = [
-        (f"req-{i:02d}", rng.choice(PRIORITIES)) for i in range(max(4, rules // 2))
-    ]
+    requirements = [(f"req-{i:02d}", rng.choice(PRIORITIES)) for i in range(max(4, rules // 2))]
     pool: dict[Emitted, None] = {}
     for t in names:  # every tool can be denied: conflict sets need that
         name, priority = rng.choice(requirements)
@@ -226,12 +227,13 @@ _REASONS = ("search first", "budget spent", "needs approval", "already done", "u
 
 def _random_rule(rng: random.Random, tools: Sequence[str]) -> Rule:
     """One rule from a realistic mix: mostly denies, then allows with reasons, hides, forces."""
-    target = rng.choice(tools)
-    worker = rng.choice(tools[:-1])  # forcing `final_answer` is not part of the mix
+    # Only `prevent_stop` (and the pool's one deny per tool) keeps `final_answer` from running:
+    # a denial of it in every other step would make `can_stop` false almost always.
+    target = rng.choice(tools[:-1])
     reason = rng.choice(_REASONS)
     kind = rng.choices(
         ("deny", "deny+reason", "hide", "allow+reason", "allow", "force", "stop", "force+stop"),
-        weights=(25, 20, 10, 14, 5, 8, 12, 6),
+        weights=(30, 25, 6, 16, 8, 6, 3, 1),
     )[0]
     match kind:
         case "deny":
@@ -245,11 +247,12 @@ def _random_rule(rng: random.Random, tools: Sequence[str]) -> Rule:
         case "allow":
             return Rule(target)
         case "force":
-            return Rule(worker, forced=True)
+            return Rule(target, forced=True)
         case "stop":
-            return Rule(target, prevent_stop=True, reason=reason if rng.random() < 0.3 else None)
+            where = rng.choice(tools)
+            return Rule(where, prevent_stop=True, reason=reason if rng.random() < 0.3 else None)
         case _:
-            return Rule(worker, forced=True, prevent_stop=True)
+            return Rule(target, forced=True, prevent_stop=True)
 
 
 def _random_formula(rng: random.Random, tools: Sequence[str]) -> Expr:
@@ -345,9 +348,7 @@ def force_conflict_sets(
     rng = random.Random(f"force:{seed}:{workload.label}")
     out: list[list[Emitted]] = []
     for drawn in base:
-        denied = sorted(
-            {t for t in workload.tools[:-1] for e in drawn if _denies(e.item, t)}
-        )
+        denied = sorted({t for t in workload.tools[:-1] for e in drawn if _denies(e.item, t)})
         if not denied:
             continue
         tool = rng.choice(denied)
@@ -392,7 +393,7 @@ class Config:
         return cls(
             decisions={"10/20": 4000, "50/100": 2000, "100/200": 1500},
             rounds=5,
-            conflicts={"10/20": 600, "50/100": 200, "100/200": 80},
+            conflicts={"10/20": 300, "50/100": 30, "100/200": 10},
             warm=200,
         )
 
@@ -401,7 +402,7 @@ class Config:
         return cls(
             decisions={"10/20": 60, "50/100": 30, "100/200": 20},
             rounds=2,
-            conflicts={"10/20": 10, "50/100": 4, "100/200": 3},
+            conflicts={"10/20": 6, "50/100": 2, "100/200": 1},
             warm=10,
         )
 
@@ -455,10 +456,8 @@ def warmed_reasoner(
 
 
 def _decide_quietly(reasoner: Reasoner, s: list[Emitted]) -> None:
-    try:
+    with contextlib.suppress(ConflictError):
         reasoner.resolve(s)
-    except ConflictError:
-        pass
 
 
 def engine_sample(reasoner: Reasoner, sets: Sequence[list[Emitted]], *, hits: bool) -> Sample:
@@ -575,11 +574,12 @@ def measure_size(tools: int, rules: int, config: Config) -> list[Row]:
         _add(samples, "hit", engine_sample(reasoner, sets, hits=True))
         reasoner = warmed_reasoner(workload, warm, room=len(clashes))
         _add(samples, "conflict", engine_sample(reasoner, clashes, hits=False))
+        notes = {"conflict": f"core of {core_size(reasoner, clashes[0])} items"}
         if extras is not None:
-            extras.round(samples, warm)
+            notes.update(extras.round(samples, warm))
     reference_ns = min(s.median_ns for s in samples["reference"])
     rows = [make_row(kind, size, samples[kind], reference_ns) for kind in KINDS if kind in samples]
-    return [_annotate(row, workload, clashes, extras) for row in rows]
+    return [_annotate(row, notes) for row in rows]
 
 
 def _add(samples: dict[str, list[Sample]], kind: str, sample: Sample) -> None:
@@ -598,7 +598,10 @@ class _Extras:
     general_sets: list[list[Emitted]]
     forces: list[list[Emitted]]
 
-    def round(self, samples: dict[str, list[Sample]], warm: Sequence[list[Emitted]]) -> None:
+    def round(
+        self, samples: dict[str, list[Sample]], warm: Sequence[list[Emitted]]
+    ) -> dict[str, str]:
+        """One round of each extra row; answers the rows' notes."""
         reasoner = warmed_reasoner(self.workload, warm, room=len(self.cold))
         _add(samples, "cold", engine_sample(reasoner, self.cold, hits=False))
         general = warmed_reasoner(self.general, self.general_warm, room=len(self.general_sets))
@@ -607,6 +610,12 @@ class _Extras:
         _add(samples, "priority", engine_sample(priority, self.sets, hits=False))
         reasoner = warmed_reasoner(self.workload, warm, room=len(self.forces))
         _add(samples, "force", engine_sample(reasoner, self.forces, hits=False))
+        formulas = sum(not isinstance(e.item, Rule) for s in self.general_sets for e in s)
+        return {
+            "cold": "every item new to the reasoner",
+            "general": f"{formulas / len(self.general_sets):.1f} formulas per set",
+            "force": f"core of {core_size(reasoner, self.forces[0])} items",
+        }
 
 
 def _extras(workload: Workload, sets: list[list[Emitted]], config: Config) -> _Extras:
@@ -633,28 +642,221 @@ def _engine_satisfiable(probe: Reasoner, drawn: list[Emitted]) -> bool:
     return True
 
 
-def _annotate(
-    row: Row, workload: Workload, clashes: list[list[Emitted]], extras: _Extras | None
-) -> Row:
-    """Notes that keep a row honest: conflict core sizes, and conflicts where none belong."""
-    note = ""
-    if row.kind == "conflict":
-        note = f"core of {_core_size(workload, clashes[0])} items"
-    elif row.kind == "force" and extras is not None:
-        note = f"core of {_core_size(workload, extras.forces[0])} items"
-    elif row.kind == "general" and extras is not None:
-        formulas = sum(not isinstance(e.item, Rule) for s in extras.general_sets for e in s)
-        note = f"{formulas / len(extras.general_sets):.1f} formulas per set"
-    elif row.kind == "cold":
-        note = "every item new to the reasoner"
-    elif row.conflicts:
-        note = f"{row.conflicts} conflicts"
+def _annotate(row: Row, notes: dict[str, str]) -> Row:
+    """Add the row's note; a conflict where none belongs is noted too."""
+    note = notes.get(row.kind, "")
+    if row.conflicts and row.kind not in ("conflict", "force"):
+        note = f"{note}; {row.conflicts} conflicts" if note else f"{row.conflicts} conflicts"
     return Row(**{**asdict(row), "note": note})
 
 
-def _core_size(workload: Workload, drawn: list[Emitted]) -> int:
+def core_size(reasoner: Reasoner, drawn: list[Emitted]) -> int:
+    """The size of the minimal core ``reasoner`` answers for ``drawn`` (cached: no new solving)."""
     try:
-        Reasoner(workload.tools, [], cache_size=0).resolve(drawn)
+        reasoner.resolve(drawn)
     except ConflictError as exc:
         return len(exc.core)
     raise AssertionError("a conflict set has a pass")
+
+
+# -- the correctness cross-check ----------------------------------------------------------------
+
+
+@dataclass
+class CrossCheck:
+    """Strict mode against the reference on plain rules: counts and any disagreements."""
+
+    compared: int = 0
+    conflicts: int = 0
+    forced: int = 0
+    """Sets with a forced tool and no tie at the top forcing priority (forced compared)."""
+    ties: int = 0
+    """Sets with a forced tie: both must pick one of the tied tools."""
+    hidden: int = 0
+    no_stop: int = 0
+    mismatches: list[str] = field(default_factory=list)
+
+
+def cross_check(workload: Workload, sets: Iterable[list[Emitted]]) -> CrossCheck:
+    """Compare ``allowed``, ``hidden``, ``can_stop``, ``forced`` and conflicts set by set.
+
+    Reasons are not compared: by design we keep the highest-priority reason, the original the
+    last one of its loop. A forced tie is broken by declared order on our side; there only
+    membership in the tie is checked.
+    """
+    result = CrossCheck()
+    reasoner = Reasoner(workload.tools, [], cache_size=0)
+    for s in sets:
+        result.compared += 1
+        ours = _ours_or_none(reasoner, s)
+        try:
+            ref: ReferencePass | None = reference_aggregate(s, workload.tools)
+        except ReferenceConflict:
+            ref = None
+        if ours is None or ref is None:
+            if (ours is None) != (ref is None):
+                result.mismatches.append(f"conflict only on one side: {s!r}")
+            result.conflicts += 1
+            continue
+        _compare(result, workload.tools, s, ours, ref)
+    return result
+
+
+def _ours_or_none(reasoner: Reasoner, s: list[Emitted]) -> Any:
+    try:
+        return reasoner.resolve(s)
+    except ConflictError:
+        return None
+
+
+def _compare(
+    result: CrossCheck, tools: Sequence[str], s: list[Emitted], ours: Any, ref: ReferencePass
+) -> None:
+    tied = _top_forced(tools, s)
+    same = ours.hidden == ref.hidden and ours.can_stop == ref.can_stop
+    if len(tied) > 1:
+        result.ties += 1
+        stop = (FINAL_ANSWER,) if ours.can_stop else ()
+        same = same and ours.forced in tied and ref.forced in tied
+        same = same and ours.allowed == (ours.forced, *stop)
+    else:
+        same = same and ours.allowed == ref.allowed and ours.forced == ref.forced
+        result.forced += ours.forced is not None
+    result.hidden += bool(ref.hidden)
+    result.no_stop += not ref.can_stop
+    if not same:
+        result.mismatches.append(f"ours {ours!r} != reference {ref!r} for {s!r}")
+
+
+def _top_forced(tools: Sequence[str], s: list[Emitted]) -> set[str]:
+    """The tools whose forcing rules tie at the top priority among tools left allowed."""
+    denied = {t for t in tools for e in s if _denies(e.item, t)}
+    bids: dict[str, int] = {}
+    for rule, _requirement, priority in s:
+        if isinstance(rule, Rule) and rule.forced and rule.target not in denied:
+            bids[rule.target] = max(priority, bids.get(rule.target, 0))
+    top = max(bids.values(), default=0)
+    return {t for t, p in bids.items() if p == top}
+
+
+# -- report -------------------------------------------------------------------------------------
+
+_COLUMNS = (
+    ("workload (tools/rules)", 44, "<"),
+    ("median µs", 10, ">"),
+    ("p99 µs", 10, ">"),
+    ("ref/ours", 9, ">"),
+    ("target", 18, "<"),
+    ("met?", 5, "<"),
+    ("checks/dec", 10, ">"),
+    ("dec/s", 10, ">"),
+    ("note", 0, "<"),
+)
+
+
+def format_table(rows: Sequence[Row]) -> str:
+    """The table, one row per line, columns as in ``_COLUMNS``."""
+    lines = ["  ".join(f"{name:{align}{width}}" for name, width, align in _COLUMNS).rstrip()]
+    lines.append("-" * len(lines[0]))
+    for row in rows:
+        cells = (
+            row.label,
+            f"{row.median_us:.1f}",
+            f"{row.p99_us:.1f}",
+            "—" if row.ratio is None else f"{row.ratio:.2f}",
+            row.target or "—",
+            {True: "yes", False: "no", None: "—"}[row.met],
+            "—" if row.checks_per_decision is None else f"{row.checks_per_decision:.2f}",
+            f"{row.per_second:,.0f}",
+            row.note,
+        )
+        lines.append(
+            "  ".join(
+                f"{cell:{align}{width}}"
+                for cell, (_, width, align) in zip(cells, _COLUMNS, strict=True)
+            ).rstrip()
+        )
+    return "\n".join(lines)
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    rows: list[Row]
+    checks: dict[str, CrossCheck]
+    meta: dict[str, Any]
+
+
+def run(config: Config, *, log: Callable[[str], None] = print) -> Report:
+    """Measure every size, cross-check strict mode against the reference, and report."""
+    started = time.perf_counter()
+    load = os.getloadavg()[0]
+    rows: list[Row] = []
+    checks: dict[str, CrossCheck] = {}
+    for tools, rules in SIZES:
+        log(f"measuring {tools} tools / {rules} rules …")
+        rows.extend(measure_size(tools, rules, config))
+        workload = make_workload(tools, rules)
+        plain = draw_sets(workload, config.decisions[workload.label], seed=1)
+        clashes = conflict_sets(workload, config.conflicts[workload.label], seed=1)
+        checks[workload.label] = cross_check(workload, [*plain, *clashes])
+    meta = {
+        "python": platform.python_version(),
+        "z3": z3.get_version_string(),
+        "machine": platform.machine(),
+        "rounds": config.rounds,
+        "decisions": config.decisions,
+        "conflicts": config.conflicts,
+        "seconds": round(time.perf_counter() - started, 1),
+        "cpus": os.cpu_count(),
+        "load_before": round(load, 2),
+        "load_after": round(os.getloadavg()[0], 2),
+    }
+    return Report(rows, checks, meta)
+
+
+def print_report(report: Report) -> None:
+    meta = report.meta
+    print()
+    print(
+        f"Reasoner.resolve per decision, Python {meta['python']}, z3 {meta['z3']}; each row is "
+        f"the best of {meta['rounds']} rounds (the round with the lowest median; noisy VM)."
+    )
+    print("ref/ours = reference median at the same size / this row's median (> 1: we are faster).")
+    print()
+    print(format_table(report.rows))
+    print()
+    for size, check in report.checks.items():
+        verdict = "agree" if not check.mismatches else f"{len(check.mismatches)} MISMATCHES"
+        print(
+            f"cross-check {size}: strict mode and reference {verdict} on {check.compared} sets "
+            f"({check.forced} forced, {check.ties} forced ties, {check.conflicts} conflicts, "
+            f"{check.hidden} with hidden tools, {check.no_stop} with can_stop false)"
+        )
+        for line in check.mismatches[:3]:
+            print(f"  {line}")
+    print(
+        f"total {meta['seconds']} s; 1-minute load average {meta['load_before']} before, "
+        f"{meta['load_after']} after, on {meta['cpus']} CPUs (above ~0.5 before means contention)"
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--quick", action="store_true", help="tiny counts: a smoke test")
+    parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
+    args = parser.parse_args(argv)
+    report = run(Config.quick() if args.quick else Config.full())
+    print_report(report)
+    if args.json:
+        payload = {
+            "meta": report.meta,
+            "rows": [asdict(row) for row in report.rows],
+            "cross_check": {size: asdict(c) for size, c in report.checks.items()},
+        }
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump(payload, f, indent=2, ensure_ascii=False)
+    return 1 if any(c.mismatches for c in report.checks.values()) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -28,6 +28,8 @@ __all__ = ["Reasoner"]
 
 DEFAULT_CACHE_SIZE = 4096
 
+_WrapEntry = tuple[object, Requirement, tuple[str, int], tuple[Emitted, ...]]
+
 
 class Reasoner:
     """Decides each step's ``Pass`` for a fixed tool list and set of requirements.
@@ -60,6 +62,7 @@ class Reasoner:
         )
         """The requirements, bound to the tools, in name order."""
         self._yielding = frozenset(r.name for r in self.requirements if r.yielding)
+        self._wraps: dict[int, _WrapEntry] = {}
         self.mode: Mode = mode
         self._aggregator = Aggregator(
             Vocabulary(self.tools, rlimit=rlimit, timeout_ms=timeout_ms),
@@ -88,12 +91,12 @@ class Reasoner:
             if not req.enabled:
                 continue
             out = _call(req, state)
-            if inspect.isawaitable(out):
+            if type(out) is not tuple and type(out) is not list and inspect.isawaitable(out):
                 _close(out)
                 raise PolicyError(
                     f"requirement `{req.name}` is async: call `adecide` instead of `decide`"
                 )
-            emitted.extend(_wrap(req, out))
+            emitted += self._wrapped(req, out)
         return emitted
 
     async def aemit(self, state: RunState) -> list[Emitted]:
@@ -110,8 +113,31 @@ class Reasoner:
                     raise
                 except Exception as exc:
                     raise _raised(req, exc) from exc
-            emitted.extend(_wrap(req, out))
+            emitted += self._wrapped(req, out)
         return emitted
+
+    def _wrapped(self, req: Requirement, out: object) -> Sequence[Emitted]:
+        """``out`` validated and wrapped as ``Emitted`` records.
+
+        Tuples are immutable (and built-ins return memoised ones), so the wrapping of a tuple
+        already seen from the same requirement, at the same name and priority, is reused.
+        """
+        if type(out) is not tuple:
+            return _wrap(req, out)
+        entry = self._wraps.get(id(out))
+        if (
+            entry is not None
+            and entry[0] is out
+            and entry[1] is req
+            and entry[2] == (req.name, req.priority)
+        ):
+            return entry[3]
+        wrapped = tuple(_wrap(req, out))
+        if len(self._wraps) >= DEFAULT_CACHE_SIZE:
+            self._wraps.clear()
+        # The entry keeps `out` alive, so its id cannot be reused while the entry exists.
+        self._wraps[id(out)] = (out, req, (req.name, req.priority), wrapped)
+        return wrapped
 
     # -- deciding -------------------------------------------------------------------------
 

@@ -99,15 +99,22 @@ class ConditionalMonitor(Monitor):
         counts = summary.counts
         after = 0
         for t, bit in self._after_bit.items():
-            if counts.get(t):
+            if t in counts:
                 after |= bit
+        before = False
+        for t in self._before:
+            if t in counts:
+                before = True
+                break
         last = summary.last
+        count = counts.get(self.target, 0)
+        step = summary.length + 1
         return (
-            min(counts.get(self.target, 0), self._cap),
+            count if count < self._cap else self._cap,
             last if last in self._remembered else None,
             after,
-            any(counts.get(t) for t in self._before),
-            min(summary.length + 1, self._step_cap),
+            before,
+            step if step < self._step_cap else self._step_cap,
         )
 
     def emit(self, view: Hashable, checks: tuple[bool, ...] = ()) -> tuple[Item, ...]:
@@ -349,8 +356,9 @@ class ConditionalRequirement(Requirement):
     # -- running -----------------------------------------------------------------------
 
     def run(self, state: RunState) -> tuple[Item, ...]:
-        monitor = self._bound_monitor()
-        return monitor.emit(monitor.view_of(state), self.check_values(state))
+        monitor = self._monitor or self._bound_monitor()
+        checks = self.check_values(state) if self.custom_checks else ()
+        return monitor.emit(monitor.view_of(state), checks)
 
     def check_values(self, state: RunState) -> tuple[bool, ...]:
         """The values of the custom checks on ``state``."""
