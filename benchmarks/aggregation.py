@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import partial
-from typing import Any
+from typing import Any, Literal
 
 import z3
 
@@ -47,6 +47,7 @@ from ruleengine.rules import Emitted
 
 __all__ = [
     "Config",
+    "CrossCheck",
     "ReferenceConflict",
     "ReferencePass",
     "Row",
@@ -54,6 +55,8 @@ __all__ = [
     "conflict_sets",
     "cross_check",
     "draw_sets",
+    "force_conflict_sets",
+    "freshen",
     "main",
     "make_workload",
     "reference_aggregate",
@@ -88,14 +91,14 @@ class ReferencePass:
 
 
 def reference_aggregate(
-    emitted: Iterable[tuple[Rule, str, int]],
+    emitted: Iterable[tuple[Any, str, int]],
     tools: Sequence[str],
     *,
     final_answer_as_tool: bool = True,
 ) -> ReferencePass:
     """Deny-wins aggregation of plain rules, one loop per tool, no solver.
 
-    ``emitted`` holds ``(rule, requirement name, priority)`` triples (``Emitted`` is one);
+    ``emitted`` holds ``(Rule, requirement name, priority)`` triples (``Emitted`` is one);
     ``tools`` is the declared order with ``final_answer`` last. Per tool, its rules are visited
     by priority, highest first: any deny denies; any hide hides and denies; a forcing rule makes
     the tool a force candidate at that rule's priority; any ``prevent_stop`` forbids stopping;
@@ -199,42 +202,66 @@ class Workload:
 def make_workload(tools: int, rules: int, *, general: bool = False, seed: int = SEED) -> Workload:
     """A deterministic pool of four times ``rules`` items over ``tools`` declared tools.
 
-    With ``general``, about one item in five is a formula instead of a plain rule.
+    The kinds of rule come in fixed quotas (``_quotas``); with ``general``, one item in five is
+    a formula instead.
     """
     rng = random.Random(f"{seed}:{tools}:{rules}:{general}")
     names = (*(f"tool_{i:03d}" for i in range(tools - 1)), FINAL_ANSWER)
     requirements = [(f"req-{i:02d}", rng.choice(PRIORITIES)) for i in range(max(4, rules // 2))]
+    size = 4 * rules
+    formulas = size // 5 if general else 0
+    kinds = [*_quotas(size - formulas, tools), *["formula"] * formulas]
     pool: dict[Emitted, None] = {}
-    for t in names:  # every tool can be denied: conflict sets need that
-        name, priority = rng.choice(requirements)
-        deny = Rule(t, prevent_stop=True) if t == FINAL_ANSWER else Rule(t, allowed=False)
-        pool[Emitted(deny, name, priority)] = None
-    while len(pool) < 4 * rules:
-        name, priority = rng.choice(requirements)
-        item: Rule | Expr
-        if general and rng.random() < 0.2:
-            item = _random_formula(rng, names)
-        else:
-            item = _random_rule(rng, names)
-        pool[Emitted(item, name, priority)] = None
-    items = tuple(pool)
-    denials = {t: tuple(e for e in items if _denies(e.item, t)) for t in names}
-    return Workload(names, rules, items, denials)
+    for kind in kinds:
+        for _ in range(100):  # draw again on a duplicate
+            name, priority = rng.choice(requirements)
+            item = _random_formula(rng, names) if kind == "formula" else _rule(rng, kind, names)
+            if Emitted(item, name, priority) not in pool:
+                pool[Emitted(item, name, priority)] = None
+                break
+    items = tuple(rng.sample(list(pool), len(pool)))
+    denials: dict[str, list[Emitted]] = {t: [] for t in names}
+    for e in items:
+        for t in _blocked(e.item):
+            denials[t].append(e)
+    for t, found in denials.items():  # conflict sets deny every tool: each needs a denial
+        if not found:
+            found.append(Emitted(Rule(t, allowed=False), "lockdown", 10))
+    return Workload(names, rules, items, {t: tuple(es) for t, es in denials.items()})
 
 
 _REASONS = ("search first", "budget spent", "needs approval", "already done", "use the cache")
 
 
-def _random_rule(rng: random.Random, tools: Sequence[str]) -> Rule:
-    """One rule from a realistic mix: mostly denies, then allows with reasons, hides, forces."""
-    # Only `prevent_stop` (and the pool's one deny per tool) keeps `final_answer` from running:
-    # a denial of it in every other step would make `can_stop` false almost always.
+def _quotas(size: int, tools: int) -> list[str]:
+    """How many rules of each kind a pool of ``size`` holds: a realistic, mostly-deny mix.
+
+    About half the tools end up denied in a step of ``2 × tools`` rules. Forces and
+    ``prevent_stop`` are per-step events, not per-tool ones: their share shrinks as the tool
+    count grows, so a step has one or two forcing rules and less than one ``prevent_stop``
+    at any size.
+    """
+    per_step = 10 / tools
+    weights = {
+        "deny": 14,
+        "deny+reason": 10,
+        "hide": 3,
+        "allow+reason": 24,
+        "allow": 12,
+        "force": 6 * per_step,
+        "stop": 2 * per_step,
+        "force+stop": 1 * per_step,
+    }
+    total = sum(weights.values())
+    counts = {kind: max(1, round(w / total * size)) for kind, w in weights.items()}
+    counts["allow"] += size - sum(counts.values())  # rounding slack goes to a no-op kind
+    return [kind for kind, n in counts.items() for _ in range(n)]
+
+
+def _rule(rng: random.Random, kind: str, tools: Sequence[str]) -> Rule:
+    """One rule of ``kind``; apart from ``prevent_stop``, about a tool other than the last."""
     target = rng.choice(tools[:-1])
     reason = rng.choice(_REASONS)
-    kind = rng.choices(
-        ("deny", "deny+reason", "hide", "allow+reason", "allow", "force", "stop", "force+stop"),
-        weights=(30, 25, 6, 16, 8, 6, 3, 1),
-    )[0]
     match kind:
         case "deny":
             return Rule(target, allowed=False)
@@ -251,8 +278,10 @@ def _random_rule(rng: random.Random, tools: Sequence[str]) -> Rule:
         case "stop":
             where = rng.choice(tools)
             return Rule(where, prevent_stop=True, reason=reason if rng.random() < 0.3 else None)
-        case _:
+        case "force+stop":
             return Rule(target, forced=True, prevent_stop=True)
+        case _:
+            raise AssertionError(f"unknown kind {kind!r}")
 
 
 def _random_formula(rng: random.Random, tools: Sequence[str]) -> Expr:
@@ -269,12 +298,16 @@ def _random_formula(rng: random.Random, tools: Sequence[str]) -> Expr:
     return rng.choices(templates, weights=(4, 2, 3, 3, 2, 1, 1))[0]()
 
 
-def _denies(item: Rule | Expr, tool: str) -> bool:
+def _blocked(item: Rule | Expr) -> tuple[str, ...]:
+    """The tools a plain rule makes not allowed (none for formulas)."""
     if not isinstance(item, Rule):
-        return False
-    if item.target == tool and (not item.allowed or item.hidden):
-        return True
-    return tool == FINAL_ANSWER and item.prevent_stop
+        return ()
+    blocked = (item.target,) if not item.allowed or item.hidden else ()
+    return (*blocked, FINAL_ANSWER) if item.prevent_stop else blocked
+
+
+def _denied(drawn: Iterable[Emitted]) -> set[str]:
+    return {t for e in drawn for t in _blocked(e.item)}
 
 
 def draw_sets(
@@ -341,19 +374,20 @@ def conflict_sets(workload: Workload, count: int, *, seed: int = 0) -> list[list
 def force_conflict_sets(
     workload: Workload, base: Sequence[list[Emitted]], *, seed: int = 0
 ) -> list[list[Emitted]]:
-    """Each satisfiable ``base`` set with one item replaced by a hard force on a denied tool.
+    """Each satisfiable ``base`` set plus a hard force on a tool that one of its rules denies.
 
-    The typical run-time clash (a ``force_at_step`` when its tool may not run): a core of two.
+    The typical run-time clash (a ``force_at_step`` when its tool may not run). Other denials
+    of that tool are dropped, and random items to keep the size, so the core is those two.
     """
     rng = random.Random(f"force:{seed}:{workload.label}")
     out: list[list[Emitted]] = []
     for drawn in base:
-        denied = sorted({t for t in workload.tools[:-1] for e in drawn if _denies(e.item, t)})
+        denied = sorted(_denied(drawn) - {FINAL_ANSWER})
         if not denied:
             continue
         tool = rng.choice(denied)
-        keep = [e for e in drawn if not _denies(e.item, tool)]
-        survivor = next(e for e in drawn if _denies(e.item, tool))
+        keep = [e for e in drawn if tool not in _blocked(e.item)]
+        survivor = next(e for e in drawn if tool in _blocked(e.item))
         rng.shuffle(keep)
         hard = Emitted(forced(tool), "force-at-step", 10)
         out.append([*keep[: workload.rules - 2], survivor, hard])
@@ -368,9 +402,16 @@ def freshen(sets: Sequence[list[Emitted]], *, tag: str = "cold") -> list[list[Em
         copy = []
         for e in drawn:
             serial += 1
-            rule = e.item
-            assert isinstance(rule, Rule)
-            fresh = rule._replace(reason=f"{rule.reason or tag} #{serial}")
+            r = e.item
+            assert isinstance(r, Rule)
+            fresh = Rule(
+                r.target,
+                allowed=r.allowed,
+                hidden=r.hidden,
+                forced=r.forced,
+                prevent_stop=r.prevent_stop,
+                reason=f"{r.reason or tag} #{serial}",
+            )
             copy.append(Emitted(fresh, e.requirement, e.priority))
         out.append(copy)
     return out
@@ -381,19 +422,25 @@ def freshen(sets: Sequence[list[Emitted]], *, tag: str = "cold") -> list[list[Em
 
 @dataclass(frozen=True, slots=True)
 class Config:
-    """How much to run: decisions per round per size, and rounds per measurement."""
+    """How much to run: sets per row and round, and rounds per measurement."""
 
     decisions: dict[str, int]
-    rounds: int
+    """Per size, the sets of the reference, ``miss`` and ``hit`` rows."""
     conflicts: dict[str, int]
+    """Per size, the sets of the conflict rows (they cost milliseconds each)."""
+    extras: int
+    """The sets of each 10/20-only row: cold items, general constraints, priority mode."""
+    rounds: int
     warm: int
+    """The sets each fresh reasoner decides before a timed loop."""
 
     @classmethod
     def full(cls) -> Config:
         return cls(
-            decisions={"10/20": 4000, "50/100": 2000, "100/200": 1500},
+            decisions={"10/20": 3000, "50/100": 2000, "100/200": 1500},
+            conflicts={"10/20": 150, "50/100": 30, "100/200": 10},
+            extras=1000,
             rounds=5,
-            conflicts={"10/20": 300, "50/100": 30, "100/200": 10},
             warm=200,
         )
 
@@ -401,8 +448,9 @@ class Config:
     def quick(cls) -> Config:
         return cls(
             decisions={"10/20": 60, "50/100": 30, "100/200": 20},
-            rounds=2,
             conflicts={"10/20": 6, "50/100": 2, "100/200": 1},
+            extras=30,
+            rounds=2,
             warm=10,
         )
 
@@ -440,18 +488,24 @@ def time_each(
 
 
 def warmed_reasoner(
-    workload: Workload, warm: Sequence[list[Emitted]], *, mode: str = "strict", room: int = 0
+    workload: Workload,
+    warm: Sequence[list[Emitted]],
+    *,
+    mode: Literal["strict", "priority"] = "strict",
+    room: int = 0,
 ) -> Reasoner:
     """A fresh reasoner that has compiled every pool item and decided the ``warm`` sets.
 
     Its cache has room for ``room`` more sets, so a second pass over them is all hits.
     """
     size = len(workload.pool) + len(warm) + room + 1
-    reasoner = Reasoner(workload.tools, [], mode=mode, cache_size=size)  # type: ignore[arg-type]
-    for s in ([e] for e in workload.pool):
-        _decide_quietly(reasoner, s)
+    reasoner = Reasoner(workload.tools, [], mode=mode, cache_size=size)
     for s in warm:
         _decide_quietly(reasoner, s)
+    seen = {e for s in warm for e in s}
+    for e in workload.pool:
+        if e not in seen:
+            _decide_quietly(reasoner, [e])
     return reasoner
 
 
@@ -621,8 +675,9 @@ class _Extras:
 def _extras(workload: Workload, sets: list[list[Emitted]], config: Config) -> _Extras:
     general = make_workload(len(workload.tools), workload.rules, general=True)
     probe = Reasoner(general.tools, [], cache_size=0)
-    count = len(sets) + config.warm
+    count = config.extras + config.warm
     general_drawn = draw_sets(general, count, keep=partial(_engine_satisfiable, probe))
+    sets = sets[: config.extras]
     return _Extras(
         workload=workload,
         sets=sets,
@@ -712,7 +767,7 @@ def _ours_or_none(reasoner: Reasoner, s: list[Emitted]) -> Any:
 def _compare(
     result: CrossCheck, tools: Sequence[str], s: list[Emitted], ours: Any, ref: ReferencePass
 ) -> None:
-    tied = _top_forced(tools, s)
+    tied = _top_forced(s)
     same = ours.hidden == ref.hidden and ours.can_stop == ref.can_stop
     if len(tied) > 1:
         result.ties += 1
@@ -728,9 +783,9 @@ def _compare(
         result.mismatches.append(f"ours {ours!r} != reference {ref!r} for {s!r}")
 
 
-def _top_forced(tools: Sequence[str], s: list[Emitted]) -> set[str]:
+def _top_forced(s: list[Emitted]) -> set[str]:
     """The tools whose forcing rules tie at the top priority among tools left allowed."""
-    denied = {t for t in tools for e in s if _denies(e.item, t)}
+    denied = _denied(s)
     bids: dict[str, int] = {}
     for rule, _requirement, priority in s:
         if isinstance(rule, Rule) and rule.forced and rule.target not in denied:
@@ -763,7 +818,7 @@ def format_table(rows: Sequence[Row]) -> str:
             row.label,
             f"{row.median_us:.1f}",
             f"{row.p99_us:.1f}",
-            "—" if row.ratio is None else f"{row.ratio:.2f}",
+            _ratio(row.ratio),
             row.target or "—",
             {True: "yes", False: "no", None: "—"}[row.met],
             "—" if row.checks_per_decision is None else f"{row.checks_per_decision:.2f}",
@@ -777,6 +832,12 @@ def format_table(rows: Sequence[Row]) -> str:
             ).rstrip()
         )
     return "\n".join(lines)
+
+
+def _ratio(ratio: float | None) -> str:
+    if ratio is None:
+        return "—"
+    return f"{ratio:.2f}" if ratio >= 0.1 else f"{ratio:.2g}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -806,6 +867,7 @@ def run(config: Config, *, log: Callable[[str], None] = print) -> Report:
         "rounds": config.rounds,
         "decisions": config.decisions,
         "conflicts": config.conflicts,
+        "extras": config.extras,
         "seconds": round(time.perf_counter() - started, 1),
         "cpus": os.cpu_count(),
         "load_before": round(load, 2),

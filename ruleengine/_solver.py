@@ -2,8 +2,9 @@
 
 ``make_solver`` builds the incremental SAT-backed solver every reasoner uses; ``Session`` wraps
 one such solver (and its private ``z3.Context``) with assumption checks through the low-level C
-API, which skips the Python-side costs that dominate tiny queries. ``shrink`` turns any unsat
-core into a minimal one by deletion, since Z3's own cores are often far from minimal.
+API, which skips the Python-side costs that dominate tiny queries. ``quickxplain`` finds a
+minimal unsat core from sat/unsat answers alone (Z3's own cores are often far from minimal,
+and which one it returns depends on its variable numbering).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from z3 import z3core
 
 from ruleengine.errors import SolverError
 
-__all__ = ["DEFAULT_RLIMIT", "Session", "make_solver", "shrink"]
+__all__ = ["DEFAULT_RLIMIT", "Session", "make_solver", "quickxplain"]
 
 DEFAULT_RLIMIT = 50_000_000
 """Z3 resource units per check. A deterministic budget (unlike a wall-clock timeout): the same
@@ -54,7 +55,6 @@ class Session:
         self._solver_ref = self.solver.solver
         self._keep: list[Any] = []
         self._ast: dict[Hashable, Any] = {}
-        self._key_by_id: dict[int, Hashable] = {}
         self._slot: dict[Hashable, int] = {}
         self._by_slot: list[Any] = []
         self.checks = 0
@@ -70,7 +70,6 @@ class Session:
         self._keep.append(literal)
         ast = literal.as_ast()
         self._ast[key] = ast
-        self._key_by_id[z3core.Z3_get_ast_id(self._ctx_ref, ast)] = key
         self._slot[key] = len(self._by_slot)
         self._by_slot.append(ast)
 
@@ -87,6 +86,11 @@ class Session:
             asts.append(by_slot[low.bit_length() - 1])
             mask ^= low
         return self.check_asts(asts)
+
+    @property
+    def size(self) -> int:
+        """How many assumption literals this session has named."""
+        return len(self._by_slot)
 
     def knows(self, key: Hashable) -> bool:
         """Whether ``key`` names an assumption literal."""
@@ -110,9 +114,12 @@ class Session:
             return True
         if result == -1:
             return False
-        # `unknown`, or an error the raw call did not check: ask the checked wrapper why.
-        z3core.Z3_get_error_code(self._ctx_ref)
-        reason = z3core.Z3_solver_get_reason_unknown(self._ctx_ref, self._solver_ref)
+        # `unknown`, or an error the raw call did not check: ask the checked wrappers why.
+        try:
+            z3core.Z3_get_error_code(self._ctx_ref)
+            reason = z3core.Z3_solver_get_reason_unknown(self._ctx_ref, self._solver_ref)
+        except z3.Z3Exception as exc:
+            reason = f"z3 error: {exc}"
         raise SolverError(
             f"the solver could not decide this step: {reason}",
             hint="raise the reasoner's `rlimit`, or simplify the constraints; we fail closed",
@@ -122,39 +129,26 @@ class Session:
     # which costs more than a small query's search. Errors surface as result 0 (unknown).
     _check_raw = staticmethod(z3core.Z3_solver_check_assumptions.__defaults__[0].f)
 
-    def core_mask(self) -> int:
-        """The literal mask of the last unsat answer's core (not minimal)."""
-        vector = z3.AstVector(
-            z3core.Z3_solver_get_unsat_core(self._ctx_ref, self._solver_ref), self.ctx
-        )
-        mask = 0
-        for i in range(len(vector)):
-            key = self._key_by_id[z3core.Z3_get_ast_id(self._ctx_ref, vector[i].as_ast())]
-            mask |= 1 << self._slot[key]
-        return mask
 
+def quickxplain(candidates: Sequence[K], satisfiable: Callable[[Sequence[K]], bool]) -> list[K]:
+    """A minimal unsatisfiable subset of ``candidates`` (which must be unsat), deterministic.
 
-def shrink(
-    candidates: Sequence[K], unsat_core: Callable[[Sequence[K]], Sequence[K] | None]
-) -> list[K]:
-    """A minimal unsat subset of ``candidates`` (which must be unsat), by deletion.
-
-    ``unsat_core(subset)`` answers ``None`` when ``subset`` is satisfiable, else some unsat
-    subset of it. Each member is tried once: if the set without it is still unsat, the
-    (smaller) answer replaces the rest; otherwise it is necessary. Every member of the result
-    is necessary: dropping any one leaves a subset of a set already shown satisfiable.
+    Junker's QuickXplain: it asks only *sat or unsat?* of subsets, never for solver cores, so
+    the answer depends on nothing but the order of ``candidates`` and the semantics — the same
+    conflict gets the same core however the solver numbered its variables. It prefers the
+    core whose members come earliest, and needs about ``k·log(n/k)`` checks for a core of
+    ``k`` among ``n``. Every member is necessary: dropping any one leaves a satisfiable set.
     """
-    necessary: list[K] = []
-    rest = list(candidates)
-    while rest:
-        head, tail = rest[0], rest[1:]
-        smaller = unsat_core(necessary + tail)
-        if smaller is None:
-            necessary.append(head)
-            rest = tail
-        else:
-            # INVARIANT: every unsat subset contains all of `necessary` (each was shown
-            # necessary for a superset of the current set).
-            keep = set(smaller)
-            rest = [k for k in tail if k in keep]
-    return necessary
+
+    def explain(background: list[K], added: bool, pool: list[K]) -> list[K]:
+        if added and not satisfiable(background):
+            return []
+        if len(pool) == 1:
+            return list(pool)
+        half = len(pool) // 2
+        first, second = pool[:half], pool[half:]
+        right = explain(background + first, True, second)
+        left = explain(background + right, bool(right), first)
+        return left + right
+
+    return explain([], False, list(candidates))

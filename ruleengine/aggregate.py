@@ -23,10 +23,10 @@ from itertools import compress
 from operator import attrgetter, itemgetter, or_
 from typing import Literal
 
-from ruleengine._solver import shrink
+from ruleengine._solver import quickxplain
 from ruleengine.encode import Vocabulary
 from ruleengine.errors import PolicyError
-from ruleengine.ir import FINAL_ANSWER, Expr
+from ruleengine.ir import FINAL_ANSWER, TRUE, Expr
 from ruleengine.passes import CoreEntry, Explanation, Pass, ToolDecision
 from ruleengine.rules import Emitted, Lowered, Rule, literals_of, lower
 
@@ -54,6 +54,12 @@ class Unit:
     """The tools a general (non-literal) formula mentions; 0 for literal units."""
     hard_force: str | None
     """The tool a ``forced(t)`` item forces."""
+    allows: int = 0
+    """Tools asserted allowed by a literal (``allowed(t)``, ``can_stop``)."""
+    shows: int = 0
+    """Tools asserted visible by a literal (``~hidden(t)``)."""
+    is_general: bool = False
+    """Whether this is a general formula (including constant ones, which mention no tool)."""
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -66,9 +72,9 @@ class Compiled:
     lits: int
     """The restricting part's literal mask (0 if none): what strict mode assumes."""
     packed: int
-    """The restricting part's tool masks in one int: ``denies | hides << n | general << 2n |
-    hard_force << 3n`` for ``n`` tools, so strict mode folds a whole step with two C-level
-    reductions instead of a Python loop."""
+    """The restricting part's tool masks in one int, ``n`` bits each: denies, hides, general,
+    hard force, allows, shows, then one bit "is a general formula". Strict mode folds a whole
+    step with two C-level reductions instead of a Python loop."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,10 +96,6 @@ def _canonical(e: Emitted) -> tuple[int, str, str]:
     return (-e.priority, e.requirement, repr(e.item))
 
 
-def _by_emitted(pair: tuple[Unit, Emitted]) -> tuple[int, str, str]:
-    return _canonical(pair[1])
-
-
 _PASS_FIELDS = frozenset(Pass.model_fields)
 
 
@@ -106,8 +108,11 @@ class Aggregator:
         *,
         mode: Mode = "strict",
         final_answer_as_tool: bool = True,
+        fast_path: bool = True,
     ) -> None:
         self.vocabulary = vocabulary
+        self.fast_path = fast_path
+        """Decide literal-only steps in strict mode from bit masks, without a solver call."""
         self.tools = vocabulary.tools
         self._bit = {t: 1 << i for i, t in enumerate(self.tools)}
         self._fa_bit = self._bit[FINAL_ANSWER]
@@ -124,10 +129,21 @@ class Aggregator:
         c = self._compiled.get(e.item)
         if c is None:
             c = self._compile(e)
-            if len(self._compiled) >= _COMPILED_LIMIT:
-                self._compiled.clear()
             self._compiled[e.item] = c
         return c
+
+    def _reset(self) -> None:
+        """Start over with a fresh solver session when the tables are full.
+
+        Guard literals of general formulas accumulate in the solver; a requirement that emits
+        a new formula every step would otherwise grow it without bound. Compiled items refer to
+        the old session's literals, so they go too; decided passes stay valid.
+        """
+        self.vocabulary.reset()
+        self._session = self.vocabulary.session
+        self._check = self._session.check_mask
+        self._compiled.clear()
+        self._tuples.clear()
 
     def _compile(self, e: Emitted) -> Compiled:
         try:
@@ -150,19 +166,27 @@ class Aggregator:
         n = len(self.tools)
         force_bit = self._bit[restrict.hard_force] if restrict.hard_force else 0
         packed = (
-            restrict.denies | restrict.hides << n | restrict.general << 2 * n | force_bit << 3 * n
+            restrict.denies
+            | restrict.hides << n
+            | restrict.general << 2 * n
+            | force_bit << 3 * n
+            | restrict.allows << 4 * n
+            | restrict.shows << 5 * n
+            | int(restrict.is_general) << 6 * n
         )
         return Compiled(lowered, restrict, permit, bids, restrict.lits, packed)
 
     def _unit(self, expr: Expr, hard_force: str | None) -> Unit | None:
         keys: tuple[Key, ...]
-        denies = hides = general = 0
+        denies = hides = general = allows = shows = 0
+        is_general = False
         if hard_force is not None:
             keys = (("force", hard_force),)
         else:
             literals = literals_of(expr)
             if literals is None:
                 keys = (("item", expr),)
+                is_general = True
                 for t in lower(expr).mentions:
                     general |= self._bit[t]
             elif not literals:
@@ -170,15 +194,22 @@ class Aggregator:
             else:
                 keys = literals
                 for kind, t, value in literals:
-                    if (kind == "allowed") != value:
-                        denies |= self._bit[t]
-                    if kind == "hidden" and value:
-                        hides |= self._bit[t]
+                    bit = self._bit[t]
+                    if kind == "allowed":
+                        if value:
+                            allows |= bit
+                        else:
+                            denies |= bit
+                    elif value:
+                        hides |= bit
+                        denies |= bit  # hidden ⇒ not allowed
+                    else:
+                        shows |= bit
         lits = 0
         for key in keys:
             self.vocabulary.ensure(key)
             lits |= self._session.slot(key)
-        return Unit(lits, denies, hides, general, hard_force)
+        return Unit(lits, denies, hides, general, hard_force, allows, shows, is_general)
 
     # -- deciding ------------------------------------------------------------------------
 
@@ -187,6 +218,9 @@ class Aggregator:
     ) -> Pass | Clash:
         """The pass for ``emitted``; ``yielded`` items (dropped by yielding requirements to
         avoid a clash) are only reported in the explanation."""
+        if len(self._compiled) >= _COMPILED_LIMIT or self._session.size >= _LITERAL_LIMIT:
+            # Between decisions only: a decision's compiled items must share one session.
+            self._reset()
         result = self._strict(emitted) if self.mode == "strict" else self._priority(emitted)
         if yielded and isinstance(result, Pass):
             explain = result._explain
@@ -203,9 +237,25 @@ class Aggregator:
         n = len(self.tools)
         full = (1 << n) - 1
         denies, hides, general = packed & full, packed >> n & full, packed >> 2 * n & full
-        forces = packed >> 3 * n
+        forces = packed >> 3 * n & full
         hard = self.tools[forces.bit_length() - 1] if forces else None
-        solved = self._lexmax(lits, denies, hides, general)
+        solved: tuple[int, int] | None
+        if self.fast_path and not packed >> 6 * n:
+            # Only literals: the most permissive pass is read off the masks. The set is
+            # consistent iff no literal contradicts another (allowed vs denied or hidden,
+            # hidden vs visible), some tool stays allowed, and the hard forces name at most
+            # one tool, an allowed one. Anything else goes to the solver for its core.
+            allows, shows = packed >> 4 * n & full, packed >> 5 * n & full
+            consistent = (
+                not allows & denies
+                and not hides & shows
+                and denies != full
+                and not forces & (forces - 1)
+                and not forces & denies
+            )
+            solved = (denies, hides) if consistent else None
+        else:
+            solved = self._lexmax(lits, denies, hides, general)
         if solved is None:
             kept = [
                 (c.restrict, e)
@@ -255,7 +305,15 @@ class Aggregator:
         assert solved is not None
         dropped = {e for _, e in overridden}
         bidders = [e for e in emitted if self.compiled(e).bids and e not in dropped]
-        return self._build(emitted, hard, bidders, solved, overridden)
+        parts = [(e, self._part(unit, e)) for unit, e in overridden]
+        return self._build(emitted, hard, bidders, solved, parts)
+
+    def _part(self, unit: Unit, e: Emitted) -> str:
+        """Which part of its item an overridden unit is ("" when the item has one part)."""
+        c = self.compiled(e)
+        if c.restrict is None or c.permit is None:
+            return ""
+        return "restricting" if unit is c.restrict else "permitting"
 
     def _lexmax(self, lits: int, denies: int, hides: int, general: int) -> tuple[int, int] | None:
         """The lexicographically most permissive (not-allowed, hidden) masks, or None if unsat."""
@@ -306,24 +364,28 @@ class Aggregator:
     # -- results -------------------------------------------------------------------------
 
     def _clash(self, candidates: list[tuple[Unit, Emitted]]) -> Clash:
-        ordered = sorted(candidates, key=_by_emitted)
+        """A minimal core among ``candidates`` (unsatisfiable together), in canonical order.
+
+        Items are grouped per emitted record and tried in canonical order (priority, then
+        requirement name, then rendering), so the core is the same whatever the order of
+        emission or the solver's numbering of variables.
+        """
+        lits_of: dict[Emitted, int] = {}
+        hard_of: dict[Emitted, bool] = {}
+        for unit, e in candidates:
+            lits_of[e] = lits_of.get(e, 0) | unit.lits
+            hard_of[e] = hard_of.get(e, False) or unit.hard_force is not None
+        ordered = sorted(lits_of, key=_canonical)
         check = self._check
-        session = self._session
 
-        def unsat_core(
-            subset: Sequence[tuple[Unit, Emitted]],
-        ) -> list[tuple[Unit, Emitted]] | None:
-            if check(_union(subset)):
-                return None
-            blamed = session.core_mask()
-            return [ue for ue in subset if ue[0].lits & blamed]
+        def satisfiable(subset: Sequence[Emitted]) -> bool:
+            mask = 0
+            for e in subset:
+                mask |= lits_of[e]
+            return check(mask)
 
-        first = unsat_core(ordered)
-        # INVARIANT: callers pass an unsatisfiable set.
-        assert first is not None
-        minimal = shrink(first, unsat_core)
-        core = tuple(dict.fromkeys(e for _, e in minimal))
-        return Clash(core, any(unit.hard_force for unit, _ in minimal))
+        core = tuple(quickxplain(ordered, satisfiable))
+        return Clash(core, any(hard_of[e] for e in core))
 
     def _names(self, mask: int) -> tuple[str, ...]:
         """The declared tools whose bit is *clear* in ``mask``, in declared order (memoised)."""
@@ -342,10 +404,10 @@ class Aggregator:
         hard: str | None,
         bidders: list[Emitted],
         solved: tuple[int, int],
-        overridden: Sequence[tuple[Unit, Emitted]],
+        overridden: Sequence[tuple[Emitted, str]],
     ) -> Pass:
         not_allowed, hidden_mask = solved
-        allowed = self._names(not_allowed)
+        allowed = pre_allowed = self._names(not_allowed)
         can_stop = not not_allowed & self._fa_bit
         reasons: dict[str, str] = {}
         notes: list[str] = []
@@ -376,7 +438,7 @@ class Aggregator:
         )
         setter(p, "__pydantic_fields_set__", _PASS_FIELDS)
         setter(p, "__pydantic_extra__", None)
-        explain = _explainer(self.mode, self.tools, emitted, overridden, p, notes)
+        explain = _explainer(self.mode, self.tools, emitted, overridden, pre_allowed, p, notes)
         setter(p, "__pydantic_private__", {"_explain": explain})
         return p
 
@@ -394,6 +456,7 @@ class Aggregator:
         """
         best: dict[str, tuple[int, str, str]] = {}
         bids: dict[str, int] = {}
+        dropped: list[tuple[int, str, str]] = []
         bit = self._bit
         for item, requirement, priority in bidders:
             # INVARIANT: only rules carry reasons or soft forces.
@@ -407,8 +470,16 @@ class Aggregator:
                     or (priority == old[0] and (requirement, reason) < (old[1], old[2]))
                 ):
                     best[target] = (priority, requirement, reason)
-            if item.forced and not not_allowed & bit[target]:
-                bids[target] = max(priority, bids.get(target, 0))
+            if item.forced:
+                if not not_allowed & bit[target]:
+                    bids[target] = max(priority, bids.get(target, 0))
+                else:
+                    dropped.append((-priority, requirement, target))
+        for minus_priority, requirement, target in sorted(set(dropped)):
+            notes.append(
+                f"`{requirement}` (priority {-minus_priority}) forces `{target}`, "
+                "which is not allowed: the force is dropped"
+            )
         for t, (_, _, reason) in best.items():
             reasons[t] = reason
         if hard is not None or not bids:
@@ -438,44 +509,75 @@ _bids = attrgetter("bids")
 _COMPILED_LIMIT = 65536
 """Bound on the per-reasoner tables of compiled items and allowed-tuples (cleared when full)."""
 
+_LITERAL_LIMIT = 100_000
+"""Bound on the assumption literals of one solver session (a fresh session past it)."""
+
 
 def _explainer(
     mode: Mode,
     tools: tuple[str, ...],
     emitted: Sequence[Emitted],
-    overridden: Sequence[tuple[Unit, Emitted]],
+    overridden: Sequence[tuple[Emitted, str]],
+    pre_allowed: tuple[str, ...],
     result: Pass,
     notes: list[str],
 ) -> Callable[[], Explanation]:
+    """The explanation, computed when first asked for (most passes are never explained).
+
+    ``overridden`` pairs each overridden unit's record with the part it was ("restricting",
+    "permitting", or "" for items with one part); ``pre_allowed`` is ``allowed`` before the
+    forced projection.
+    """
     emitted = tuple(emitted)
 
     def explain() -> Explanation:
-        dropped = dict.fromkeys(e for _, e in sorted(overridden, key=lambda ue: _canonical(ue[1])))
+        over_parts: dict[Emitted, list[str]] = {}
+        for e, part in sorted(overridden, key=lambda ep: (_canonical(ep[0]), ep[1])):
+            over_parts.setdefault(e, []).append(part)
         ordered = sorted(dict.fromkeys(emitted), key=_canonical)
+        kept = [e for e in ordered if e not in over_parts or _has_kept_part(e, over_parts[e])]
+        over_entries = {
+            e: tuple(_overridden_entry(e, part) for part in parts)
+            for e, parts in over_parts.items()
+        }
         decisions = {}
         for t in tools:
-            status: Literal["forced", "allowed", "denied", "hidden"]
+            status: Literal["forced", "allowed", "excluded", "denied", "hidden"]
             if t == result.forced:
                 status = "forced"
             elif t in result.allowed:
                 status = "allowed"
+            elif t in pre_allowed:
+                status = "excluded"
             elif t in result.hidden:
                 status = "hidden"
             else:
                 status = "denied"
-            decided_by = tuple(
-                core_entry(e) for e in ordered if e not in dropped and t in _mentions(e)
-            )
-            over = tuple(core_entry(e) for e in dropped if t in _mentions(e))
+            decided_by = tuple(core_entry(e) for e in kept if t in _mentions(e))
+            over = tuple(x for e, xs in over_entries.items() if t in _mentions(e) for x in xs)
             decisions[t] = ToolDecision(status=status, decided_by=decided_by, overridden=over)
         return Explanation(
             mode=mode,
             tools=decisions,
-            overridden=tuple(core_entry(e) for e in dropped),
+            overridden=tuple(x for xs in over_entries.values() for x in xs),
             notes=tuple(notes),
         )
 
     return explain
+
+
+def _has_kept_part(e: Emitted, overridden_parts: list[str]) -> bool:
+    lowered = lower(e.item)
+    parts = int(lowered.restrict != TRUE or lowered.hard_force is not None)
+    parts += int(lowered.permit is not None)
+    return len(overridden_parts) < parts
+
+
+def _overridden_entry(e: Emitted, part: str) -> CoreEntry:
+    entry = core_entry(e)
+    if not part:
+        return entry
+    return entry.model_copy(update={"rule": f"{entry.rule} ({part} part)"})
 
 
 def _with_yielded(

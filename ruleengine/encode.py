@@ -48,7 +48,14 @@ class Vocabulary:
         self, tools: tuple[str, ...], *, rlimit: int = DEFAULT_RLIMIT, timeout_ms: int = 0
     ) -> None:
         self.tools = tools
+        self._limits = (rlimit, timeout_ms)
+        self.reset()
+
+    def reset(self) -> None:
+        """Drop every lazily made atom and guard: a fresh context, session and axioms."""
+        rlimit, timeout_ms = self._limits
         self.session = Session(rlimit=rlimit, timeout_ms=timeout_ms)
+        tools = self.tools
         ctx = self.session.ctx
         self._ctx = ctx
         self._allowed = {t: z3.Bool(f"allowed[{t}]", ctx) for t in tools}

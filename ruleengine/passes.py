@@ -36,8 +36,9 @@ class ToolDecision(BaseModel):
 
     model_config = _FROZEN
 
-    status: Literal["forced", "allowed", "denied", "hidden"]
-    """The tool's fate at this step."""
+    status: Literal["forced", "allowed", "excluded", "denied", "hidden"]
+    """The tool's fate at this step; ``excluded``: allowed by the rules, but another tool is
+    forced (the forced projection keeps only the forced tool and ``final_answer``)."""
     decided_by: tuple[CoreEntry, ...] = ()
     """The kept rules and constraints that mention the tool (highest priority first)."""
     overridden: tuple[CoreEntry, ...] = ()
@@ -56,7 +57,7 @@ class Explanation(BaseModel):
     overridden: tuple[CoreEntry, ...] = ()
     """Priority mode: every overridden rule or constraint (dropped, not applied)."""
     notes: tuple[str, ...] = ()
-    """Remarks such as forced-priority ties broken by declared order, or dropped forces."""
+    """Remarks: forced ties broken by declared order, soft forces dropped, yielded rules."""
     yielded: tuple[CoreEntry, ...] = ()
     """Items of yielding requirements (the cycle guard) dropped to avoid a conflict."""
 

@@ -36,7 +36,10 @@ class Reasoner:
 
     ``tools`` are names or tool objects, in declared order; ``final_answer`` is added last if
     absent. ``mode`` is ``"strict"`` (deny wins; the default) or ``"priority"`` (every rule soft
-    at its priority; see docs/semantics.md).
+    at its priority; see docs/semantics.md). With ``fast_path`` (the default), strict-mode
+    steps whose items are all literals (plain rules, ``~allowed(t)``, hard forces) are decided
+    from bit masks without a solver call; ``fast_path=False`` sends every cache miss to Z3.
+    Both paths give identical passes (a tested law); conflicts always go to Z3 for their core.
     """
 
     def __init__(
@@ -49,6 +52,7 @@ class Reasoner:
         cache_size: int = DEFAULT_CACHE_SIZE,
         rlimit: int = DEFAULT_RLIMIT,
         timeout_ms: int = 0,
+        fast_path: bool = True,
     ) -> None:
         if mode not in ("strict", "priority"):
             raise PolicyError(f"mode=`{mode}` must be `strict` or `priority`")
@@ -68,6 +72,7 @@ class Reasoner:
             Vocabulary(self.tools, rlimit=rlimit, timeout_ms=timeout_ms),
             mode=mode,
             final_answer_as_tool=final_answer_as_tool,
+            fast_path=fast_path,
         )
         self._cache: OrderedDict[frozenset[Emitted], Pass | Clash] = OrderedDict()
         self._cache_size = cache_size
@@ -109,6 +114,8 @@ class Reasoner:
             if inspect.isawaitable(out):
                 try:
                     out = await out
+                except PolicyError as exc:
+                    raise _prefixed(req, exc) from None
                 except RuleEngineError:
                     raise
                 except Exception as exc:
@@ -226,18 +233,24 @@ def _call(req: Requirement, state: RunState) -> Any:
     try:
         return req.run(state)
     except PolicyError as exc:
-        raise PolicyError(f"requirement `{req.name}`: {exc.message}", hint=exc.hint) from None
+        raise _prefixed(req, exc) from None
     except RuleEngineError:
         raise
     except Exception as exc:
         raise _raised(req, exc) from exc
 
 
+def _prefixed(req: Requirement, exc: PolicyError) -> PolicyError:
+    if exc.message.startswith(f"requirement `{req.name}`"):
+        return exc
+    return PolicyError(f"requirement `{req.name}`: {exc.message}", hint=exc.hint)
+
+
 def _raised(req: Requirement, exc: BaseException) -> RequirementError:
     return RequirementError(
         f"requirement `{req.name}` raised `{type(exc).__name__}`: {exc}",
         requirement=req.name,
-        hint="a requirement must return a list of rules; fix it or disable it",
+        hint="fix the requirement's code, or disable it",
     )
 
 
@@ -248,6 +261,11 @@ def _close(awaitable: object) -> None:
 
 
 def _wrap(req: Requirement, out: object) -> list[Emitted]:
+    if isinstance(out, Rule | Expr):
+        raise PolicyError(
+            f"requirement `{req.name}` returned a single item `{out!r}`: expected a list",
+            hint="wrap it in a list: `return [rule]`",
+        )
     if not isinstance(out, list | tuple):
         raise PolicyError(
             f"requirement `{req.name}` returned `{out!r}`: expected a list of rules and formulas"

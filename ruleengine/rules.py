@@ -86,9 +86,9 @@ class Rule(_RuleFields):
             ("prevent_stop", prevent_stop),
         ):
             if value is not True and value is not False:
-                raise PolicyError(f"Rule `{name}`: {flag}=`{value!r}` must be true or false")
+                raise PolicyError(f"rule on `{name}`: {flag}=`{value!r}` must be true or false")
         if reason is not None and not isinstance(reason, str):
-            raise PolicyError(f"Rule `{name}`: reason=`{reason!r}` must be text")
+            raise PolicyError(f"rule on `{name}`: reason=`{reason!r}` must be text")
         return tuple.__new__(cls, (name, allowed, hidden, forced, prevent_stop, reason))
 
     def __repr__(self) -> str:

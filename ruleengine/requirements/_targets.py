@@ -83,7 +83,7 @@ def resolve(ref: object, tools: Sequence[object], *, owner: str, parameter: str)
     name = name_now(ref)
     if name is None or name not in declared:
         raise PolicyError(
-            f"requirement `{owner}`: {parameter} names unknown tool `{name or ref!r}`",
+            f"requirement `{owner}`: {parameter} names unknown tool `{name or repr(ref)}`",
             hint=_declared_hint(declared),
         )
     return name

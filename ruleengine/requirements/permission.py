@@ -23,7 +23,7 @@ import anyio.to_thread
 
 from ruleengine.errors import PolicyError
 from ruleengine.ir import FINAL_ANSWER
-from ruleengine.requirements._targets import as_refs, names_now, resolve
+from ruleengine.requirements._targets import as_refs, name_now, names_now, resolve
 from ruleengine.requirements.base import DEFAULT_PRIORITY, Requirement
 from ruleengine.requirements.monitor import Monitor
 from ruleengine.rules import Item, Rule
@@ -85,6 +85,8 @@ class PermissionMonitor(Monitor):
 
     def emit(self, view: Hashable, checks: tuple[bool, ...] = ()) -> tuple[Item, ...]:
         assert isinstance(view, tuple)
+        if not self.remember:
+            return ()
         found = self._memo.get(view)
         if found is None:
             rules: list[Item] = []
@@ -154,7 +156,9 @@ class AskPermissionRequirement(Requirement):
         self._covered: tuple[str, ...] | None = None
         if included and excluded is not None:
             self._covered = _covered(included, excluded)
-        self._excluded_now = frozenset(excluded or ())
+        # Before binding, what is known by name already decides `covers` (classes need tools).
+        self._included_now = frozenset(n for r in self._include if (n := name_now(r)))
+        self._excluded_now = frozenset(n for r in self._exclude if (n := name_now(r)))
         self._monitor: PermissionMonitor | None = None
         if self._covered is not None:
             self._monitor = self._make_monitor(self._covered)
@@ -193,6 +197,8 @@ class AskPermissionRequirement(Requirement):
             return False
         if self._covered is not None:
             return tool in self._covered
+        if self._include and tool not in self._included_now:
+            return False
         return tool not in self._excluded_now
 
     def monitor(self) -> PermissionMonitor:
@@ -240,9 +246,9 @@ class AskPermissionRequirement(Requirement):
         handler = self.handler
         if inspect.iscoroutinefunction(handler):
             return await handler(tool, arguments)
-        if handler is terminal_handler:
-            return await anyio.to_thread.run_sync(handler, tool, arguments)
-        answer = handler(tool, arguments)
+        # Sync handlers (a terminal prompt, a blocking call) run in a worker thread, so the
+        # event loop keeps going and `timeout` can abandon them.
+        answer = await anyio.to_thread.run_sync(handler, tool, arguments, abandon_on_cancel=True)
         if inspect.isawaitable(answer):
             return await answer
         return answer

@@ -131,9 +131,7 @@ def formulas(tools: tuple[str, ...], *, max_leaves: int = 6) -> st.SearchStrateg
 
         def cardinality(kind: str) -> st.SearchStrategy[Ast]:
             return many.flatmap(
-                lambda args: st.tuples(
-                    st.just(kind), st.integers(0, len(args) + 1), st.just(args)
-                )
+                lambda args: st.tuples(st.just(kind), st.integers(0, len(args) + 1), st.just(args))
             )
 
         return st.one_of(
@@ -193,13 +191,14 @@ class Instance:
         return [s.emitted for s in self.specs]
 
 
-def rules(tools: tuple[str, ...]) -> st.SearchStrategy[Rule]:
+def rules(tools: tuple[str, ...], *, force_bias: bool = False) -> st.SearchStrategy[Rule]:
+    """Rules with random flags; ``force_bias`` makes most of them allowing and forcing."""
     return st.builds(
         Rule,
         target=st.sampled_from(tools),
-        allowed=st.booleans(),
+        allowed=st.sampled_from((True, True, True, False)) if force_bias else st.booleans(),
         hidden=st.sampled_from((False, False, True)),
-        forced=st.sampled_from((False, False, True)),
+        forced=st.sampled_from((True, True, False) if force_bias else (False, False, True)),
         prevent_stop=st.sampled_from((False, False, True)),
         reason=st.sampled_from(REASONS),
     )
@@ -212,26 +211,29 @@ def instances(
     max_items: int = 8,
     with_formulas: bool = True,
     with_forces: bool = True,
+    force_bias: bool = False,
 ) -> Instance:
     """A random vocabulary (up to 4 declared tools, in a random order) and emitted items.
 
     Requirements get a priority each; every item names the requirement that emitted it.
+    ``force_bias`` favours soft forces and ties between them (two priorities, no hard force).
     """
     size = draw(st.integers(1, len(TOOL_POOL)))
     declared = tuple(draw(st.permutations(TOOL_POOL))[:size])
     tools = (*declared, FINAL_ANSWER)
-    priority_of = {n: draw(st.sampled_from(PRIORITIES)) for n in REQUIREMENT_NAMES}
+    priorities = PRIORITIES[:2] if force_bias else PRIORITIES
+    priority_of = {n: draw(st.sampled_from(priorities)) for n in REQUIREMENT_NAMES}
     kinds = ["rule", "rule", "rule"]
     if with_formulas:
         kinds += ["formula", "formula"]
-    if with_forces:
+    if with_forces and not force_bias:
         kinds += ["force"]
     specs: list[Spec] = []
     for _ in range(draw(st.integers(0, max_items))):
         name = draw(st.sampled_from(REQUIREMENT_NAMES))
         kind = draw(st.sampled_from(kinds))
         if kind == "rule":
-            rule = draw(rules(tools))
+            rule = draw(rules(tools, force_bias=force_bias))
             if not with_forces and rule.forced:
                 rule = rule._replace(forced=False)
             specs.append(Spec("rule", Emitted(rule, name, priority_of[name])))

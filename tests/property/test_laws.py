@@ -33,8 +33,8 @@ from ruleengine import (
     Pass,
     Reasoner,
     Rule,
-    allowed,
     all_of,
+    allowed,
     forced,
     hidden,
 )
@@ -150,6 +150,15 @@ def test_agrees_with_brute_force_on_plain_rules(mode: str, instance: Instance) -
     check_against_reference(instance, mode, result, expected)
 
 
+@pytest.mark.parametrize("mode", MODES)
+@given(instance=instances(max_items=6, with_formulas=False, force_bias=True))
+def test_agrees_with_brute_force_on_soft_forces(mode: str, instance: Instance) -> None:
+    # Mostly allowing, forcing rules at two priorities: forced ties and their notes.
+    result = outcome(reasoner(instance, mode), instance.emitted)
+    expected = reference(instance.tools).decide(instance, mode)
+    check_against_reference(instance, mode, result, expected)
+
+
 @given(instance=instances(), data=st.data())
 def test_one_reasoner_agrees_with_brute_force_across_many_steps(
     instance: Instance, data: st.DataObject
@@ -160,13 +169,13 @@ def test_one_reasoner_agrees_with_brute_force_across_many_steps(
     r = reasoner(instance, mode, cache_size=0)
     ref = reference(instance.tools)
     for _ in range(3):
-        specs = data.draw(st.lists(st.sampled_from(instance.specs), max_size=6)) if (
-            instance.specs
-        ) else []
-        step = Instance(instance.declared, tuple(specs), instance.final_answer_as_tool)
-        check_against_reference(
-            step, mode, outcome(r, step.emitted), ref.decide(step, mode)
+        specs = (
+            data.draw(st.lists(st.sampled_from(instance.specs), max_size=6))
+            if (instance.specs)
+            else []
         )
+        step = Instance(instance.declared, tuple(specs), instance.final_answer_as_tool)
+        check_against_reference(step, mode, outcome(r, step.emitted), ref.decide(step, mode))
 
 
 # -- (b) order independence ----------------------------------------------------------------
@@ -354,3 +363,27 @@ def test_evaluate_reads_hard_forces(data: st.DataObject) -> None:
     chosen = data.draw(st.sampled_from((None, *tools)))
     got = evaluate(forced(target), allowed_set, hidden_set, forced=chosen)
     assert got is (target in allowed_set and chosen == target)
+
+
+# -- law 2: the fast path and the solver path give identical passes ----------------------------
+
+
+@given(instance=instances())
+def test_fast_path_and_solver_path_agree(instance: Instance) -> None:
+    fast = outcome(reasoner(instance, "strict"), instance.emitted)
+    slow_reasoner = reasoner(instance, "strict", fast_path=False)
+    slow = outcome(slow_reasoner, instance.emitted)
+    assert signature(fast) == signature(slow)
+    if not isinstance(slow, ConflictError):
+        # INVARIANT of the solver path: every cache miss asked Z3 at least once.
+        assert slow_reasoner.solver_checks >= 1
+
+
+@given(instance=instances(max_items=8, with_formulas=False))
+def test_fast_path_needs_no_solver_for_consistent_plain_rules(instance: Instance) -> None:
+    r = reasoner(instance, "strict")
+    result = outcome(r, instance.emitted)
+    if isinstance(result, Pass):
+        assert r.solver_checks == 0
+    else:
+        assert r.solver_checks >= 1

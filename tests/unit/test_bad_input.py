@@ -1,0 +1,297 @@
+"""Bad input raises our errors, naming the culprit (SPEC §9, STYLE §4).
+
+Every case asserts the error type and that the message names the requirement or tool at fault,
+and that the message has the house shape: one line, lowercase start, no final period.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ruleengine import (
+    ConflictError,
+    PolicyError,
+    Reasoner,
+    Requirement,
+    RequirementError,
+    Rule,
+    RunState,
+    allowed,
+    at_most,
+    can_stop,
+    forced,
+    hidden,
+    implies,
+    requirement,
+)
+from ruleengine.errors import RuleEngineError
+from ruleengine.rules import Emitted
+
+
+def emitting(name: str, *items: object, priority: int = 10) -> Requirement:
+    return requirement(name=name, priority=priority)(lambda state: list(items))
+
+
+def returning(name: str, value: object) -> Requirement:
+    return requirement(name=name)(lambda state: value)
+
+
+def well_formed(exc: RuleEngineError) -> RuleEngineError:
+    message = exc.message
+    assert "\n" not in message
+    assert not message.endswith(".")
+    assert not message[:1].isupper(), message
+    assert "Traceback" not in str(exc)
+    return exc
+
+
+def policy_error(tools: list[str], *reqs: Requirement, mode: str = "strict") -> PolicyError:
+    r = Reasoner(tools, list(reqs), mode=mode)  # type: ignore[arg-type]
+    with pytest.raises(PolicyError) as info:
+        r.decide(RunState())
+    well_formed(info.value)
+    return info.value
+
+
+# -- unknown tools ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["strict", "priority"])
+@pytest.mark.parametrize(
+    "item",
+    [
+        Rule("telepathy", allowed=False),
+        Rule("telepathy"),
+        Rule("telepathy", prevent_stop=True, reason="x"),
+        allowed("telepathy"),
+        ~hidden("telepathy"),
+        implies(allowed("a"), at_most(1, allowed("telepathy"), can_stop, allowed("a"))),
+        forced("telepathy"),
+    ],
+)
+def test_an_unknown_tool_names_the_requirement_and_the_tool(mode: str, item: object) -> None:
+    exc = policy_error(["a"], emitting("fine", Rule("a")), emitting("mind-reader", item), mode=mode)
+    assert "`mind-reader`" in exc.message
+    assert "`telepathy`" in exc.message
+    assert "`fine`" not in exc.message
+    assert exc.hint is not None and "`a`" in exc.hint
+
+
+def test_an_unknown_tool_through_resolve_names_the_requirement() -> None:
+    with pytest.raises(PolicyError) as info:
+        Reasoner(["a"]).resolve([Emitted(Rule("b", allowed=False), "direct", 3)])
+    assert "`direct`" in info.value.message and "`b`" in info.value.message
+
+
+def test_an_unknown_tool_is_reported_even_after_a_cached_compile() -> None:
+    # The same item compiled for one reasoner says nothing about another's tools.
+    Reasoner(["a", "b"]).resolve([Emitted(Rule("b"), "x", 1)])
+    with pytest.raises(PolicyError):
+        Reasoner(["a"]).resolve([Emitted(Rule("b"), "x", 1)])
+
+
+# -- misplaced hard forces ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "item",
+    [
+        forced("a") & allowed("a"),
+        ~forced("a"),
+        implies(can_stop, forced("a")),
+        at_most(1, forced("a"), allowed("a"), can_stop),
+    ],
+)
+def test_a_nested_hard_force_names_the_requirement(item: object) -> None:
+    exc = policy_error(["a"], emitting("nested-force", item))
+    assert "`nested-force`" in exc.message
+    assert "forced('a')" in exc.message
+    assert exc.hint is not None and "on its own" in exc.hint
+
+
+# -- what requirements return -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", [None, allowed("a"), "Rule('a')", {"a": True}, 3, {Rule("a")}])
+def test_a_requirement_returning_a_non_list_is_named(value: object) -> None:
+    exc = policy_error(["a"], returning("scalar", value))
+    assert "`scalar`" in exc.message
+    assert "list" in exc.message
+    assert repr(value) in exc.message
+
+
+def test_a_requirement_returning_a_bare_rule_is_named() -> None:
+    exc = policy_error(["a"], returning("bare", Rule("a", allowed=False)))
+    assert "`bare`" in exc.message
+
+
+def test_a_requirement_returning_a_bare_rule_is_told_to_return_a_list() -> None:
+    exc = policy_error(["a"], returning("bare", Rule("a", allowed=False)))
+    assert "list" in exc.message
+    assert "Rule('a', allowed=False)" in exc.message
+
+
+def test_a_generator_is_not_a_list() -> None:
+    exc = policy_error(["a"], returning("lazy", (r for r in [Rule("a")])))
+    assert "`lazy`" in exc.message
+
+
+@pytest.mark.parametrize(
+    "element", ["a", None, True, 1, ("a", True, False, False, False, None), {"target": "a"}]
+)
+def test_a_requirement_returning_a_non_rule_element_is_named(element: object) -> None:
+    exc = policy_error(["a"], returning("odd-one", [Rule("a"), element]))
+    assert "`odd-one`" in exc.message
+    assert repr(element) in exc.message
+    assert exc.hint is not None
+
+
+def test_a_tuple_of_rules_is_accepted() -> None:
+    r = Reasoner(["a", "b"], [returning("tuple", (Rule("a", allowed=False),))])
+    assert r.decide().allowed == ("b", "final_answer")
+
+
+def test_a_bad_rule_built_inside_run_names_the_requirement() -> None:
+    @requirement(name="sloppy")
+    def sloppy(state: RunState) -> list[object]:
+        return [Rule("a", allowed="no")]  # type: ignore[arg-type]
+
+    exc = policy_error(["a"], sloppy)
+    assert exc.message.startswith("requirement `sloppy`: ")
+    assert "allowed" in exc.message
+
+
+def test_resolve_rejects_an_item_that_is_not_a_rule_nor_a_formula() -> None:
+    with pytest.raises(PolicyError) as info:
+        Reasoner(["a"]).resolve([Emitted("a", "raw", 10)])  # type: ignore[arg-type]
+    assert "`raw`" in info.value.message
+
+
+# -- priorities and requirement construction -------------------------------------------------------
+
+
+@pytest.mark.parametrize("priority", [0, -3, 1.5, "10", None, True])
+def test_a_bad_priority_fails_at_construction(priority: Any) -> None:
+    class Careful(Requirement):
+        def run(self, state: RunState) -> list[object]:
+            return []
+
+    with pytest.raises(PolicyError) as info:
+        Careful(name="careful", priority=priority)
+    assert "`careful`" in well_formed(info.value).message
+    assert "priority" in info.value.message
+    with pytest.raises(PolicyError) as info:
+        requirement(name="decorated", priority=priority)(lambda state: [])
+    assert "`decorated`" in info.value.message
+
+
+def test_priority_one_is_the_smallest() -> None:
+    assert requirement(name="least", priority=1)(lambda state: []).priority == 1
+
+
+def test_a_bad_priority_set_after_construction_fails_at_the_reasoner() -> None:
+    class Skipper(Requirement):
+        priority = 0
+
+        def __init__(self) -> None:  # does not call super().__init__
+            pass
+
+        def run(self, state: RunState) -> list[object]:
+            return []
+
+    with pytest.raises(PolicyError) as info:
+        Reasoner(["a"], [Skipper()])
+    assert "`Skipper`" in well_formed(info.value).message
+
+
+def test_other_bad_requirement_parameters() -> None:
+    with pytest.raises(PolicyError):
+        requirement(name="")(lambda state: [])
+    with pytest.raises(PolicyError) as info:
+        requirement(name="flag", enabled="yes")(lambda state: [])  # type: ignore[arg-type]
+    assert "`flag`" in info.value.message
+    with pytest.raises(PolicyError):
+        requirement(name="x")(42)  # type: ignore[arg-type]
+
+
+def test_a_requirement_without_run_is_a_policy_error() -> None:
+    class Empty(Requirement):
+        pass
+
+    exc = policy_error(["a"], Empty())
+    assert "`Empty`" in exc.message
+
+
+# -- failures inside requirements ----------------------------------------------------------------
+
+
+def test_a_raising_requirement_is_a_requirement_error_with_the_cause() -> None:
+    @requirement(name="explodes")
+    def explodes(state: RunState) -> list[object]:
+        raise ZeroDivisionError("division by zero")
+
+    r = Reasoner(["a"], [emitting("fine"), explodes])
+    with pytest.raises(RequirementError) as info:
+        r.decide()
+    exc = well_formed(info.value)
+    assert isinstance(exc, RequirementError)
+    assert exc.requirement == "explodes"
+    assert "`explodes`" in exc.message
+    assert "ZeroDivisionError" in exc.message
+    assert isinstance(exc.__cause__, ZeroDivisionError)
+    assert exc.hint is not None
+
+
+def test_our_own_errors_pass_through_unwrapped() -> None:
+    @requirement(name="conflicted")
+    def conflicted(state: RunState) -> list[object]:
+        raise ConflictError("inner", core=[])
+
+    with pytest.raises(ConflictError):
+        Reasoner(["a"], [conflicted]).decide()
+
+
+def test_an_async_requirement_in_decide_is_a_policy_error() -> None:
+    @requirement(name="remote")
+    async def remote(state: RunState) -> list[object]:
+        return []
+
+    exc = policy_error(["a"], emitting("local"), remote)
+    assert "`remote`" in exc.message
+    assert "adecide" in exc.message
+
+
+# -- reasoner parameters ---------------------------------------------------------------------------
+
+
+def test_bad_reasoner_parameters() -> None:
+    with pytest.raises(PolicyError) as info:
+        Reasoner(["a"], mode="lenient")  # type: ignore[arg-type]
+    assert "`lenient`" in well_formed(info.value).message
+    for size in (-1, True, 1.0, "10"):
+        with pytest.raises(PolicyError) as info:
+            Reasoner(["a"], cache_size=size)  # type: ignore[arg-type]
+        assert "cache_size" in info.value.message
+
+
+def test_bad_tool_lists() -> None:
+    with pytest.raises(PolicyError) as info:
+        Reasoner(["search", "think", "search"])
+    assert "`search`" in well_formed(info.value).message
+    with pytest.raises(PolicyError):
+        Reasoner("search")
+    with pytest.raises(PolicyError):
+        Reasoner(["search", ""])
+    with pytest.raises(PolicyError):
+        Reasoner(["search", 3])
+
+
+def test_bad_requirement_lists() -> None:
+    with pytest.raises(PolicyError) as info:
+        Reasoner(["a"], [emitting("twin"), emitting("twin")])
+    assert "`twin`" in well_formed(info.value).message
+    with pytest.raises(PolicyError) as info:
+        Reasoner(["a"], [lambda state: []])  # type: ignore[list-item]
+    assert info.value.hint is not None and "@requirement" in info.value.hint

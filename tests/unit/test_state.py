@@ -1,0 +1,135 @@
+"""``RunState`` and ``Step``: building from traces, counting helpers, immutability."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from pydantic import ValidationError
+
+from ruleengine import PolicyError, RunState, Step
+
+TRACE = ["search", ("think", "error"), "search", ("send", "denied"), ("think", "ok")]
+
+
+def test_from_trace_reads_names_and_pairs() -> None:
+    state = RunState.from_trace(TRACE)
+    assert [(s.tool, s.status) for s in state.steps] == [
+        ("search", "ok"),
+        ("think", "error"),
+        ("search", "ok"),
+        ("send", "denied"),
+        ("think", "ok"),
+    ]
+    assert state.step_number == 6
+    assert state.iteration == 0 and state.input is None
+
+
+def test_from_trace_accepts_steps_and_mappings_and_keywords() -> None:
+    step = Step(tool="fetch", arguments={"url": "x"}, output="page")
+    state = RunState.from_trace(
+        [step, {"tool": "think", "status": "error", "error": "boom"}], iteration=4, input="q"
+    )
+    assert state.steps[0] is step
+    assert (state.steps[1].tool, state.steps[1].status, state.steps[1].error) == (
+        "think",
+        "error",
+        "boom",
+    )
+    assert (state.iteration, state.input) == (4, "q")
+
+
+def test_from_trace_takes_any_iterable() -> None:
+    state = RunState.from_trace(iter(["a", "b"]))
+    assert [s.tool for s in state.steps] == ["a", "b"]
+
+
+def test_an_empty_run() -> None:
+    state = RunState()
+    assert state.steps == ()
+    assert state.step_number == 1
+    assert state.last_tool() is None
+    assert not state.called("a")
+    assert state.count("a", only_success=False) == 0
+
+
+def test_called_and_count_look_at_successful_steps_by_default() -> None:
+    state = RunState.from_trace(TRACE)
+    assert state.called("search") and state.called("think")
+    assert not state.called("send")
+    assert state.called("send", only_success=False)
+    assert state.count("search") == 2
+    assert state.count("think") == 1
+    assert state.count("think", only_success=False) == 2
+    assert state.count("send") == 0
+    assert state.count("send", only_success=False) == 1
+
+
+def test_last_tool_with_and_without_only_success() -> None:
+    state = RunState.from_trace(["search", ("think", "error")])
+    assert state.last_tool() == "search"
+    assert state.last_tool(only_success=False) == "think"
+    state = RunState.from_trace([("think", "denied")])
+    assert state.last_tool() is None
+    assert state.last_tool(only_success=False) == "think"
+
+
+def test_counted_filters_steps() -> None:
+    state = RunState.from_trace(TRACE)
+    assert [s.tool for s in state.counted()] == ["search", "search", "think"]
+    assert state.counted(only_success=False) == state.steps
+
+
+def test_with_step_returns_a_new_state() -> None:
+    state = RunState.from_trace(["a"], iteration=2, input="q")
+    longer = state.with_step(Step(tool="b", status="error"))
+    assert [s.tool for s in state.steps] == ["a"]
+    assert [s.tool for s in longer.steps] == ["a", "b"]
+    assert (longer.iteration, longer.input) == (2, "q")
+    assert longer.step_number == 3
+
+
+def test_states_and_steps_are_frozen() -> None:
+    state = RunState.from_trace(["a"])
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        state.steps = ()  # type: ignore[misc]
+    with pytest.raises(ValidationError):
+        state.steps[0].tool = "b"  # type: ignore[misc]
+
+
+def test_states_compare_by_steps_not_memory() -> None:
+    assert RunState.from_trace(["a"]) == RunState.from_trace(["a"])
+    assert RunState.from_trace(["a"], memory=(1,)) == RunState.from_trace(["a"], memory=(2,))
+    assert RunState.from_trace(["a"]) != RunState.from_trace([("a", "error")])
+
+
+@pytest.mark.parametrize("status", ["failed", "OK", "", None])
+def test_a_bad_status_names_the_entry(status: object) -> None:
+    with pytest.raises(PolicyError) as info:
+        RunState.from_trace(["a", ("think", status)])
+    assert info.value.message.startswith("trace entry 2:")
+    assert "`think`" in info.value.message
+
+
+@pytest.mark.parametrize("entry", [3, None, ("a",), ("a", "ok", "x"), (1, "ok"), ["a", "ok"], b"a"])
+def test_an_entry_that_is_not_a_step_is_rejected(entry: object) -> None:
+    with pytest.raises(PolicyError) as info:
+        RunState.from_trace(["a", "b", entry])  # type: ignore[list-item]
+    assert info.value.message.startswith("trace entry 3:")
+
+
+def test_a_bad_mapping_entry_is_rejected_without_a_pydantic_traceback() -> None:
+    with pytest.raises(PolicyError) as info:
+        RunState.from_trace([{"tool": "a", "status": "maybe"}])
+    assert info.value.message.startswith("trace entry 1: not a step")
+    assert info.value.__cause__ is None
+    with pytest.raises(PolicyError):
+        RunState.from_trace([{"tool": "a", "colour": "red"}])
+
+
+def test_step_validates_its_fields() -> None:
+    assert Step(tool="a").status == "ok"
+    with pytest.raises(ValidationError):
+        Step(tool="a", status="weird")  # type: ignore[arg-type]
+    with pytest.raises(ValidationError):
+        Step(tool="a", extra=1)  # type: ignore[call-arg]
