@@ -95,6 +95,18 @@ class Requirement:
         """
         return None
 
+    @property
+    def statically_checkable(self) -> bool:
+        """Whether the static checker can explore this requirement (it has a monitor).
+
+        Built-ins always can; before binding, a built-in naming tools by class reports true
+        (its monitor exists once bound).
+        """
+        try:
+            return self.monitor() is not None
+        except PolicyError:
+            return True
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, priority={self.priority})"
 
