@@ -11,7 +11,7 @@ classes are what the encoder and the evaluator match on; do not construct them d
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Protocol, TypeAlias
 
@@ -39,12 +39,14 @@ __all__ = [
     "at_least",
     "at_most",
     "can_stop",
+    "children",
     "exactly",
     "forced",
     "hidden",
     "implies",
     "mentioned_tools",
     "tool_name",
+    "walk",
 ]
 
 FINAL_ANSWER = "final_answer"
@@ -377,25 +379,36 @@ def exactly(k: int, *operands: Operand) -> Expr:
     return Exactly(k, tuple(args))
 
 
+def children(node: Expr) -> tuple[Expr, ...]:
+    """The direct sub-formulas of ``node`` (none for atoms and constants)."""
+    match node:
+        case Not(arg=a):
+            return (a,)
+        case And(args=xs) | Or(args=xs) | AtMost(args=xs) | AtLeast(args=xs) | Exactly(args=xs):
+            return xs
+        case Implies(lhs=a, rhs=b):
+            return (a, b)
+        case Allowed() | Hidden() | CanStop() | Forced() | Const():
+            return ()
+        case _:
+            raise AssertionError(f"unknown node {node!r}")
+
+
+def walk(expr: Expr) -> Iterator[Expr]:
+    """Every node of ``expr``, ``expr`` first (pre-order)."""
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(reversed(children(node)))
+
+
 def mentioned_tools(expr: Expr) -> frozenset[str]:
     """The tools whose atoms occur in ``expr`` (``can_stop`` mentions ``final_answer``)."""
     found: set[str] = set()
-    stack: list[Expr] = [expr]
-    while stack:
-        node = stack.pop()
-        match node:
-            case Allowed(tool=t) | Hidden(tool=t) | Forced(tool=t):
-                found.add(t)
-            case CanStop():
-                found.add(FINAL_ANSWER)
-            case Not(arg=a):
-                stack.append(a)
-            case And(args=xs) | Or(args=xs) | AtMost(args=xs) | AtLeast(args=xs) | Exactly(args=xs):
-                stack.extend(xs)
-            case Implies(lhs=a, rhs=b):
-                stack.extend((a, b))
-            case Const():
-                pass
-            case _:
-                raise AssertionError(f"unknown node {node!r}")
+    for node in walk(expr):
+        if isinstance(node, Allowed | Hidden | Forced):
+            found.add(node.tool)
+        elif isinstance(node, CanStop):
+            found.add(FINAL_ANSWER)
     return frozenset(found)

@@ -11,7 +11,8 @@ from __future__ import annotations
 import inspect
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from ruleengine._solver import DEFAULT_RLIMIT
@@ -112,14 +113,8 @@ class Reasoner:
                 continue
             out = _call(req, state)
             if inspect.isawaitable(out):
-                try:
+                with _blamed_on(req):
                     out = await out
-                except PolicyError as exc:
-                    raise _prefixed(req, exc) from None
-                except RuleEngineError:
-                    raise
-                except Exception as exc:
-                    raise _raised(req, exc) from exc
             emitted += self._wrapped(req, out)
         return emitted
 
@@ -229,15 +224,22 @@ def _validated_requirements(requirements: Iterable[Requirement]) -> tuple[Requir
     return tuple(seen[n] for n in sorted(seen))
 
 
-def _call(req: Requirement, state: RunState) -> Any:
+@contextmanager
+def _blamed_on(req: Requirement) -> Iterator[None]:
+    """Errors raised inside name ``req``: usage mistakes get its name, crashes are wrapped."""
     try:
-        return req.run(state)
+        yield
     except PolicyError as exc:
         raise _prefixed(req, exc) from None
     except RuleEngineError:
         raise
     except Exception as exc:
         raise _raised(req, exc) from exc
+
+
+def _call(req: Requirement, state: RunState) -> Any:
+    with _blamed_on(req):
+        return req.run(state)
 
 
 def _prefixed(req: Requirement, exc: PolicyError) -> PolicyError:

@@ -18,23 +18,19 @@ from ruleengine.ir import (
     TRUE,
     Allowed,
     And,
-    AtLeast,
-    AtMost,
     CanStop,
     Const,
-    Exactly,
     Expr,
     Forced,
     Hidden,
-    Implies,
     Not,
-    Or,
     all_of,
     allowed,
     can_stop,
     hidden,
     mentioned_tools,
     tool_name,
+    walk,
 )
 
 __all__ = ["Emitted", "Item", "Literal", "Lowered", "Rule", "describe", "literals_of", "lower"]
@@ -176,25 +172,12 @@ def lower(item: Item) -> Lowered:
 
 
 def _reject_nested_force(expr: Expr) -> None:
-    stack: list[Expr] = [expr]
-    while stack:
-        node = stack.pop()
-        match node:
-            case Forced(tool=t):
-                raise PolicyError(
-                    f"`forced({t!r})` appears inside the formula `{expr!r}`",
-                    hint="a hard force must be emitted on its own: `forced(t)` as a whole item",
-                )
-            case Not(arg=a):
-                stack.append(a)
-            case And(args=xs) | Or(args=xs) | AtMost(args=xs) | AtLeast(args=xs) | Exactly(args=xs):
-                stack.extend(xs)
-            case Implies(lhs=a, rhs=b):
-                stack.extend((a, b))
-            case Allowed() | Hidden() | CanStop() | Const():
-                pass
-            case _:
-                raise AssertionError(f"unknown node {node!r}")
+    for node in walk(expr):
+        if isinstance(node, Forced):
+            raise PolicyError(
+                f"`forced({node.tool!r})` appears inside the formula `{expr!r}`",
+                hint="a hard force must be emitted on its own: `forced(t)` as a whole item",
+            )
 
 
 def literals_of(expr: Expr) -> tuple[Literal, ...] | None:
