@@ -16,23 +16,22 @@ be preferred at once before trying them singly.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from functools import reduce
 from itertools import compress
 from operator import attrgetter, itemgetter, or_
-from typing import Literal
 
 from ruleengine._solver import quickxplain
 from ruleengine.encode import Vocabulary
 from ruleengine.errors import PolicyError
-from ruleengine.ir import FINAL_ANSWER, TRUE, Expr
-from ruleengine.passes import CoreEntry, Explanation, Pass, ToolDecision
+from ruleengine.explain import canonical, explainer, with_yielded
+from ruleengine.ir import FINAL_ANSWER, Expr
+from ruleengine.passes import Mode, Pass
 from ruleengine.rules import Emitted, Lowered, Rule, literals_of, lower
 
-__all__ = ["Aggregator", "Clash", "Mode", "core_entry"]
+__all__ = ["Aggregator", "Clash", "Mode"]
 
-Mode = Literal["strict", "priority"]
 Key = Hashable
 
 
@@ -84,16 +83,6 @@ class Clash:
     core: tuple[Emitted, ...]
     hard_force: bool
     """Whether the core contains a hard force."""
-
-
-def core_entry(e: Emitted) -> CoreEntry:
-    return CoreEntry.model_construct(
-        requirement=e.requirement, priority=e.priority, rule=repr(e.item), item=e.item
-    )
-
-
-def _canonical(e: Emitted) -> tuple[int, str, str]:
-    return (-e.priority, e.requirement, repr(e.item))
 
 
 _PASS_FIELDS = frozenset(Pass.model_fields)
@@ -225,7 +214,7 @@ class Aggregator:
         if yielded and isinstance(result, Pass):
             explain = result._explain
             assert explain is not None
-            result.__pydantic_private__["_explain"] = _with_yielded(explain, yielded)  # type: ignore[index]
+            result.__pydantic_private__["_explain"] = with_yielded(explain, yielded)  # type: ignore[index]
         return result
 
     def _strict(self, emitted: Sequence[Emitted]) -> Pass | Clash:
@@ -268,7 +257,7 @@ class Aggregator:
 
     def _priority(self, emitted: Sequence[Emitted]) -> Pass | Clash:
         tiers: dict[tuple[int, int], list[tuple[Unit, Emitted]]] = {}
-        for e in sorted(emitted, key=_canonical):
+        for e in sorted(emitted, key=canonical):
             c = self.compiled(e)
             if c.restrict is not None:
                 tiers.setdefault((-e.priority, 0), []).append((c.restrict, e))
@@ -375,7 +364,7 @@ class Aggregator:
         for unit, e in candidates:
             lits_of[e] = lits_of.get(e, 0) | unit.lits
             hard_of[e] = hard_of.get(e, False) or unit.hard_force is not None
-        ordered = sorted(lits_of, key=_canonical)
+        ordered = sorted(lits_of, key=canonical)
         check = self._check
 
         def satisfiable(subset: Sequence[Emitted]) -> bool:
@@ -438,7 +427,7 @@ class Aggregator:
         )
         setter(p, "__pydantic_fields_set__", _PASS_FIELDS)
         setter(p, "__pydantic_extra__", None)
-        explain = _explainer(self.mode, self.tools, emitted, overridden, pre_allowed, p, notes)
+        explain = explainer(self.mode, self.tools, emitted, overridden, pre_allowed, p, notes)
         setter(p, "__pydantic_private__", {"_explain": explain})
         return p
 
@@ -511,95 +500,3 @@ _COMPILED_LIMIT = 65536
 
 _LITERAL_LIMIT = 100_000
 """Bound on the assumption literals of one solver session (a fresh session past it)."""
-
-
-def _explainer(
-    mode: Mode,
-    tools: tuple[str, ...],
-    emitted: Sequence[Emitted],
-    overridden: Sequence[tuple[Emitted, str]],
-    pre_allowed: tuple[str, ...],
-    result: Pass,
-    notes: list[str],
-) -> Callable[[], Explanation]:
-    """The explanation, computed when first asked for (most passes are never explained).
-
-    ``overridden`` pairs each overridden unit's record with the part it was ("restricting",
-    "permitting", or "" for items with one part); ``pre_allowed`` is ``allowed`` before the
-    forced projection.
-    """
-    emitted = tuple(emitted)
-
-    def explain() -> Explanation:
-        over_parts: dict[Emitted, list[str]] = {}
-        for e, part in sorted(overridden, key=lambda ep: (_canonical(ep[0]), ep[1])):
-            over_parts.setdefault(e, []).append(part)
-        ordered = sorted(dict.fromkeys(emitted), key=_canonical)
-        kept = [e for e in ordered if e not in over_parts or _has_kept_part(e, over_parts[e])]
-        over_entries = {
-            e: tuple(_overridden_entry(e, part) for part in parts)
-            for e, parts in over_parts.items()
-        }
-        decisions = {}
-        for t in tools:
-            status: Literal["forced", "allowed", "excluded", "denied", "hidden"]
-            if t == result.forced:
-                status = "forced"
-            elif t in result.allowed:
-                status = "allowed"
-            elif t in pre_allowed:
-                status = "excluded"
-            elif t in result.hidden:
-                status = "hidden"
-            else:
-                status = "denied"
-            decided_by = tuple(core_entry(e) for e in kept if t in _mentions(e))
-            over = tuple(x for e, xs in over_entries.items() if t in _mentions(e) for x in xs)
-            decisions[t] = ToolDecision(status=status, decided_by=decided_by, overridden=over)
-        return Explanation(
-            mode=mode,
-            tools=decisions,
-            overridden=tuple(x for xs in over_entries.values() for x in xs),
-            notes=tuple(notes),
-        )
-
-    return explain
-
-
-def _has_kept_part(e: Emitted, overridden_parts: list[str]) -> bool:
-    lowered = lower(e.item)
-    parts = int(lowered.restrict != TRUE or lowered.hard_force is not None)
-    parts += int(lowered.permit is not None)
-    return len(overridden_parts) < parts
-
-
-def _overridden_entry(e: Emitted, part: str) -> CoreEntry:
-    entry = core_entry(e)
-    if not part:
-        return entry
-    return entry.model_copy(update={"rule": f"{entry.rule} ({part} part)"})
-
-
-def _with_yielded(
-    explain: Callable[[], Explanation], yielded: Sequence[Emitted]
-) -> Callable[[], Explanation]:
-    names = sorted({e.requirement for e in yielded})
-
-    def explain_with_yielded() -> Explanation:
-        base = explain()
-        note = (
-            f"{', '.join(f'`{n}`' for n in names)} yielded: its rules would have left "
-            "the step without a pass"
-        )
-        return base.model_copy(
-            update={
-                "yielded": tuple(core_entry(e) for e in sorted(yielded, key=_canonical)),
-                "notes": (*base.notes, note),
-            }
-        )
-
-    return explain_with_yielded
-
-
-def _mentions(e: Emitted) -> frozenset[str]:
-    return lower(e.item).mentions

@@ -8,7 +8,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, computed_field
 
-__all__ = ["CoreEntry", "Explanation", "Pass", "ToolDecision"]
+__all__ = ["CoreEntry", "Explanation", "Mode", "Pass", "ToolDecision"]
+
+Mode = Literal["strict", "priority"]
+"""How a reasoner resolves rules: ``strict`` (deny wins) or ``priority`` (soft by priority)."""
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
 
@@ -50,7 +53,7 @@ class Explanation(BaseModel):
 
     model_config = _FROZEN
 
-    mode: Literal["strict", "priority"]
+    mode: Mode
     """The resolution mode that produced the pass."""
     tools: Mapping[str, ToolDecision]
     """Every declared tool, in declared order."""

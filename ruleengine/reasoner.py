@@ -16,9 +16,10 @@ from contextlib import contextmanager
 from typing import Any
 
 from ruleengine._solver import DEFAULT_RLIMIT
-from ruleengine.aggregate import Aggregator, Clash, Mode, core_entry
+from ruleengine.aggregate import Aggregator, Clash, Mode
 from ruleengine.encode import Vocabulary
 from ruleengine.errors import ConflictError, PolicyError, RequirementError, RuleEngineError
+from ruleengine.explain import core_entry
 from ruleengine.ir import FINAL_ANSWER, Expr, tool_name
 from ruleengine.passes import Pass
 from ruleengine.requirements.base import Requirement, validate_priority
