@@ -1,13 +1,21 @@
-"""Aggregation throughput: how long ``Reasoner.resolve`` takes per step, next to a yardstick.
+"""Aggregation throughput: how long a step's decision takes, next to yardsticks.
 
-The yardstick is ``reference_aggregate``, a plain-Python deny-wins aggregator with the behaviour
-of the original design's per-step loop (group the rules by tool, fold their flags, pick the
-forced tool), run in the same process on the same emitted sets. Every table row is timed per
-call with ``time.perf_counter_ns`` after a warm-up, in a few rounds; the round with the lowest
-median is the one reported (this machine is a noisy VM).
+The first table times ``Reasoner.resolve`` (emitted rules in, pass out) on two paths:
+the solver path (``fast_path=False``: every cache miss asks Z3) and the default fast path
+(literal-only steps decided from bit masks). Its yardstick is ``reference_aggregate``, a
+plain-Python deny-wins aggregator with the behaviour of the original design's per-step loop
+(group the rules by tool, fold their flags, pick the forced tool), run in the same process on
+the same emitted sets. The second table times whole steps, ``Reasoner.decide(state)`` with
+``ConditionalRequirement`` mixes (``end_to_end.py``), against the original design's per-step
+cost as quoted in the issue. A third, when beeai-framework is installed, runs the identical
+workload through BeeAI's own reasoner (``peer_beeai.py``).
 
-Run ``python benchmarks/aggregation.py [--quick] [--json PATH]``; ``benchmarks/README.md`` says
-how to read the table. The workloads are deterministic (seeded ``random.Random``).
+Every row is timed per call with ``time.perf_counter_ns`` after a warm-up, in a few rounds; the
+round with the lowest median is the one reported (this machine is a noisy VM).
+
+Run ``python benchmarks/aggregation.py [--quick] [--no-peer] [--json PATH]``;
+``benchmarks/README.md`` says how to read the tables. The workloads are deterministic (seeded
+``random.Random``).
 """
 
 from __future__ import annotations
@@ -33,8 +41,10 @@ from ruleengine import (
     FINAL_ANSWER,
     ConflictError,
     Expr,
+    Pass,
     Reasoner,
     Rule,
+    RunState,
     allowed,
     any_of,
     at_most,
@@ -44,23 +54,41 @@ from ruleengine import (
     implies,
 )
 from ruleengine.rules import Emitted
+from ruleengine.state import Step
+
+# The end-to-end workload and the peer adapter live next to this file; the peer adapter is
+# imported only when the peer run happens (it needs beeai-framework).
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import end_to_end as e2e
 
 __all__ = [
     "Config",
     "CrossCheck",
+    "E2ERow",
+    "E2EWorkload",
+    "PEER_MISSING",
+    "PathCheck",
+    "PeerReport",
+    "PeerRow",
     "ReferenceConflict",
     "ReferencePass",
     "Row",
     "Workload",
+    "aggregation_path_check",
     "conflict_sets",
     "cross_check",
     "draw_sets",
+    "e2e_path_check",
     "force_conflict_sets",
     "freshen",
     "main",
+    "make_e2e_workload",
     "make_workload",
+    "measure_e2e",
+    "path_check",
     "reference_aggregate",
     "run",
+    "run_peer",
 ]
 
 SIZES: tuple[tuple[int, int], ...] = ((10, 20), (50, 100), (100, 200))
@@ -425,14 +453,20 @@ class Config:
     """How much to run: sets per row and round, and rounds per measurement."""
 
     decisions: dict[str, int]
-    """Per size, the sets of the reference, ``miss`` and ``hit`` rows."""
+    """Per size, the sets of the reference, ``miss`` (both paths) and ``hit`` rows."""
     conflicts: dict[str, int]
     """Per size, the sets of the conflict rows (they cost milliseconds each)."""
     extras: int
     """The sets of each 10/20-only row: cold items, general constraints, priority mode."""
     rounds: int
     warm: int
-    """The sets each fresh reasoner decides before a timed loop."""
+    """The sets (and end-to-end states) each fresh reasoner decides before a timed loop."""
+    states: dict[str, int]
+    """Per end-to-end size (tools/requirements), the states of each length, per row."""
+    peer_calls: int
+    """The peer run's bound on calls per cell (its first states of the cell)."""
+    peer_seconds: float
+    """The peer run's time budget per cell (it stops early, and says so)."""
 
     @classmethod
     def full(cls) -> Config:
@@ -442,6 +476,9 @@ class Config:
             extras=1000,
             rounds=5,
             warm=200,
+            states={"10/20": 2000, "50/100": 1000},
+            peer_calls=200,
+            peer_seconds=8.0,
         )
 
     @classmethod
@@ -452,6 +489,9 @@ class Config:
             extras=30,
             rounds=2,
             warm=10,
+            states={"10/20": 30, "50/100": 15},
+            peer_calls=8,
+            peer_seconds=1.0,
         )
 
 
@@ -493,13 +533,14 @@ def warmed_reasoner(
     *,
     mode: Literal["strict", "priority"] = "strict",
     room: int = 0,
+    fast_path: bool = True,
 ) -> Reasoner:
     """A fresh reasoner that has compiled every pool item and decided the ``warm`` sets.
 
     Its cache has room for ``room`` more sets, so a second pass over them is all hits.
     """
     size = len(workload.pool) + len(warm) + room + 1
-    reasoner = Reasoner(workload.tools, [], mode=mode, cache_size=size)
+    reasoner = Reasoner(workload.tools, [], mode=mode, cache_size=size, fast_path=fast_path)
     for s in warm:
         _decide_quietly(reasoner, s)
     seen = {e for s in warm for e in s}
@@ -534,7 +575,8 @@ def reference_sample(workload: Workload, sets: Sequence[list[Emitted]]) -> Sampl
 
 KINDS: dict[str, str] = {
     "reference": "reference deny-wins (no solver)",
-    "miss": "miss",
+    "solver": "miss, solver path",
+    "fast": "miss, fast path",
     "hit": "hit",
     "cold": "miss, cold items",
     "general": "miss, general constraints",
@@ -542,13 +584,14 @@ KINDS: dict[str, str] = {
     "conflict": "conflict: no tool left",
     "force": "conflict: hard force vs deny",
 }
-"""Row kinds and their names in the table."""
+"""Row kinds and their names in the table. ``solver`` and ``hit`` use a reasoner with
+``fast_path=False``; every other engine row uses the default reasoner (fast path on)."""
 
 TARGETS: dict[tuple[str, str], tuple[str, float]] = {
-    ("miss", "10/20"): ("median", 50.0),
-    ("miss", "50/100"): ("median", 150.0),
+    ("solver", "10/20"): ("median", 50.0),
+    ("solver", "50/100"): ("median", 150.0),
     ("hit", "10/20"): ("median", 5.0),
-    ("miss", "100/200"): ("p99", 1000.0),
+    ("solver", "100/200"): ("p99", 1000.0),
 }
 """The issue's targets, in µs: (statistic, bound) per (kind, size)."""
 
@@ -623,9 +666,11 @@ def measure_size(tools: int, rules: int, config: Config) -> list[Row]:
     samples: dict[str, list[Sample]] = {}
     for _ in range(config.rounds):
         _add(samples, "reference", reference_sample(workload, sets))
-        reasoner = warmed_reasoner(workload, warm, room=len(sets))
-        _add(samples, "miss", engine_sample(reasoner, sets, hits=False))
+        reasoner = warmed_reasoner(workload, warm, room=len(sets), fast_path=False)
+        _add(samples, "solver", engine_sample(reasoner, sets, hits=False))
         _add(samples, "hit", engine_sample(reasoner, sets, hits=True))
+        reasoner = warmed_reasoner(workload, warm, room=len(sets))
+        _add(samples, "fast", engine_sample(reasoner, sets, hits=False))
         reasoner = warmed_reasoner(workload, warm, room=len(clashes))
         _add(samples, "conflict", engine_sample(reasoner, clashes, hits=False))
         notes = {"conflict": f"core of {core_size(reasoner, clashes[0])} items"}
@@ -794,6 +839,361 @@ def _top_forced(s: list[Emitted]) -> set[str]:
     return {t for t, p in bids.items() if p == top}
 
 
+# -- fast path against solver path --------------------------------------------------------------
+
+
+@dataclass
+class PathCheck:
+    """The default reasoner (fast path) against ``fast_path=False`` on the same inputs."""
+
+    compared: int = 0
+    conflicts: int = 0
+    """Inputs both paths answer with a ``ConflictError`` (their cores are compared)."""
+    forced: int = 0
+    hidden: int = 0
+    no_stop: int = 0
+    fast_checks: int = 0
+    """Solver checks the fast-path reasoner made (conflicts only, on literal-only inputs)."""
+    solver_checks: int = 0
+    """Solver checks the solver-path reasoner made."""
+    mismatches: list[str] = field(default_factory=list)
+
+    def add(self, other: PathCheck) -> None:
+        self.compared += other.compared
+        self.conflicts += other.conflicts
+        self.forced += other.forced
+        self.hidden += other.hidden
+        self.no_stop += other.no_stop
+        self.fast_checks += other.fast_checks
+        self.solver_checks += other.solver_checks
+        self.mismatches.extend(other.mismatches)
+
+
+Outcome = tuple[Any, ...]
+
+
+def outcome(call: Callable[[], Pass]) -> Outcome:
+    """What a decision answers, comparably: the pass's fields, or the conflict's core."""
+    try:
+        p = call()
+    except ConflictError as exc:
+        return ("conflict", tuple((c.requirement, c.priority, c.rule) for c in exc.core))
+    reasons = tuple(sorted(p.reasons.items()))
+    return ("pass", p.allowed, p.hidden, p.forced, p.can_stop, p.tool_choice, reasons)
+
+
+def _compare_paths(
+    result: PathCheck, fast: Outcome, solver: Outcome, what: Callable[[], str]
+) -> None:
+    result.compared += 1
+    if fast != solver:
+        result.mismatches.append(f"fast path {fast!r} != solver path {solver!r} for {what()}")
+    elif fast[0] == "conflict":
+        result.conflicts += 1
+    else:
+        result.forced += fast[3] is not None
+        result.hidden += bool(fast[2])
+        result.no_stop += not fast[4]
+
+
+def path_check(
+    tools: Sequence[str],
+    sets: Iterable[list[Emitted]],
+    *,
+    mode: Literal["strict", "priority"] = "strict",
+) -> PathCheck:
+    """Compare ``resolve`` on both paths set by set: ``allowed``, ``hidden``, ``forced``,
+    ``can_stop``, ``tool_choice``, ``reasons``, or the conflict's core."""
+    fast = Reasoner(tools, [], mode=mode, cache_size=0)
+    solver = Reasoner(tools, [], mode=mode, cache_size=0, fast_path=False)
+    result = PathCheck()
+    for s in sets:
+        ours = outcome(partial(fast.resolve, s))
+        theirs = outcome(partial(solver.resolve, s))
+        _compare_paths(result, ours, theirs, partial(repr, s))
+    result.fast_checks = fast.solver_checks
+    result.solver_checks = solver.solver_checks
+    return result
+
+
+def e2e_path_check(mix: e2e.Mix, states: Iterable[tuple[Step, ...]]) -> PathCheck:
+    """Compare ``decide`` on both paths, state by state, with the mix's requirements."""
+    fast = e2e.mix_reasoner(mix, cache_size=0)
+    solver = e2e.mix_reasoner(mix, cache_size=0, fast_path=False)
+    result = PathCheck()
+    for steps in states:
+        ours = outcome(partial(fast.decide, RunState(steps=steps)))
+        theirs = outcome(partial(solver.decide, RunState(steps=steps)))
+        trace = [(s.tool, s.status) for s in steps]
+        _compare_paths(result, ours, theirs, partial(repr, trace))
+    result.fast_checks = fast.solver_checks
+    result.solver_checks = solver.solver_checks
+    return result
+
+
+PATH_CHECK_CAP = 1000
+"""At most this many sets (or states) per size and kind in the path checks of a full run."""
+
+
+def aggregation_path_check(config: Config) -> dict[str, PathCheck]:
+    """Per size, both paths on plain sets and conflict sets; at 10/20 also on hard-force
+    clashes, general constraints and priority mode (where both paths must call the solver)."""
+    checks: dict[str, PathCheck] = {}
+    for tools, rules in SIZES:
+        workload = make_workload(tools, rules)
+        size = workload.label
+        plain = draw_sets(workload, min(PATH_CHECK_CAP, config.decisions[size]), seed=2)
+        clashes = conflict_sets(workload, config.conflicts[size], seed=2)
+        check = path_check(workload.tools, [*plain, *clashes])
+        if size == "10/20":
+            forces = force_conflict_sets(workload, plain[: config.conflicts[size]], seed=2)
+            check.add(path_check(workload.tools, forces))
+            check.add(path_check(workload.tools, plain[: config.extras], mode="priority"))
+            general = make_workload(tools, rules, general=True)
+            check.add(path_check(general.tools, draw_sets(general, config.extras, keep=_any_set)))
+        checks[size] = check
+    return checks
+
+
+def _any_set(drawn: list[Emitted]) -> bool:
+    return True
+
+
+# -- end-to-end steps ---------------------------------------------------------------------------
+
+
+Path = Literal["fast", "solver"]
+PATHS: tuple[Path, ...] = ("fast", "solver")
+"""The default reasoner, and ``fast_path=False``."""
+
+
+@dataclass(frozen=True, slots=True)
+class E2ERow:
+    """One line of the end-to-end table (µs; the best round of several)."""
+
+    label: str
+    size: str
+    steps: int
+    path: Path
+    decisions: int
+    median_us: float
+    p99_us: float
+    miss_median_us: float | None
+    """The median of the calls that missed the cache (``None`` if every call hit)."""
+    hit_rate: float
+    conflicts: int
+    checks_per_decision: float
+    original_us: float
+    """The original design's per-step cost, as quoted in the issue."""
+    ratio: float
+    """``original_us`` over this row's median."""
+    target: str
+    met: bool
+
+
+def e2e_label(size: str, steps: int, path: str) -> str:
+    return f"{size} {steps} steps" + (", solver path" if path == "solver" else "")
+
+
+@dataclass
+class E2EWorkload:
+    """Per size: the mix, and per length the warm-up and the timed histories."""
+
+    mixes: dict[str, e2e.Mix]
+    warm: dict[tuple[str, int], list[tuple[Step, ...]]]
+    timed: dict[tuple[str, int], list[e2e.Trace]]
+
+    def states(self, size: str, steps: int) -> list[tuple[Step, ...]]:
+        return [e2e.to_steps(t) for t in self.timed[size, steps]]
+
+
+def make_e2e_workload(config: Config) -> E2EWorkload:
+    mixes: dict[str, e2e.Mix] = {}
+    warm: dict[tuple[str, int], list[tuple[Step, ...]]] = {}
+    timed: dict[tuple[str, int], list[e2e.Trace]] = {}
+    for tools, requirements in e2e.E2E_SIZES:
+        mix = e2e.make_mix(tools, requirements, seed=SEED)
+        mixes[mix.label] = mix
+        for steps in e2e.STEP_COUNTS:
+            drawn = e2e.draw_traces(mix, steps, config.warm, seed="warm")
+            warm[mix.label, steps] = [e2e.to_steps(t) for t in drawn]
+            timed[mix.label, steps] = e2e.draw_traces(
+                mix, steps, config.states[mix.label], seed=SEED
+            )
+    return E2EWorkload(mixes, warm, timed)
+
+
+def measure_e2e(workload: E2EWorkload, config: Config) -> list[E2ERow]:
+    """Every end-to-end row, the rounds interleaved over all cells and both paths.
+
+    Each round and path starts a fresh reasoner per cell, decides the cell's warm-up states
+    (other random histories of the same length), then times the cell's states.
+    """
+    samples: dict[tuple[str, int, Path], list[e2e.DecisionSample]] = {}
+    cells = [(size, steps) for size in workload.mixes for steps in e2e.STEP_COUNTS]
+    states = {cell: workload.states(*cell) for cell in cells}
+    for _ in range(config.rounds):
+        for size, steps in cells:
+            mix = workload.mixes[size]
+            for path in PATHS:
+                reasoner = e2e.mix_reasoner(mix, fast_path=path == "fast")
+                e2e.warm_up(reasoner, workload.warm[size, steps])
+                sample = e2e.time_decisions(reasoner, states[size, steps])
+                samples.setdefault((size, steps, path), []).append(sample)
+    return [
+        _e2e_row(size, steps, path, samples[size, steps, path])
+        for size, steps in cells
+        for path in PATHS
+    ]
+
+
+def _e2e_row(size: str, steps: int, path: Path, rounds: list[e2e.DecisionSample]) -> E2ERow:
+    best = min(rounds, key=lambda s: statistics.median(s.times_ns))
+    n = len(best.times_ns)
+    median_ns = statistics.median(best.times_ns)
+    misses = [t for t, hit in zip(best.times_ns, best.hits, strict=True) if not hit]
+    original_us = e2e.ORIGINAL_MS[size] * 1000
+    bound = original_us / e2e.SPEEDUP
+    return E2ERow(
+        label=e2e_label(size, steps, path),
+        size=size,
+        steps=steps,
+        path=path,
+        decisions=n,
+        median_us=median_ns / 1000,
+        p99_us=p99(best.times_ns) / 1000,
+        miss_median_us=statistics.median(misses) / 1000 if misses else None,
+        hit_rate=sum(best.hits) / n,
+        conflicts=best.conflicts,
+        checks_per_decision=best.checks / n,
+        original_us=original_us,
+        ratio=original_us * 1000 / median_ns,
+        target=f"≥ {e2e.SPEEDUP}× (≤ {bound:g} µs)",
+        met=median_ns / 1000 <= bound,
+    )
+
+
+# -- the peer run -------------------------------------------------------------------------------
+
+PEER_MISSING = (
+    "peer run skipped: beeai-framework is not installed (pip install -e '.[peer]' to run the "
+    "same end-to-end workload through BeeAI's reasoner)"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class PeerRow:
+    """One cell of the peer table: BeeAI's reasoner next to ours on the same histories."""
+
+    label: str
+    size: str
+    steps: int
+    calls: int
+    median_us: float
+    p99_us: float
+    conflicts: int
+    quoted_ratio: float
+    """BeeAI's median over the original design's per-step cost quoted in the issue."""
+    ours_median_us: float
+    """Our default reasoner's median on the same states, timed right after BeeAI's."""
+    ours_miss_median_us: float | None
+    ratio: float
+    """BeeAI's median over ours."""
+    miss_ratio: float | None
+    """BeeAI's median over our cache misses' median."""
+    same_allowed: int
+    """Calls where both allow the same tools and agree on stopping (or both conflict)."""
+    budget_hit: bool
+
+
+@dataclass(frozen=True, slots=True)
+class PeerReport:
+    rows: list[PeerRow]
+    skipped: str | None
+    version: str | None
+
+
+def run_peer(
+    workload: E2EWorkload,
+    config: Config,
+    *,
+    log: Callable[[str], None] = print,
+) -> PeerReport:
+    """The identical end-to-end workload through BeeAI's reasoner, if it is installed.
+
+    Per cell, BeeAI decides (at most) the first ``config.peer_calls`` timed states of the
+    end-to-end cell, in one round; then our default reasoner, fresh and warmed up as in the
+    end-to-end rows, decides the same states, also in one round. So both medians come from
+    the same phase of the run (same load, same heap), not from the best of several rounds.
+    """
+    try:
+        import peer_beeai
+    except ImportError as exc:
+        name = exc.name if isinstance(exc, ModuleNotFoundError) else None
+        if (name or "").partition(".")[0] == "beeai_framework":
+            return PeerReport([], PEER_MISSING, None)
+        return PeerReport([], f"peer run skipped: beeai-framework failed to import: {exc}", None)
+    log(
+        f"peer run: BeeAI's reasoner, at most {config.peer_calls} calls or "
+        f"{config.peer_seconds:g} s per cell …"
+    )
+    cells = [
+        (workload.mixes[size], steps, workload.timed[size, steps])
+        for size in workload.mixes
+        for steps in e2e.STEP_COUNTS
+    ]
+    results = peer_beeai.run_peer(
+        cells,
+        max_calls=config.peer_calls,
+        seconds=config.peer_seconds,
+        warm=min(3, config.peer_calls),
+    )
+    peer_rows = []
+    for (mix, steps, traces), cell in zip(cells, results, strict=True):
+        calls = len(cell.times_ns)
+        reasoner = e2e.mix_reasoner(mix)
+        e2e.warm_up(reasoner, workload.warm[mix.label, steps])
+        mine = e2e.time_decisions(reasoner, [e2e.to_steps(t) for t in traces[:calls]])
+        ours_us = statistics.median(mine.times_ns) / 1000
+        misses = [t for t, hit in zip(mine.times_ns, mine.hits, strict=True) if not hit]
+        ours_miss_us = statistics.median(misses) / 1000 if misses else None
+        median_us = statistics.median(cell.times_ns) / 1000
+        peer_rows.append(
+            PeerRow(
+                label=e2e_label(mix.label, steps, "fast"),
+                size=mix.label,
+                steps=steps,
+                calls=calls,
+                median_us=median_us,
+                p99_us=p99(cell.times_ns) / 1000,
+                conflicts=cell.conflicts,
+                quoted_ratio=median_us / (e2e.ORIGINAL_MS[mix.label] * 1000),
+                ours_median_us=ours_us,
+                ours_miss_median_us=ours_miss_us,
+                ratio=median_us / ours_us,
+                miss_ratio=median_us / ours_miss_us if ours_miss_us else None,
+                same_allowed=_same_allowed(mix, traces, cell.outcomes),
+                budget_hit=cell.budget_hit,
+            )
+        )
+    return PeerReport(peer_rows, None, peer_beeai.peer_version())
+
+
+def _same_allowed(mix: e2e.Mix, traces: Sequence[e2e.Trace], outcomes: Sequence[Any]) -> int:
+    """How many of BeeAI's answers match ours on the allowed tools and on stopping."""
+    reasoner = e2e.mix_reasoner(mix)
+    same = 0
+    for trace, theirs in zip(traces, outcomes, strict=False):
+        try:
+            p = reasoner.decide(RunState(steps=e2e.to_steps(trace)))
+        except ConflictError:
+            same += theirs.allowed is None
+            continue
+        if theirs.allowed is not None:
+            same += set(p.allowed) == set(theirs.allowed) and p.can_stop == theirs.can_stop
+    return same
+
+
 # -- report -------------------------------------------------------------------------------------
 
 _COLUMNS = (
@@ -810,28 +1210,117 @@ _COLUMNS = (
 
 
 def format_table(rows: Sequence[Row]) -> str:
-    """The table, one row per line, columns as in ``_COLUMNS``."""
-    lines = ["  ".join(f"{name:{align}{width}}" for name, width, align in _COLUMNS).rstrip()]
+    """The aggregation table, one row per line, columns as in ``_COLUMNS``."""
+    return _format(
+        _COLUMNS,
+        [
+            (
+                row.label,
+                f"{row.median_us:.1f}",
+                f"{row.p99_us:.1f}",
+                _ratio(row.ratio),
+                row.target or "—",
+                _met(row.met),
+                "—" if row.checks_per_decision is None else f"{row.checks_per_decision:.2f}",
+                f"{row.per_second:,.0f}",
+                row.note,
+            )
+            for row in rows
+        ],
+    )
+
+
+_E2E_COLUMNS = (
+    ("workload (tools/requirements, steps)", 34, "<"),
+    ("median µs", 10, ">"),
+    ("p99 µs", 10, ">"),
+    ("miss med µs", 11, ">"),
+    ("hit rate", 8, ">"),
+    ("conflicts", 9, ">"),
+    ("checks/dec", 10, ">"),
+    ("original design (quoted) µs", 27, ">"),
+    ("orig/ours", 9, ">"),
+    ("target", 22, "<"),
+    ("met?", 0, "<"),
+)
+
+
+def format_e2e_table(rows: Sequence[E2ERow]) -> str:
+    """The end-to-end table, columns as in ``_E2E_COLUMNS``."""
+    return _format(
+        _E2E_COLUMNS,
+        [
+            (
+                row.label,
+                f"{row.median_us:.1f}",
+                f"{row.p99_us:.1f}",
+                "—" if row.miss_median_us is None else f"{row.miss_median_us:.1f}",
+                f"{row.hit_rate:.0%}",
+                f"{row.conflicts}/{row.decisions}",
+                f"{row.checks_per_decision:.2f}",
+                f"{row.original_us:,.0f}",
+                f"{row.ratio:.0f}×",
+                row.target,
+                _met(row.met),
+            )
+            for row in rows
+        ],
+    )
+
+
+_PEER_COLUMNS = (
+    ("workload (tools/requirements, steps)", 34, "<"),
+    ("BeeAI median µs", 15, ">"),
+    ("BeeAI p99 µs", 12, ">"),
+    ("calls", 5, ">"),
+    ("conflicts", 9, ">"),
+    ("BeeAI/quoted", 12, ">"),
+    ("ours median µs", 14, ">"),
+    ("BeeAI/ours", 10, ">"),
+    ("BeeAI/ours miss", 15, ">"),
+    ("same allowed", 12, ">"),
+    ("note", 0, "<"),
+)
+
+
+def format_peer_table(rows: Sequence[PeerRow]) -> str:
+    """The peer table, columns as in ``_PEER_COLUMNS``."""
+    return _format(
+        _PEER_COLUMNS,
+        [
+            (
+                row.label,
+                f"{row.median_us:,.1f}",
+                f"{row.p99_us:,.1f}",
+                f"{row.calls}",
+                f"{row.conflicts}",
+                f"{row.quoted_ratio:.1f}×",
+                f"{row.ours_median_us:.1f}",
+                f"{row.ratio:.0f}×",
+                "—" if row.miss_ratio is None else f"{row.miss_ratio:.0f}×",
+                f"{row.same_allowed}/{row.calls}",
+                "stopped by the time budget" if row.budget_hit else "",
+            )
+            for row in rows
+        ],
+    )
+
+
+def _format(columns: Sequence[tuple[str, int, str]], rows: Iterable[Sequence[str]]) -> str:
+    lines = ["  ".join(f"{name:{align}{width}}" for name, width, align in columns).rstrip()]
     lines.append("-" * len(lines[0]))
-    for row in rows:
-        cells = (
-            row.label,
-            f"{row.median_us:.1f}",
-            f"{row.p99_us:.1f}",
-            _ratio(row.ratio),
-            row.target or "—",
-            {True: "yes", False: "no", None: "—"}[row.met],
-            "—" if row.checks_per_decision is None else f"{row.checks_per_decision:.2f}",
-            f"{row.per_second:,.0f}",
-            row.note,
-        )
+    for cells in rows:
         lines.append(
             "  ".join(
                 f"{cell:{align}{width}}"
-                for cell, (_, width, align) in zip(cells, _COLUMNS, strict=True)
+                for cell, (_, width, align) in zip(cells, columns, strict=True)
             ).rstrip()
         )
     return "\n".join(lines)
+
+
+def _met(met: bool | None) -> str:
+    return {True: "yes", False: "no", None: "—"}[met]
 
 
 def _ratio(ratio: float | None) -> str:
@@ -844,11 +1333,23 @@ def _ratio(ratio: float | None) -> str:
 class Report:
     rows: list[Row]
     checks: dict[str, CrossCheck]
+    paths: dict[str, PathCheck]
+    """Fast path against solver path: per aggregation size, and per end-to-end size."""
+    e2e_rows: list[E2ERow]
+    peer: PeerReport
     meta: dict[str, Any]
 
+    @property
+    def failed(self) -> bool:
+        """Whether some cross-check or path check found a disagreement."""
+        return any(c.mismatches for c in self.checks.values()) or any(
+            c.mismatches for c in self.paths.values()
+        )
 
-def run(config: Config, *, log: Callable[[str], None] = print) -> Report:
-    """Measure every size, cross-check strict mode against the reference, and report."""
+
+def run(config: Config, *, peer: bool = True, log: Callable[[str], None] = print) -> Report:
+    """Measure both tables, check strict mode against the reference and the fast path against
+    the solver path, and (with ``peer``, if installed) run BeeAI on the end-to-end workload."""
     started = time.perf_counter()
     load = os.getloadavg()[0]
     rows: list[Row] = []
@@ -860,6 +1361,19 @@ def run(config: Config, *, log: Callable[[str], None] = print) -> Report:
         plain = draw_sets(workload, config.decisions[workload.label], seed=1)
         clashes = conflict_sets(workload, config.conflicts[workload.label], seed=1)
         checks[workload.label] = cross_check(workload, [*plain, *clashes])
+    log("checking the fast path against the solver path …")
+    paths = aggregation_path_check(config)
+    log("measuring end-to-end steps …")
+    steps_workload = make_e2e_workload(config)
+    e2e_rows = measure_e2e(steps_workload, config)
+    for size, mix in steps_workload.mixes.items():
+        cap = PATH_CHECK_CAP // len(e2e.STEP_COUNTS)
+        states = [s for n in e2e.STEP_COUNTS for s in steps_workload.states(size, n)[:cap]]
+        paths[f"{size} end-to-end"] = e2e_path_check(mix, states)
+    skipped = "peer run skipped: --no-peer"
+    peer_report = (
+        run_peer(steps_workload, config, log=log) if peer else PeerReport([], skipped, None)
+    )
     meta = {
         "python": platform.python_version(),
         "z3": z3.get_version_string(),
@@ -868,22 +1382,33 @@ def run(config: Config, *, log: Callable[[str], None] = print) -> Report:
         "decisions": config.decisions,
         "conflicts": config.conflicts,
         "extras": config.extras,
+        "states": config.states,
+        "mixes": {
+            size: {"attempt": mix.attempt, "hard_forces": mix.hard_forces}
+            for size, mix in steps_workload.mixes.items()
+        },
+        "original_ms_quoted": e2e.ORIGINAL_MS,
+        "beeai_framework": peer_report.version,
         "seconds": round(time.perf_counter() - started, 1),
         "cpus": os.cpu_count(),
         "load_before": round(load, 2),
         "load_after": round(os.getloadavg()[0], 2),
     }
-    return Report(rows, checks, meta)
+    return Report(rows, checks, paths, e2e_rows, peer_report, meta)
 
 
 def print_report(report: Report) -> None:
     meta = report.meta
     print()
     print(
-        f"Reasoner.resolve per decision, Python {meta['python']}, z3 {meta['z3']}; each row is "
-        f"the best of {meta['rounds']} rounds (the round with the lowest median; noisy VM)."
+        f"1. Reasoner.resolve per decision, Python {meta['python']}, z3 {meta['z3']}; each row "
+        f"is the best of {meta['rounds']} rounds (the round with the lowest median; noisy VM)."
     )
     print("ref/ours = reference median at the same size / this row's median (> 1: we are faster).")
+    print(
+        "`miss, solver path` and `hit` use Reasoner(fast_path=False) (every miss asks Z3); "
+        "all other engine rows use the default reasoner (fast path on)."
+    )
     print()
     print(format_table(report.rows))
     print()
@@ -896,28 +1421,83 @@ def print_report(report: Report) -> None:
         )
         for line in check.mismatches[:3]:
             print(f"  {line}")
+    _print_path_checks({k: v for k, v in report.paths.items() if "end-to-end" not in k})
+    print()
+    print(
+        "2. End-to-end steps: Reasoner.decide(RunState(steps)) with ConditionalRequirement "
+        f"mixes, a fresh RunState per call; best of {meta['rounds']} rounds."
+    )
+    print(
+        "original design (quoted) = its per-step cost measured on this machine by the issue's "
+        "author (not measured here); orig/ours = that / this row's median. Rows without "
+        "`solver path` use the default reasoner."
+    )
+    print()
+    print(format_e2e_table(report.e2e_rows))
+    print()
+    _print_path_checks({k: v for k, v in report.paths.items() if "end-to-end" in k})
+    print()
+    peer = report.peer
+    if peer.skipped is not None:
+        print(peer.skipped)
+    else:
+        print(
+            f"3. Peer run: the same end-to-end states through BeeAI {peer.version}'s "
+            "RequirementsReasoner.create_request (requirements run + aggregation), in this "
+            "process, one round."
+        )
+        print(
+            "BeeAI/quoted = BeeAI's median / the quoted original cost; ours = our default "
+            "reasoner on the same states right after, one round; BeeAI/ours = the medians' ratio."
+        )
+        print()
+        print(format_peer_table(peer.rows))
+    print()
     print(
         f"total {meta['seconds']} s; 1-minute load average {meta['load_before']} before, "
         f"{meta['load_after']} after, on {meta['cpus']} CPUs (above ~0.5 before means contention)"
     )
 
 
+def _print_path_checks(paths: dict[str, PathCheck]) -> None:
+    for size, check in paths.items():
+        verdict = "agree" if not check.mismatches else f"{len(check.mismatches)} MISMATCHES"
+        print(
+            f"paths {size}: fast path and solver path {verdict} on {check.compared} inputs "
+            f"({check.conflicts} conflicts with equal cores, {check.forced} forced, "
+            f"{check.hidden} with hidden tools, {check.no_stop} with can_stop false; "
+            f"solver checks: {check.fast_checks} fast, {check.solver_checks} solver)"
+        )
+        for line in check.mismatches[:3]:
+            print(f"  {line}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--quick", action="store_true", help="tiny counts: a smoke test")
+    parser.add_argument(
+        "--no-peer", action="store_true", help="skip the BeeAI peer run even if installed"
+    )
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     args = parser.parse_args(argv)
-    report = run(Config.quick() if args.quick else Config.full())
+    report = run(Config.quick() if args.quick else Config.full(), peer=not args.no_peer)
     print_report(report)
     if args.json:
         payload = {
             "meta": report.meta,
             "rows": [asdict(row) for row in report.rows],
             "cross_check": {size: asdict(c) for size, c in report.checks.items()},
+            "path_check": {size: asdict(c) for size, c in report.paths.items()},
+            "end_to_end": [asdict(row) for row in report.e2e_rows],
+            "peer": {
+                "skipped": report.peer.skipped,
+                "version": report.peer.version,
+                "rows": [asdict(row) for row in report.peer.rows],
+            },
         }
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(payload, f, indent=2, ensure_ascii=False)
-    return 1 if any(c.mismatches for c in report.checks.values()) else 0
+    return 1 if report.failed else 0
 
 
 if __name__ == "__main__":

@@ -9,6 +9,8 @@ and which one it returns depends on its variable numbering).
 
 from __future__ import annotations
 
+import ctypes
+from array import array
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any, TypeVar
 
@@ -24,6 +26,9 @@ DEFAULT_RLIMIT = 50_000_000
 query gives the same answer on any machine. Our per-step queries use a few thousand units."""
 
 K = TypeVar("K", bound=Hashable)
+
+_POINTER = "Q" if ctypes.sizeof(ctypes.c_void_p) == 8 else "I"
+"""The ``array`` type code of a C pointer on this platform."""
 
 
 def make_solver(ctx: z3.Context, *, rlimit: int = DEFAULT_RLIMIT, timeout_ms: int = 0) -> Any:
@@ -71,7 +76,7 @@ class Session:
         ast = literal.as_ast()
         self._ast[key] = ast
         self._slot[key] = len(self._by_slot)
-        self._by_slot.append(ast)
+        self._by_slot.append(ast.value)
 
     def slot(self, key: Hashable) -> int:
         """The bit of assumption ``key`` in a *literal mask* (a set of assumptions as an int)."""
@@ -80,12 +85,12 @@ class Session:
     def check_mask(self, mask: int) -> bool:
         """Whether the axioms and the assumptions in ``mask`` are satisfiable together."""
         by_slot = self._by_slot
-        asts = []
+        pointers = array(_POINTER)
         while mask:
             low = mask & -mask
-            asts.append(by_slot[low.bit_length() - 1])
+            pointers.append(by_slot[low.bit_length() - 1])
             mask ^= low
-        return self.check_asts(asts)
+        return self._check_pointers(pointers)
 
     @property
     def size(self) -> int:
@@ -107,9 +112,16 @@ class Session:
 
     def check_asts(self, asts: Sequence[Any]) -> bool:
         """Whether the axioms and the assumption literals ``asts`` are satisfiable together."""
-        n = len(asts)
+        return self._check_pointers(array(_POINTER, [a.value for a in asts]))
+
+    def _check_pointers(self, pointers: array[int]) -> bool:
+        # The AST pointers go to Z3 as a ctypes view of the array's buffer: no per-element
+        # conversion (building a ctypes array element by element costs more than the search).
+        # The ASTs themselves stay alive in `self._keep`.
+        n = len(pointers)
         self.checks += 1
-        result = self._check_raw(self._ctx_ref, self._solver_ref, n, (z3.Ast * n)(*asts))
+        view = (z3.Ast * n).from_buffer(pointers) if n else (z3.Ast * 0)()
+        result = self._check_raw(self._ctx_ref, self._solver_ref, n, view)
         if result == 1:
             return True
         if result == -1:

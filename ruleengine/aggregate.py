@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from functools import reduce
 from itertools import compress
 from operator import attrgetter, itemgetter, or_
+from types import MappingProxyType
 
 from ruleengine._solver import quickxplain
 from ruleengine.encode import Vocabulary
@@ -422,7 +423,8 @@ class Aggregator:
                 "forced": forced,
                 "can_stop": can_stop,
                 "tool_choice": tool_choice,
-                "reasons": reasons,
+                # Read-only: cached passes are shared by every caller.
+                "reasons": MappingProxyType(reasons),
             },
         )
         setter(p, "__pydantic_fields_set__", _PASS_FIELDS)
@@ -448,20 +450,19 @@ class Aggregator:
         dropped: list[tuple[int, str, str]] = []
         bit = self._bit
         for item, requirement, priority in bidders:
-            # INVARIANT: only rules carry reasons or soft forces.
-            assert isinstance(item, Rule)
-            target, reason = item.target, item.reason
+            # INVARIANT: bidders are rules (only rules carry reasons or soft forces).
+            rule: Rule = item  # type: ignore[assignment]
+            target, reason = rule.target, rule.reason
             if reason is not None:
+                # The smallest (-priority, requirement, text) wins: highest priority first.
+                rank = (-priority, requirement, reason)
                 old = best.get(target)
-                if (
-                    old is None
-                    or priority > old[0]
-                    or (priority == old[0] and (requirement, reason) < (old[1], old[2]))
-                ):
-                    best[target] = (priority, requirement, reason)
-            if item.forced:
+                if old is None or rank < old:
+                    best[target] = rank
+            if rule.forced:
                 if not not_allowed & bit[target]:
-                    bids[target] = max(priority, bids.get(target, 0))
+                    if priority > bids.get(target, 0):
+                        bids[target] = priority
                 else:
                     dropped.append((-priority, requirement, target))
         for minus_priority, requirement, target in sorted(set(dropped)):

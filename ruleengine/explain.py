@@ -7,6 +7,7 @@ rendering items and grouping them per tool happens only when someone reads it.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from types import MappingProxyType
 from typing import Literal
 
 from ruleengine.ir import TRUE
@@ -71,7 +72,7 @@ def explainer(
             decisions[t] = ToolDecision(status=status, decided_by=decided_by, overridden=over)
         return Explanation(
             mode=mode,
-            tools=decisions,
+            tools=MappingProxyType(decisions),
             overridden=tuple(x for xs in over_entries.values() for x in xs),
             notes=tuple(notes),
         )

@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping
 from functools import cached_property
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, computed_field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, computed_field, field_serializer
 
 __all__ = ["CoreEntry", "Explanation", "Mode", "Pass", "ToolDecision"]
 
@@ -56,7 +56,12 @@ class Explanation(BaseModel):
     mode: Mode
     """The resolution mode that produced the pass."""
     tools: Mapping[str, ToolDecision]
-    """Every declared tool, in declared order."""
+    """Every declared tool, in declared order (read-only)."""
+
+    @field_serializer("tools")
+    def _tools_as_dict(self, tools: Mapping[str, ToolDecision]) -> dict[str, ToolDecision]:
+        return dict(tools)
+
     overridden: tuple[CoreEntry, ...] = ()
     """Priority mode: every overridden rule or constraint (dropped, not applied)."""
     notes: tuple[str, ...] = ()
@@ -90,7 +95,11 @@ class Pass(BaseModel):
     tool_choice: str
     """``"auto"``, ``"required"``, or the name of the one tool the model must call."""
     reasons: Mapping[str, str] = {}
-    """Per tool, the reason of the highest-priority rule about it that gave one."""
+    """Per tool, the reason of the highest-priority rule about it that gave one (read-only)."""
+
+    @field_serializer("reasons")
+    def _reasons_as_dict(self, reasons: Mapping[str, str]) -> dict[str, str]:
+        return dict(reasons)
 
     _explain: Callable[[], Explanation] | None = PrivateAttr(default=None)
 

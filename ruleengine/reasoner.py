@@ -11,8 +11,7 @@ from __future__ import annotations
 import inspect
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Awaitable, Iterable, Sequence
 from typing import Any
 
 from ruleengine._solver import DEFAULT_RLIMIT
@@ -114,8 +113,7 @@ class Reasoner:
                 continue
             out = _call(req, state)
             if inspect.isawaitable(out):
-                with _blamed_on(req):
-                    out = await out
+                out = await _awaited(req, out)
             emitted += self._wrapped(req, out)
         return emitted
 
@@ -165,6 +163,7 @@ class Reasoner:
                 cache.move_to_end(key)
             else:
                 self.misses += 1
+                _check_emitted(emitted)
                 result = self._aggregator.aggregate(emitted)
                 if isinstance(result, Clash) and self._yielding:
                     result = self._yield(emitted, result)
@@ -188,6 +187,16 @@ class Reasoner:
             emitted = [e for e in emitted if e.requirement not in giving_way]
             result = self._aggregator.aggregate(emitted, yielded=yielded)
         return result
+
+
+def _check_emitted(emitted: Sequence[Emitted]) -> None:
+    """Records handed to ``resolve`` directly get the checks ``decide`` gets by construction."""
+    for e in emitted:
+        if type(e) is not Emitted:
+            raise PolicyError(f"`{e!r}` is not an `Emitted(item, requirement, priority)` record")
+        if not isinstance(e.requirement, str) or not e.requirement:
+            raise PolicyError(f"`{e!r}`: the requirement name must be non-empty text")
+        validate_priority(e.priority, owner=e.requirement)
 
 
 def _declared_tools(tools: Iterable[object]) -> tuple[str, ...]:
@@ -225,11 +234,14 @@ def _validated_requirements(requirements: Iterable[Requirement]) -> tuple[Requir
     return tuple(seen[n] for n in sorted(seen))
 
 
-@contextmanager
-def _blamed_on(req: Requirement) -> Iterator[None]:
-    """Errors raised inside name ``req``: usage mistakes get its name, crashes are wrapped."""
+# `_call` and `_awaited` blame a requirement for what its code raises: usage mistakes get its
+# name, crashes are wrapped. Plain try/except on purpose: a context manager here costs more
+# than a built-in requirement's whole run, and this is on every step's path.
+
+
+def _call(req: Requirement, state: RunState) -> Any:
     try:
-        yield
+        return req.run(state)
     except PolicyError as exc:
         raise _prefixed(req, exc) from None
     except RuleEngineError:
@@ -238,9 +250,15 @@ def _blamed_on(req: Requirement) -> Iterator[None]:
         raise _raised(req, exc) from exc
 
 
-def _call(req: Requirement, state: RunState) -> Any:
-    with _blamed_on(req):
-        return req.run(state)
+async def _awaited(req: Requirement, awaitable: Awaitable[Any]) -> Any:
+    try:
+        return await awaitable
+    except PolicyError as exc:
+        raise _prefixed(req, exc) from None
+    except RuleEngineError:
+        raise
+    except Exception as exc:
+        raise _raised(req, exc) from exc
 
 
 def _prefixed(req: Requirement, exc: PolicyError) -> PolicyError:

@@ -55,13 +55,18 @@ class Requirement:
     guard yields)."""
 
     def __init__(
-        self, *, name: str | None = None, priority: int = DEFAULT_PRIORITY, enabled: bool = True
+        self, *, name: str | None = None, priority: int | None = None, enabled: bool | None = None
     ) -> None:
-        resolved = name if name is not None else type(self).__name__
+        # Unset arguments fall back to class attributes, so `class Budget(Requirement):
+        # name = "budget"; priority = 20` works without an __init__.
+        cls = type(self)
+        resolved = name if name is not None else getattr(cls, "name", cls.__name__)
         if not isinstance(resolved, str) or not resolved:
             raise PolicyError(f"requirement name `{resolved!r}` must be non-empty text")
         self.name = resolved
+        priority = priority if priority is not None else cls.priority
         self.priority = validate_priority(priority, owner=resolved)
+        enabled = enabled if enabled is not None else cls.enabled
         if not isinstance(enabled, bool):
             raise PolicyError(
                 f"requirement `{resolved}`: enabled=`{enabled!r}` must be true or false"
@@ -125,8 +130,10 @@ class FunctionRequirement(Requirement):
     ) -> None:
         if not callable(function):
             raise PolicyError(f"@requirement needs a function, got `{function!r}`")
+        name = name if name is not None else getattr(function, "__name__", "requirement")
+        validate_priority(priority, owner=str(name))
         super().__init__(
-            name=name if name is not None else getattr(function, "__name__", "requirement"),
+            name=name,
             priority=priority,
             enabled=enabled,
         )

@@ -169,7 +169,36 @@ def test_resolve_rejects_an_item_that_is_not_a_rule_nor_a_formula() -> None:
     assert "`raw`" in info.value.message
 
 
+@pytest.mark.parametrize("mode", ["strict", "priority"])
+@pytest.mark.parametrize("priority", [0, "high"])
+def test_resolve_rejects_a_bad_priority(mode: str, priority: object) -> None:
+    r = Reasoner(["a"], mode=mode)  # type: ignore[arg-type]
+    with pytest.raises(PolicyError) as info:
+        r.resolve([Emitted(Rule("a", reason="r"), "ranked", priority)])  # type: ignore[arg-type]
+    assert "`ranked`" in info.value.message
+
+
 # -- priorities and requirement construction -------------------------------------------------------
+
+
+def test_class_attributes_give_a_subclass_its_name_and_priority() -> None:
+    class Budget(Requirement):
+        name = "budget"
+        priority = 20
+
+        def run(self, state: RunState) -> list[object]:
+            return []
+
+    assert (Budget().name, Budget().priority) == ("budget", 20)
+    assert Budget(priority=None).priority == 20
+    assert Budget(name="other", priority=3).priority == 3
+
+    class BadDefault(Requirement):
+        priority = 0
+
+    with pytest.raises(PolicyError) as info:
+        BadDefault()
+    assert "`BadDefault`" in info.value.message
 
 
 @pytest.mark.parametrize("priority", [0, -3, 1.5, "10", None, True])
@@ -178,10 +207,11 @@ def test_a_bad_priority_fails_at_construction(priority: Any) -> None:
         def run(self, state: RunState) -> list[object]:
             return []
 
-    with pytest.raises(PolicyError) as info:
-        Careful(name="careful", priority=priority)
-    assert "`careful`" in well_formed(info.value).message
-    assert "priority" in info.value.message
+    if priority is not None:  # on a subclass, `None` means "the class attribute"
+        with pytest.raises(PolicyError) as info:
+            Careful(name="careful", priority=priority)
+        assert "`careful`" in well_formed(info.value).message
+        assert "priority" in info.value.message
     with pytest.raises(PolicyError) as info:
         requirement(name="decorated", priority=priority)(lambda state: [])
     assert "`decorated`" in info.value.message
