@@ -190,13 +190,27 @@ class Reasoner:
 
 
 def _check_emitted(emitted: Sequence[Emitted]) -> None:
-    """Records handed to ``resolve`` directly get the checks ``decide`` gets by construction."""
+    """Records handed to ``resolve`` directly get the checks ``decide`` gets by construction.
+
+    The loop only tests types (it runs on every cache miss); messages are built on failure.
+    """
     for e in emitted:
-        if type(e) is not Emitted:
-            raise PolicyError(f"`{e!r}` is not an `Emitted(item, requirement, priority)` record")
-        if not isinstance(e.requirement, str) or not e.requirement:
-            raise PolicyError(f"`{e!r}`: the requirement name must be non-empty text")
-        validate_priority(e.priority, owner=e.requirement)
+        if (
+            type(e) is not Emitted
+            or type(e[2]) is not int
+            or e[2] < 1
+            or type(e[1]) is not str
+            or not e[1]
+        ):
+            _reject_record(e)
+
+
+def _reject_record(e: object) -> None:
+    if not isinstance(e, Emitted):
+        raise PolicyError(f"`{e!r}` is not an `Emitted(item, requirement, priority)` record")
+    if not isinstance(e.requirement, str) or not e.requirement:
+        raise PolicyError(f"`{e!r}`: the requirement name must be non-empty text")
+    validate_priority(e.priority, owner=e.requirement)
 
 
 def _declared_tools(tools: Iterable[object]) -> tuple[str, ...]:
