@@ -12,6 +12,7 @@ import inspect
 import threading
 from collections import OrderedDict
 from collections.abc import Awaitable, Iterable, Sequence
+from operator import itemgetter
 from typing import Any
 
 from ruleengine._solver import DEFAULT_RLIMIT
@@ -154,7 +155,11 @@ class Reasoner:
 
     def resolve(self, emitted: Sequence[Emitted], *, step: int | None = None) -> Pass:
         """The pass for an already emitted set of rules and constraints."""
-        key = frozenset(emitted)
+        try:
+            key = frozenset(emitted)
+        except TypeError:
+            _check_emitted(emitted)
+            raise
         with self._lock:
             cache = self._cache
             result = cache.get(key)
@@ -192,25 +197,39 @@ class Reasoner:
 def _check_emitted(emitted: Sequence[Emitted]) -> None:
     """Records handed to ``resolve`` directly get the checks ``decide`` gets by construction.
 
-    The loop only tests types (it runs on every cache miss); messages are built on failure.
+    This runs on every cache miss, so it works on the few distinct types, names and
+    priorities (C-level ``map``/``set``); messages are built only on failure.
     """
-    for e in emitted:
-        if (
-            type(e) is not Emitted
-            or type(e[2]) is not int
-            or e[2] < 1
-            or type(e[1]) is not str
-            or not e[1]
-        ):
+    if not set(map(type, emitted)) <= {Emitted}:
+        for e in emitted:
             _reject_record(e)
+    priorities = set(map(_priority_of, emitted))
+    names = set(map(_requirement_of, emitted))
+    if (
+        set(map(type, priorities)) <= {int}
+        and (not priorities or min(priorities) >= 1)
+        and set(map(type, names)) <= {str}
+        and "" not in names
+    ):
+        return
+    for e in emitted:
+        _reject_record(e)
+
+
+_priority_of = itemgetter(2)
+_requirement_of = itemgetter(1)
 
 
 def _reject_record(e: object) -> None:
-    if not isinstance(e, Emitted):
+    if type(e) is not Emitted:
         raise PolicyError(f"`{e!r}` is not an `Emitted(item, requirement, priority)` record")
     if not isinstance(e.requirement, str) or not e.requirement:
         raise PolicyError(f"`{e!r}`: the requirement name must be non-empty text")
     validate_priority(e.priority, owner=e.requirement)
+    if type(e.priority) is not int:
+        raise PolicyError(
+            f"requirement `{e.requirement}`: priority=`{e.priority!r}` must be an integer"
+        )
 
 
 def _declared_tools(tools: Iterable[object]) -> tuple[str, ...]:
