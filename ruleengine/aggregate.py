@@ -110,8 +110,14 @@ class Aggregator:
         self.final_answer_as_tool = final_answer_as_tool
         self._compiled: dict[object, Compiled] = {}
         self._session = vocabulary.session
+        self._retired_checks = 0
         self._check = vocabulary.session.check_mask
         self._tuples: dict[int, tuple[str, ...]] = {}
+
+    @property
+    def solver_checks(self) -> int:
+        """Solver calls made so far, across session resets."""
+        return self._retired_checks + self._session.checks
 
     # -- compilation ---------------------------------------------------------------------
 
@@ -129,6 +135,7 @@ class Aggregator:
         a new formula every step would otherwise grow it without bound. Compiled items refer to
         the old session's literals, so they go too; decided passes stay valid.
         """
+        self._retired_checks += self._session.checks
         self.vocabulary.reset()
         self._session = self.vocabulary.session
         self._check = self._session.check_mask

@@ -82,12 +82,12 @@ class Reasoner:
         self.hits = 0
         """How many decisions came from the cache."""
         self.misses = 0
-        """How many decisions asked the solver."""
+        """How many decisions were not in the cache (decided by the fast path or the solver)."""
 
     @property
     def solver_checks(self) -> int:
         """How many solver checks this reasoner has made."""
-        return self._aggregator.vocabulary.session.checks
+        return self._aggregator.solver_checks
 
     # -- running requirements -----------------------------------------------------------
 
@@ -315,6 +315,7 @@ def _close(awaitable: object) -> None:
 
 
 def _wrap(req: Requirement, out: object) -> list[Emitted]:
+    validate_priority(req.priority, owner=req.name)  # it may have been changed since
     if isinstance(out, Rule | Expr):
         raise PolicyError(
             f"requirement `{req.name}` returned a single item `{out!r}`: expected a list",
