@@ -16,9 +16,9 @@ be preferred at once before trying them singly.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import reduce
+from functools import partial, reduce
 from itertools import compress
 from operator import attrgetter, itemgetter, or_
 from types import MappingProxyType
@@ -28,7 +28,7 @@ from ruleengine.encode import Vocabulary
 from ruleengine.errors import PolicyError
 from ruleengine.explain import canonical, explainer, with_yielded
 from ruleengine.ir import FINAL_ANSWER, Expr
-from ruleengine.passes import Mode, Pass
+from ruleengine.passes import LazyMapping, Mode, Pass
 from ruleengine.rules import Emitted, Lowered, Rule, literals_of, lower
 
 __all__ = ["Aggregator", "Clash", "Mode"]
@@ -67,8 +67,10 @@ class Compiled:
     lowered: Lowered
     restrict: Unit | None
     permit: Unit | None
-    bids: bool
-    """Whether the item is a rule with a reason or a soft force (looked at after solving)."""
+    forces: bool
+    """Whether the item is a rule with a soft force (looked at after solving)."""
+    reasoned: bool
+    """Whether the item is a rule with a reason (read when the pass's reasons are)."""
     lits: int
     """The restricting part's literal mask (0 if none): what strict mode assumes."""
     packed: int
@@ -157,9 +159,10 @@ class Aggregator:
             )
         restrict = self._unit(lowered.restrict, lowered.hard_force)
         permit = self._unit(lowered.permit, None) if lowered.permit is not None else None
-        bids = lowered.reason is not None or lowered.soft_force is not None
+        forces = lowered.soft_force is not None
+        reasoned = lowered.reason is not None
         if restrict is None:
-            return Compiled(lowered, None, permit, bids, 0, 0)
+            return Compiled(lowered, None, permit, forces, reasoned, 0, 0)
         n = len(self.tools)
         force_bit = self._bit[restrict.hard_force] if restrict.hard_force else 0
         packed = (
@@ -171,7 +174,7 @@ class Aggregator:
             | restrict.shows << 5 * n
             | int(restrict.is_general) << 6 * n
         )
-        return Compiled(lowered, restrict, permit, bids, restrict.lits, packed)
+        return Compiled(lowered, restrict, permit, forces, reasoned, restrict.lits, packed)
 
     def _unit(self, expr: Expr, hard_force: str | None) -> Unit | None:
         keys: tuple[Key, ...]
@@ -260,8 +263,9 @@ class Aggregator:
                 if c is not None and c.restrict is not None
             ]
             return self._clash(kept)
-        bidders = list(compress(emitted, map(_bids, compiled)))
-        return self._build(emitted, hard, bidders, solved, ())
+        forcers = list(compress(emitted, map(_forces, compiled)))
+        reasoned = list(compress(emitted, map(_reasoned, compiled)))
+        return self._build(emitted, hard, forcers, reasoned, solved, ())
 
     def _priority(self, emitted: Sequence[Emitted]) -> Pass | Clash:
         tiers: dict[tuple[int, int], list[tuple[Unit, Emitted]]] = {}
@@ -301,9 +305,11 @@ class Aggregator:
         # INVARIANT: every tier was checked satisfiable together with everything kept above.
         assert solved is not None
         dropped = {e for _, e in overridden}
-        bidders = [e for e in emitted if self.compiled(e).bids and e not in dropped]
+        whole = [e for e in emitted if e not in dropped]
+        forcers = [e for e in whole if self.compiled(e).forces]
+        reasoned = [e for e in whole if self.compiled(e).reasoned]
         parts = [(e, self._part(unit, e)) for unit, e in overridden]
-        return self._build(emitted, hard, bidders, solved, parts)
+        return self._build(emitted, hard, forcers, reasoned, solved, parts)
 
     def _part(self, unit: Unit, e: Emitted) -> str:
         """Which part of its item an overridden unit is ("" when the item has one part)."""
@@ -399,16 +405,16 @@ class Aggregator:
         self,
         emitted: Sequence[Emitted],
         hard: str | None,
-        bidders: list[Emitted],
+        forcers: list[Emitted],
+        reasoned: list[Emitted],
         solved: tuple[int, int],
         overridden: Sequence[tuple[Emitted, str]],
     ) -> Pass:
         not_allowed, hidden_mask = solved
         allowed = pre_allowed = self._names(not_allowed)
         can_stop = not not_allowed & self._fa_bit
-        reasons: dict[str, str] = {}
         notes: list[str] = []
-        forced = self._bids(bidders, not_allowed, reasons, notes, hard) if bidders else hard
+        forced = self._forced(forcers, not_allowed, notes, hard) if forcers else hard
         if forced is not None:
             allowed = (forced, FINAL_ANSWER) if can_stop and forced != FINAL_ANSWER else (forced,)
             tool_choice = forced
@@ -430,8 +436,8 @@ class Aggregator:
                 "forced": forced,
                 "can_stop": can_stop,
                 "tool_choice": tool_choice,
-                # Read-only: cached passes are shared by every caller.
-                "reasons": MappingProxyType(reasons),
+                # Read-only (cached passes are shared by every caller), computed when read.
+                "reasons": LazyMapping(partial(_reasons, reasoned)) if reasoned else _NO_REASONS,
             },
         )
         setter(p, "__pydantic_fields_set__", _PASS_FIELDS)
@@ -440,45 +446,26 @@ class Aggregator:
         setter(p, "__pydantic_private__", {"_explain": explain})
         return p
 
-    def _bids(
-        self,
-        bidders: list[Emitted],
-        not_allowed: int,
-        reasons: dict[str, str],
-        notes: list[str],
-        hard: str | None,
+    def _forced(
+        self, forcers: list[Emitted], not_allowed: int, notes: list[str], hard: str | None
     ) -> str | None:
-        """Fill ``reasons`` and pick the soft-forced tool (a hard force beats every soft one).
-
-        A reason goes to the highest priority; ties to the smaller requirement name, then text.
-        """
-        best: dict[str, tuple[int, str, str]] = {}
+        """The soft-forced tool: the allowed tool whose forcing rule has the highest priority,
+        ties by declared order (noted). A hard force beats every soft one."""
         bids: dict[str, int] = {}
         dropped: list[tuple[int, str, str]] = []
         bit = self._bit
-        for item, requirement, priority in bidders:
-            # INVARIANT: bidders are rules (only rules carry reasons or soft forces).
-            rule: Rule = item  # type: ignore[assignment]
-            target, reason = rule.target, rule.reason
-            if reason is not None:
-                # The smallest (-priority, requirement, text) wins: highest priority first.
-                rank = (-priority, requirement, reason)
-                old = best.get(target)
-                if old is None or rank < old:
-                    best[target] = rank
-            if rule.forced:
-                if not not_allowed & bit[target]:
-                    if priority > bids.get(target, 0):
-                        bids[target] = priority
-                else:
-                    dropped.append((-priority, requirement, target))
+        for item, requirement, priority in forcers:
+            target = item.target  # type: ignore[union-attr]  # INVARIANT: forcers are rules
+            if not not_allowed & bit[target]:
+                if priority > bids.get(target, 0):
+                    bids[target] = priority
+            else:
+                dropped.append((-priority, requirement, target))
         for minus_priority, requirement, target in sorted(set(dropped)):
             notes.append(
                 f"`{requirement}` (priority {-minus_priority}) forces `{target}`, "
                 "which is not allowed: the force is dropped"
             )
-        for t, (_, _, reason) in best.items():
-            reasons[t] = reason
         if hard is not None or not bids:
             return hard
         top = max(bids.values())
@@ -491,6 +478,22 @@ class Aggregator:
         return tied[0]
 
 
+def _reasons(reasoned: list[Emitted]) -> Mapping[str, str]:
+    """Per tool, the reason of the highest-priority rule about it; ties by requirement name,
+    then text (the smallest ``(-priority, requirement, text)`` wins)."""
+    best: dict[str, tuple[int, str, str]] = {}
+    for item, requirement, priority in reasoned:
+        rule: Rule = item  # type: ignore[assignment]  # INVARIANT: only rules carry reasons
+        rank = (-priority, requirement, rule.reason or "")
+        old = best.get(rule.target)
+        if old is None or rank < old:
+            best[rule.target] = rank
+    return MappingProxyType({t: rank[2] for t, rank in best.items()})
+
+
+_NO_REASONS: Mapping[str, str] = MappingProxyType({})
+
+
 def _union(pairs: Sequence[tuple[Unit, Emitted]]) -> int:
     mask = 0
     for unit, _ in pairs:
@@ -501,7 +504,8 @@ def _union(pairs: Sequence[tuple[Unit, Emitted]]) -> int:
 _item = itemgetter(0)
 _lits = attrgetter("lits")
 _packed = attrgetter("packed")
-_bids = attrgetter("bids")
+_forces = attrgetter("forces")
+_reasoned = attrgetter("reasoned")
 
 _COMPILED_LIMIT = 65536
 """Bound on the per-reasoner tables of compiled items and allowed-tuples (cleared when full)."""

@@ -2,18 +2,49 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from functools import cached_property
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, computed_field, field_serializer
 
-__all__ = ["CoreEntry", "Explanation", "Mode", "Pass", "ToolDecision"]
+__all__ = ["CoreEntry", "Explanation", "LazyMapping", "Mode", "Pass", "ToolDecision"]
 
 Mode = Literal["strict", "priority"]
 """How a reasoner resolves rules: ``strict`` (deny wins) or ``priority`` (soft by priority)."""
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+
+class LazyMapping(Mapping[str, str]):
+    """A read-only mapping computed on first use (a pass's reasons, most of them never read)."""
+
+    __slots__ = ("_compute", "_value")
+
+    def __init__(self, compute: Callable[[], Mapping[str, str]]) -> None:
+        self._compute: Callable[[], Mapping[str, str]] | None = compute
+        self._value: Mapping[str, str] | None = None
+
+    def _get(self) -> Mapping[str, str]:
+        value = self._value
+        if value is None:
+            compute = self._compute
+            assert compute is not None
+            value = self._value = compute()
+            self._compute = None
+        return value
+
+    def __getitem__(self, key: str) -> str:
+        return self._get()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._get())
+
+    def __len__(self) -> int:
+        return len(self._get())
+
+    def __repr__(self) -> str:
+        return repr(dict(self._get()))
 
 
 class CoreEntry(BaseModel):
