@@ -937,7 +937,7 @@ PATH_CHECK_CAP = 1000
 
 def aggregation_path_check(config: Config) -> dict[str, PathCheck]:
     """Per size, both paths on plain sets and conflict sets; at 10/20 also on hard-force
-    clashes, general constraints and priority mode (where both paths must call the solver)."""
+    clashes, general constraints and priority mode (the solver path calls Z3 for each tier)."""
     checks: dict[str, PathCheck] = {}
     for tools, rules in SIZES:
         workload = make_workload(tools, rules)

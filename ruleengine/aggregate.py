@@ -60,6 +60,8 @@ class Unit:
     """Tools asserted visible by a literal (``~hidden(t)``)."""
     is_general: bool = False
     """Whether this is a general formula (including constant ones, which mention no tool)."""
+    packed: int = 0
+    """All the tool masks above in one int (see ``Compiled.packed``)."""
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -163,18 +165,59 @@ class Aggregator:
         reasoned = lowered.reason is not None
         if restrict is None:
             return Compiled(lowered, None, permit, forces, reasoned, 0, 0)
+        return Compiled(lowered, restrict, permit, forces, reasoned, restrict.lits, restrict.packed)
+
+    def _pack(
+        self,
+        denies: int,
+        hides: int,
+        general: int,
+        hard_force: str | None,
+        allows: int,
+        shows: int,
+        is_general: bool,
+    ) -> int:
         n = len(self.tools)
-        force_bit = self._bit[restrict.hard_force] if restrict.hard_force else 0
-        packed = (
-            restrict.denies
-            | restrict.hides << n
-            | restrict.general << 2 * n
+        force_bit = self._bit[hard_force] if hard_force else 0
+        return (
+            denies
+            | hides << n
+            | general << 2 * n
             | force_bit << 3 * n
-            | restrict.allows << 4 * n
-            | restrict.shows << 5 * n
-            | int(restrict.is_general) << 6 * n
+            | allows << 4 * n
+            | shows << 5 * n
+            | int(is_general) << 6 * n
         )
-        return Compiled(lowered, restrict, permit, forces, reasoned, restrict.lits, packed)
+
+    def _literal_consistent(self, packed: int) -> bool:
+        """Whether literal units with these packed masks hold together with the axioms.
+
+        Only for units without general formulas: no literal contradicts another (allowed vs
+        denied or hidden, hidden vs visible), some tool stays allowed, and the hard forces
+        name at most one tool, an allowed one. This is exactly the solver's answer for such
+        sets (tested against it), without a call.
+        """
+        n = len(self.tools)
+        full = (1 << n) - 1
+        denies, hides = packed & full, packed >> n & full
+        forces, allows, shows = (
+            packed >> 3 * n & full,
+            packed >> 4 * n & full,
+            packed >> 5 * n & full,
+        )
+        return bool(
+            not allows & denies
+            and not hides & shows
+            and denies != full
+            and not forces & (forces - 1)
+            and not forces & denies
+        )
+
+    def _sat(self, lits: int, packed: int) -> bool:
+        """Whether units with these literal and packed masks hold together (fast when it can)."""
+        if self.fast_path and not packed >> 6 * len(self.tools):
+            return self._literal_consistent(packed)
+        return self._check(lits)
 
     def _unit(self, expr: Expr, hard_force: str | None) -> Unit | None:
         keys: tuple[Key, ...]
@@ -209,7 +252,8 @@ class Aggregator:
         for key in keys:
             self.vocabulary.ensure(key)
             lits |= self._session.slot(key)
-        return Unit(lits, denies, hides, general, hard_force, allows, shows, is_general)
+        packed = self._pack(denies, hides, general, hard_force, allows, shows, is_general)
+        return Unit(lits, denies, hides, general, hard_force, allows, shows, is_general, packed)
 
     # -- deciding ------------------------------------------------------------------------
 
@@ -241,19 +285,9 @@ class Aggregator:
         hard = self.tools[forces.bit_length() - 1] if forces else None
         solved: tuple[int, int] | None
         if self.fast_path and not packed >> 6 * n:
-            # Only literals: the most permissive pass is read off the masks. The set is
-            # consistent iff no literal contradicts another (allowed vs denied or hidden,
-            # hidden vs visible), some tool stays allowed, and the hard forces name at most
-            # one tool, an allowed one. Anything else goes to the solver for its core.
-            allows, shows = packed >> 4 * n & full, packed >> 5 * n & full
-            consistent = (
-                not allows & denies
-                and not hides & shows
-                and denies != full
-                and not forces & (forces - 1)
-                and not forces & denies
-            )
-            solved = (denies, hides) if consistent else None
+            # Only literals: the most permissive pass is read off the masks; anything
+            # inconsistent goes to the solver for its core.
+            solved = (denies, hides) if self._literal_consistent(packed) else None
         else:
             solved = self._lexmax(lits, denies, hides, general)
         if solved is None:
@@ -275,25 +309,28 @@ class Aggregator:
                 tiers.setdefault((-e.priority, 0), []).append((c.restrict, e))
             if c.permit is not None:
                 tiers.setdefault((-e.priority, 1), []).append((c.permit, e))
-        check = self._check
+        sat = self._sat
         kept: list[tuple[Unit, Emitted]] = []
-        kept_lits = 0
+        kept_lits = kept_packed = 0
         overridden: list[tuple[Unit, Emitted]] = []
         for rank in sorted(tiers):
             tier = tiers[rank]
-            if check(kept_lits | _union(tier)):
+            tier_lits, tier_packed = _union(tier)
+            if sat(kept_lits | tier_lits, kept_packed | tier_packed):
                 survivors = tier
             else:
                 survivors = []
                 for unit, e in tier:
-                    if check(kept_lits | unit.lits):
+                    if sat(kept_lits | unit.lits, kept_packed | unit.packed):
                         survivors.append((unit, e))
                     else:
                         overridden.append((unit, e))
-                if survivors and not check(kept_lits | _union(survivors)):
+                tier_lits, tier_packed = _union(survivors)
+                if survivors and not sat(kept_lits | tier_lits, kept_packed | tier_packed):
                     return self._clash(survivors + kept)
             kept.extend(survivors)
-            kept_lits |= _union(survivors)
+            kept_lits |= tier_lits
+            kept_packed |= tier_packed
         denies = hides = general = 0
         hard: str | None = None
         for unit, _ in kept:
@@ -301,7 +338,10 @@ class Aggregator:
             hides |= unit.hides
             general |= unit.general
             hard = unit.hard_force or hard
-        solved = self._lexmax(kept_lits, denies, hides, general)
+        if self.fast_path and not kept_packed >> 6 * len(self.tools):
+            solved: tuple[int, int] | None = (denies, hides)
+        else:
+            solved = self._lexmax(kept_lits, denies, hides, general)
         # INVARIANT: every tier was checked satisfiable together with everything kept above.
         assert solved is not None
         dropped = {e for _, e in overridden}
@@ -494,11 +534,13 @@ def _reasons(reasoned: list[Emitted]) -> Mapping[str, str]:
 _NO_REASONS: Mapping[str, str] = MappingProxyType({})
 
 
-def _union(pairs: Sequence[tuple[Unit, Emitted]]) -> int:
-    mask = 0
+def _union(pairs: Sequence[tuple[Unit, Emitted]]) -> tuple[int, int]:
+    """The literal mask and the packed tool masks of some units, together."""
+    lits = packed = 0
     for unit, _ in pairs:
-        mask |= unit.lits
-    return mask
+        lits |= unit.lits
+        packed |= unit.packed
+    return lits, packed
 
 
 _item = itemgetter(0)

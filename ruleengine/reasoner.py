@@ -38,9 +38,10 @@ class Reasoner:
 
     ``tools`` are names or tool objects, in declared order; ``final_answer`` is added last if
     absent. ``mode`` is ``"strict"`` (deny wins; the default) or ``"priority"`` (every rule soft
-    at its priority; see docs/semantics.md). With ``fast_path`` (the default), strict-mode
-    steps whose items are all literals (plain rules, ``~allowed(t)``, hard forces) are decided
-    from bit masks without a solver call; ``fast_path=False`` sends every cache miss to Z3.
+    at its priority; see docs/semantics.md). With ``fast_path`` (the default), steps (or, in
+    priority mode, tier checks) whose items are all literals (plain rules, ``~allowed(t)``,
+    hard forces) are decided from bit masks without a solver call; ``fast_path=False`` sends
+    every cache miss to Z3.
     Both paths give identical passes (a tested law); conflicts always go to Z3 for their core.
     """
 

@@ -142,7 +142,8 @@ def test_agrees_with_brute_force(mode: str, instance: Instance) -> None:
 
 
 @pytest.mark.parametrize(
-    ("mode", "fast_path"), [("strict", True), ("strict", False), ("priority", True)]
+    ("mode", "fast_path"),
+    [("strict", True), ("strict", False), ("priority", True), ("priority", False)],
 )
 @given(instance=instances(max_items=4, with_formulas=False))
 def test_agrees_with_brute_force_on_plain_rules(
@@ -375,10 +376,11 @@ def test_evaluate_reads_hard_forces(data: st.DataObject) -> None:
 # -- law 2: the fast path and the solver path give identical passes ----------------------------
 
 
+@pytest.mark.parametrize("mode", MODES)
 @given(instance=instances())
-def test_fast_path_and_solver_path_agree(instance: Instance) -> None:
-    fast = outcome(reasoner(instance, "strict"), instance.emitted)
-    slow_reasoner = reasoner(instance, "strict", fast_path=False)
+def test_fast_path_and_solver_path_agree(mode: str, instance: Instance) -> None:
+    fast = outcome(reasoner(instance, mode), instance.emitted)
+    slow_reasoner = reasoner(instance, mode, fast_path=False)
     slow = outcome(slow_reasoner, instance.emitted)
     assert signature(fast) == signature(slow)
     if not isinstance(slow, ConflictError):
