@@ -59,7 +59,6 @@ class Session:
         self._ctx_ref = self.ctx.ref()
         self._solver_ref = self.solver.solver
         self._keep: list[Any] = []
-        self._ast: dict[Hashable, Any] = {}
         self._slot: dict[Hashable, int] = {}
         self._by_slot: list[Any] = []
         self.checks = 0
@@ -74,7 +73,6 @@ class Session:
         """Register ``literal`` (a z3 Bool literal) as the assumption called ``key``."""
         self._keep.append(literal)
         ast = literal.as_ast()
-        self._ast[key] = ast
         self._slot[key] = len(self._by_slot)
         self._by_slot.append(ast.value)
 
@@ -99,20 +97,7 @@ class Session:
 
     def knows(self, key: Hashable) -> bool:
         """Whether ``key`` names an assumption literal."""
-        return key in self._ast
-
-    def ast(self, key: Hashable) -> Any:
-        """The assumption literal named ``key`` (a raw z3 AST pointer)."""
-        return self._ast[key]
-
-    def check(self, keys: Sequence[Hashable]) -> bool:
-        """Whether the axioms and the assumptions named ``keys`` are satisfiable together."""
-        asts = self._ast
-        return self.check_asts([asts[k] for k in keys])
-
-    def check_asts(self, asts: Sequence[Any]) -> bool:
-        """Whether the axioms and the assumption literals ``asts`` are satisfiable together."""
-        return self._check_pointers(array(_POINTER, [a.value for a in asts]))
+        return key in self._slot
 
     def _check_pointers(self, pointers: array[int]) -> bool:
         # The AST pointers go to Z3 as a ctypes view of the array's buffer: no per-element

@@ -27,7 +27,7 @@ from ruleengine._solver import quickxplain
 from ruleengine.encode import Vocabulary
 from ruleengine.errors import PolicyError
 from ruleengine.explain import canonical, explainer, with_yielded
-from ruleengine.ir import FINAL_ANSWER, Expr
+from ruleengine.ir import FINAL_ANSWER, Expr, mentioned_tools
 from ruleengine.passes import LazyMapping, Mode, Pass
 from ruleengine.rules import Emitted, Lowered, Rule, literals_of, lower
 
@@ -40,28 +40,16 @@ Key = Hashable
 class Unit:
     """One assertable part of an item (its restricting or its permitting part), compiled.
 
-    Sets are bit masks: ``lits`` over the session's assumption literals, the others over the
+    Sets are bit masks: ``lits`` over the session's assumption literals, ``packed`` over the
     declared tools (bit i = the i-th tool). The hot path combines them with ``|``.
     """
 
     lits: int
     """The assumption literals that assert it."""
-    denies: int
-    """Tools made not allowed by a literal (deny, hide, ``~can_stop``)."""
-    hides: int
-    """Tools made hidden by a literal."""
-    general: int
-    """The tools a general (non-literal) formula mentions; 0 for literal units."""
     hard_force: str | None
     """The tool a ``forced(t)`` item forces."""
-    allows: int = 0
-    """Tools asserted allowed by a literal (``allowed(t)``, ``can_stop``)."""
-    shows: int = 0
-    """Tools asserted visible by a literal (``~hidden(t)``)."""
-    is_general: bool = False
-    """Whether this is a general formula (including constant ones, which mention no tool)."""
-    packed: int = 0
-    """All the tool masks above in one int (see ``Compiled.packed``)."""
+    packed: int
+    """Its tool masks in one int (layout in ``Compiled.packed``; read with ``_unpack``)."""
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -189,6 +177,14 @@ class Aggregator:
             | int(is_general) << 6 * n
         )
 
+    def _unpack(self, packed: int) -> tuple[int, int, int, str | None]:
+        """The denies, hides and general masks of packed units, and the hard-forced tool."""
+        n = len(self.tools)
+        full = (1 << n) - 1
+        forces = packed >> 3 * n & full
+        hard = self.tools[forces.bit_length() - 1] if forces else None
+        return packed & full, packed >> n & full, packed >> 2 * n & full, hard
+
     def _literal_consistent(self, packed: int) -> bool:
         """Whether literal units with these packed masks hold together with the axioms.
 
@@ -230,7 +226,7 @@ class Aggregator:
             if literals is None:
                 keys = (("item", expr),)
                 is_general = True
-                for t in lower(expr).mentions:
+                for t in mentioned_tools(expr):
                     general |= self._bit[t]
             elif not literals:
                 return None
@@ -253,7 +249,7 @@ class Aggregator:
             self.vocabulary.ensure(key)
             lits |= self._session.slot(key)
         packed = self._pack(denies, hides, general, hard_force, allows, shows, is_general)
-        return Unit(lits, denies, hides, general, hard_force, allows, shows, is_general, packed)
+        return Unit(lits, hard_force, packed)
 
     # -- deciding ------------------------------------------------------------------------
 
@@ -278,13 +274,9 @@ class Aggregator:
             compiled = [self.compiled(e) for e in emitted]
         lits = reduce(or_, map(_lits, compiled), 0)
         packed = reduce(or_, map(_packed, compiled), 0)
-        n = len(self.tools)
-        full = (1 << n) - 1
-        denies, hides, general = packed & full, packed >> n & full, packed >> 2 * n & full
-        forces = packed >> 3 * n & full
-        hard = self.tools[forces.bit_length() - 1] if forces else None
+        denies, hides, general, hard = self._unpack(packed)
         solved: tuple[int, int] | None
-        if self.fast_path and not packed >> 6 * n:
+        if self.fast_path and not packed >> 6 * len(self.tools):
             # Only literals: the most permissive pass is read off the masks; anything
             # inconsistent goes to the solver for its core.
             solved = (denies, hides) if self._literal_consistent(packed) else None
@@ -331,13 +323,7 @@ class Aggregator:
             kept.extend(survivors)
             kept_lits |= tier_lits
             kept_packed |= tier_packed
-        denies = hides = general = 0
-        hard: str | None = None
-        for unit, _ in kept:
-            denies |= unit.denies
-            hides |= unit.hides
-            general |= unit.general
-            hard = unit.hard_force or hard
+        denies, hides, general, hard = self._unpack(kept_packed)
         if self.fast_path and not kept_packed >> 6 * len(self.tools):
             solved: tuple[int, int] | None = (denies, hides)
         else:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ruleengine.rules import Item
-    from ruleengine.state import RunState, Status
+    from ruleengine.state import Status
 
 __all__ = ["Monitor", "replay"]
 
@@ -55,8 +55,3 @@ def replay(monitor: Monitor, trace: Iterable[tuple[str, Status]]) -> Hashable:
     for tool, status in trace:
         view = monitor.advance(view, tool, status)
     return view
-
-
-def trace_of(state: RunState) -> list[tuple[str, Status]]:
-    """The ``(tool, status)`` steps of a state."""
-    return [(s.tool, s.status) for s in state.steps]
