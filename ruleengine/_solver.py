@@ -12,6 +12,7 @@ from __future__ import annotations
 import ctypes
 from array import array
 from collections.abc import Callable, Hashable, Sequence
+from itertools import compress
 from typing import Any, TypeVar
 
 import z3
@@ -31,13 +32,39 @@ _POINTER = "Q" if ctypes.sizeof(ctypes.c_void_p) == 8 else "I"
 """The ``array`` type code of a C pointer on this platform."""
 
 
+def _raw_check_assumptions() -> Callable[[int, int, int, int], int]:
+    """``Z3_solver_check_assumptions`` taking plain addresses, without z3core's wrapper.
+
+    The wrapper adds an error-code call per check, which costs more than a small query's
+    search; errors surface here as result 0 (*unknown*), and ``_check_pointers`` asks why.
+    Same C function, called with the GIL released, as z3core calls it.
+    """
+    entry = z3core.Z3_solver_check_assumptions.__defaults__[0].f
+    address = ctypes.cast(entry, ctypes.c_void_p).value
+    assert address, "libz3 has no Z3_solver_check_assumptions"
+    prototype = ctypes.CFUNCTYPE(
+        ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint, ctypes.c_void_p
+    )
+    check: Callable[[int, int, int, int], int] = prototype(address)
+    return check
+
+
+_check_assumptions = _raw_check_assumptions()
+
+_BITS = bytes.maketrans(b"01", b"\x00\x01")
+"""Translates a binary numeral's digits to 0/1 bytes (selectors for ``itertools.compress``)."""
+
+
 def make_solver(ctx: z3.Context, *, rlimit: int = DEFAULT_RLIMIT, timeout_ms: int = 0) -> Any:
     """An incremental propositional solver with fixed seeds and a resource budget.
 
-    Models are switched off: a decision only needs *sat*/*unsat* answers under assumptions,
-    and building a model object on every *sat* answer costs more than the search itself.
+    ``QF_BV`` gives Z3's incremental SAT solver with a thin front (``QF_FD`` wraps the same
+    solver in a preprocessing layer that costs twice the search on every check; see
+    docs/design.md). Models are switched off: a decision only needs *sat*/*unsat* answers
+    under assumptions, and building a model object on every *sat* answer costs more than the
+    search itself.
     """
-    solver = z3.SolverFor("QF_FD", ctx=ctx)
+    solver = z3.SolverFor("QF_BV", ctx=ctx)
     solver.set("random_seed", 0)
     solver.set("model", False)
     solver.set("rlimit", rlimit)
@@ -58,6 +85,8 @@ class Session:
         self.solver = make_solver(self.ctx, rlimit=rlimit, timeout_ms=timeout_ms)
         self._ctx_ref = self.ctx.ref()
         self._solver_ref = self.solver.solver
+        self._ctx_pointer = self._ctx_ref.value
+        self._solver_pointer = self._solver_ref.value
         self._keep: list[Any] = []
         self._slot: dict[Hashable, int] = {}
         self._by_slot: list[Any] = []
@@ -83,6 +112,11 @@ class Session:
     def check_mask(self, mask: int) -> bool:
         """Whether the axioms and the assumptions in ``mask`` are satisfiable together."""
         by_slot = self._by_slot
+        if mask.bit_length() <= 16 * mask.bit_count():
+            # Dense enough: select the pointers in C, from the mask's bits as 0/1 bytes
+            # (lowest bit first).
+            selectors = bin(mask)[:1:-1].encode().translate(_BITS)
+            return self._check_pointers(array(_POINTER, compress(by_slot, selectors)))
         pointers = array(_POINTER)
         while mask:
             low = mask & -mask
@@ -100,13 +134,13 @@ class Session:
         return key in self._slot
 
     def _check_pointers(self, pointers: array[int]) -> bool:
-        # The AST pointers go to Z3 as a ctypes view of the array's buffer: no per-element
-        # conversion (building a ctypes array element by element costs more than the search).
-        # The ASTs themselves stay alive in `self._keep`.
-        n = len(pointers)
+        # The AST pointers go to Z3 as the address of the array's buffer (which `pointers`
+        # keeps alive during the call): no per-element conversion, and no ctypes array type
+        # (`Ast * n` makes a new class for each length, which costs more than the search).
+        # The ASTs themselves stay alive in `self._keep`; the context and solver in `self`.
         self.checks += 1
-        view = (z3.Ast * n).from_buffer(pointers) if n else (z3.Ast * 0)()
-        result = self._check_raw(self._ctx_ref, self._solver_ref, n, view)
+        address, n = pointers.buffer_info()
+        result = _check_assumptions(self._ctx_pointer, self._solver_pointer, n, address)
         if result == 1:
             return True
         if result == -1:
@@ -121,10 +155,6 @@ class Session:
             f"the solver could not decide this step: {reason}",
             hint="raise the reasoner's `rlimit`, or simplify the constraints; we fail closed",
         )
-
-    # The unchecked ctypes entry point: z3core's wrapper adds an error-code call per check,
-    # which costs more than a small query's search. Errors surface as result 0 (unknown).
-    _check_raw = staticmethod(z3core.Z3_solver_check_assumptions.__defaults__[0].f)
 
 
 def quickxplain(candidates: Sequence[K], satisfiable: Callable[[Sequence[K]], bool]) -> list[K]:

@@ -2,7 +2,8 @@
 
 ``Aggregator.aggregate(emitted)`` answers a ``Pass`` or a ``Clash`` (a minimal core). It never
 builds z3 terms on the hot path: each distinct item is lowered and encoded once (``Compiled``),
-then every decision is one or a few assumption checks on the reasoner's incremental solver.
+each distinct record gets a *word* of masks once, then every decision is one or a few
+assumption checks on the reasoner's incremental solver.
 
 Lexicographically most permissive pass. A tool whose atoms occur only in literal items (plain
 rules, ``~allowed(t)``…) is allowed exactly when no literal denies or hides it: such atoms occur
@@ -19,9 +20,10 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial, reduce
-from itertools import compress
-from operator import attrgetter, itemgetter, or_
+from itertools import chain, compress, repeat
+from operator import and_, getitem, or_
 from types import MappingProxyType
+from typing import cast
 
 from ruleengine._solver import quickxplain
 from ruleengine.encode import Vocabulary
@@ -29,7 +31,7 @@ from ruleengine.errors import PolicyError
 from ruleengine.explain import canonical, explainer, with_yielded
 from ruleengine.ir import FINAL_ANSWER, Expr, mentioned_tools
 from ruleengine.passes import LazyMapping, Mode, Pass
-from ruleengine.rules import Emitted, Lowered, Rule, literals_of, lower
+from ruleengine.rules import Emitted, Lowered, Rule, check_record, literals_of, lower
 
 __all__ = ["Aggregator", "Clash", "Mode"]
 
@@ -65,8 +67,9 @@ class Compiled:
     """The restricting part's literal mask (0 if none): what strict mode assumes."""
     packed: int
     """The restricting part's tool masks in one int, ``n`` bits each: denies, hides, general,
-    hard force, allows, shows, then one bit "is a general formula". Strict mode folds a whole
-    step with two C-level reductions instead of a Python loop."""
+    hard force, allows, shows, then one bit "is a general formula". A record's strict-mode
+    word (``Aggregator._word``) puts it together with the flags and ``lits``, so a whole step
+    folds with one C-level reduction instead of a Python loop."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,12 +107,51 @@ class Aggregator:
         self._session = vocabulary.session
         self._retired_checks = 0
         self._check = vocabulary.session.check_mask
+        n = len(self.tools)
+        self._full = (1 << n) - 1
+        self._general_shift = 6 * n
+        self._force_flag = 1 << 7 * n
+        self._reason_flag = 1 << 7 * n + 1
+        self._lits_shift = 7 * n + 2
+        self._packed_mask = (1 << 7 * n) - 1
+        self._position = {t: i for i, t in enumerate(self.tools)}
+        self._name_bytes = (n + 7) // 8
+        self._name_tables = _name_tables(self.tools)
         self._tuples: dict[int, tuple[str, ...]] = {}
+        # Per distinct record (by value), its strict-mode word: its packed masks, its force
+        # and reason flags, and its literal mask, in one int (so a step folds in one pass).
+        self._word_of: dict[Emitted, int] = {}
 
     @property
     def solver_checks(self) -> int:
         """Solver calls made so far, across session resets."""
         return self._retired_checks + self._session.checks
+
+    # -- records -------------------------------------------------------------------------
+
+    def _words(self, emitted: tuple[Emitted, ...]) -> tuple[list[int], int]:
+        """The records' words, and their union (one hash lookup per record)."""
+        found = list(map(self._word_of.get, emitted))
+        try:
+            word = reduce(or_, found, 0)
+        except TypeError:  # a record seen for the first time (its word is None)
+            words = [self._word(e) for e in emitted]
+            return words, reduce(or_, words, 0)
+        return cast("list[int]", found), word
+
+    def _word(self, e: Emitted) -> int:
+        word = self._word_of.get(e)
+        if word is None:
+            check_record(e)
+            c = self.compiled(e)
+            word = (
+                c.packed
+                | (self._force_flag if c.forces else 0)
+                | (self._reason_flag if c.reasoned else 0)
+                | c.lits << self._lits_shift
+            )
+            self._word_of[e] = word
+        return word
 
     # -- compilation ---------------------------------------------------------------------
 
@@ -124,8 +166,9 @@ class Aggregator:
         """Start over with a fresh solver session when the tables are full.
 
         Guard literals of general formulas accumulate in the solver; a requirement that emits
-        a new formula every step would otherwise grow it without bound. Compiled items refer to
-        the old session's literals, so they go too; decided passes stay valid.
+        a new formula every step would otherwise grow it without bound. Compiled items and
+        record words refer to the old session's literals, so they go too; decided passes stay
+        valid.
         """
         self._retired_checks += self._session.checks
         self.vocabulary.reset()
@@ -133,6 +176,7 @@ class Aggregator:
         self._check = self._session.check_mask
         self._compiled.clear()
         self._tuples.clear()
+        self._word_of.clear()
 
     def _compile(self, e: Emitted) -> Compiled:
         try:
@@ -258,42 +302,44 @@ class Aggregator:
     ) -> Pass | Clash:
         """The pass for ``emitted``; ``yielded`` items (dropped by yielding requirements to
         avoid a clash) are only reported in the explanation."""
-        if len(self._compiled) >= _COMPILED_LIMIT or self._session.size >= _LITERAL_LIMIT:
+        if len(self._word_of) >= _COMPILED_LIMIT or self._session.size >= _LITERAL_LIMIT:
             # Between decisions only: a decision's compiled items must share one session.
             self._reset()
-        result = self._strict(emitted) if self.mode == "strict" else self._priority(emitted)
+        records = tuple(emitted)
+        if not set(map(type, records)) <= _RECORD_TYPE:
+            # Records are otherwise checked when first seen, and equal ones found by value.
+            for e in records:
+                check_record(e)
+        result = self._strict(records) if self.mode == "strict" else self._priority(records)
         if yielded and isinstance(result, Pass):
             explain = result._explain
             assert explain is not None
             result.__pydantic_private__["_explain"] = with_yielded(explain, yielded)  # type: ignore[index]
         return result
 
-    def _strict(self, emitted: Sequence[Emitted]) -> Pass | Clash:
-        compiled = list(map(self._compiled.get, map(_item, emitted)))
-        if None in compiled:
-            compiled = [self.compiled(e) for e in emitted]
-        lits = reduce(or_, map(_lits, compiled), 0)
-        packed = reduce(or_, map(_packed, compiled), 0)
+    def _strict(self, emitted: tuple[Emitted, ...]) -> Pass | Clash:
+        words, word = self._words(emitted)
+        packed = word & self._packed_mask
         denies, hides, general, hard = self._unpack(packed)
         solved: tuple[int, int] | None
-        if self.fast_path and not packed >> 6 * len(self.tools):
+        if self.fast_path and not packed >> self._general_shift:
             # Only literals: the most permissive pass is read off the masks; anything
             # inconsistent goes to the solver for its core.
             solved = (denies, hides) if self._literal_consistent(packed) else None
         else:
-            solved = self._lexmax(lits, denies, hides, general)
+            solved = self._lexmax(word >> self._lits_shift, denies, hides, general)
         if solved is None:
             kept = [
-                (c.restrict, e)
-                for c, e in zip(compiled, emitted, strict=True)
-                if c is not None and c.restrict is not None
+                (c.restrict, e) for e in emitted if (c := self.compiled(e)).restrict is not None
             ]
             return self._clash(kept)
-        forcers = list(compress(emitted, map(_forces, compiled)))
-        reasoned = list(compress(emitted, map(_reasoned, compiled)))
-        return self._build(emitted, hard, forcers, reasoned, solved, ())
+        flag = self._force_flag
+        forcers = list(compress(emitted, map(and_, words, repeat(flag)))) if word & flag else []
+        reasons = _lazy_reasons(emitted) if word & self._reason_flag else _NO_REASONS
+        return self._build(emitted, hard, forcers, reasons, solved, ())
 
-    def _priority(self, emitted: Sequence[Emitted]) -> Pass | Clash:
+    def _priority(self, emitted: tuple[Emitted, ...]) -> Pass | Clash:
+        self._words(emitted)  # checks (and compiles) records seen for the first time
         tiers: dict[tuple[int, int], list[tuple[Unit, Emitted]]] = {}
         for e in sorted(emitted, key=canonical):
             c = self.compiled(e)
@@ -331,11 +377,12 @@ class Aggregator:
         # INVARIANT: every tier was checked satisfiable together with everything kept above.
         assert solved is not None
         dropped = {e for _, e in overridden}
-        whole = [e for e in emitted if e not in dropped]
+        whole = tuple(e for e in emitted if e not in dropped)
         forcers = [e for e in whole if self.compiled(e).forces]
-        reasoned = [e for e in whole if self.compiled(e).reasoned]
+        reasoned = any(self.compiled(e).reasoned for e in whole)
+        reasons = _lazy_reasons(whole) if reasoned else _NO_REASONS
         parts = [(e, self._part(unit, e)) for unit, e in overridden]
-        return self._build(emitted, hard, forcers, reasoned, solved, parts)
+        return self._build(emitted, hard, forcers, reasons, solved, parts)
 
     def _part(self, unit: Unit, e: Emitted) -> str:
         """Which part of its item an overridden unit is ("" when the item has one part)."""
@@ -417,11 +464,11 @@ class Aggregator:
         return Clash(core, any(hard_of[e] for e in core))
 
     def _names(self, mask: int) -> tuple[str, ...]:
-        """The declared tools whose bit is *clear* in ``mask``, in declared order (memoised)."""
+        """The declared tools whose bit is set in ``mask``, in declared order (memoised)."""
         names = self._tuples.get(mask)
         if names is None:
-            bit = self._bit
-            names = tuple(t for t in self.tools if not mask & bit[t])
+            chunks = mask.to_bytes(self._name_bytes, "little")
+            names = tuple(chain.from_iterable(map(getitem, self._name_tables, chunks)))
             if len(self._tuples) >= _COMPILED_LIMIT:
                 self._tuples.clear()
             self._tuples[mask] = names
@@ -429,18 +476,17 @@ class Aggregator:
 
     def _build(
         self,
-        emitted: Sequence[Emitted],
+        emitted: tuple[Emitted, ...],
         hard: str | None,
         forcers: list[Emitted],
-        reasoned: list[Emitted],
+        reasons: Mapping[str, str],
         solved: tuple[int, int],
         overridden: Sequence[tuple[Emitted, str]],
     ) -> Pass:
         not_allowed, hidden_mask = solved
-        allowed = pre_allowed = self._names(not_allowed)
+        allowed = pre_allowed = self._names(self._full & ~not_allowed)
         can_stop = not not_allowed & self._fa_bit
-        notes: list[str] = []
-        forced = self._forced(forcers, not_allowed, notes, hard) if forcers else hard
+        forced = self._forced(forcers, not_allowed) if forcers and hard is None else hard
         if forced is not None:
             allowed = (forced, FINAL_ANSWER) if can_stop and forced != FINAL_ANSWER else (forced,)
             tool_choice = forced
@@ -450,7 +496,7 @@ class Aggregator:
             tool_choice = "required"
         else:
             tool_choice = "auto"
-        hidden = self._names(~hidden_mask) if hidden_mask else ()
+        hidden = self._names(hidden_mask) if hidden_mask else ()
         p = Pass.__new__(Pass)
         setter = object.__setattr__
         setter(
@@ -463,61 +509,99 @@ class Aggregator:
                 "can_stop": can_stop,
                 "tool_choice": tool_choice,
                 # Read-only (cached passes are shared by every caller), computed when read.
-                "reasons": LazyMapping(partial(_reasons, reasoned)) if reasoned else _NO_REASONS,
+                "reasons": reasons,
             },
         )
         setter(p, "__pydantic_fields_set__", _PASS_FIELDS)
         setter(p, "__pydantic_extra__", None)
+        notes = partial(self._force_notes, forcers, not_allowed, hard) if forcers else _no_notes
         explain = explainer(self.mode, self.tools, emitted, overridden, pre_allowed, p, notes)
         setter(p, "__pydantic_private__", {"_explain": explain})
         return p
 
-    def _forced(
-        self, forcers: list[Emitted], not_allowed: int, notes: list[str], hard: str | None
-    ) -> str | None:
+    def _forced(self, forcers: list[Emitted], not_allowed: int) -> str | None:
         """The soft-forced tool: the allowed tool whose forcing rule has the highest priority,
-        ties by declared order (noted). A hard force beats every soft one."""
+        ties by declared order (a hard force beats every soft one: not called then)."""
+        bit, position = self._bit, self._position
+        best: str | None = None
+        top = 0
+        for item, _, priority in forcers:
+            t = item.target  # type: ignore[union-attr]  # INVARIANT: forcers are rules
+            if not_allowed & bit[t] or priority < top:
+                continue
+            if priority > top or best is None or position[t] < position[best]:
+                best, top = t, priority
+        return best
+
+    def _force_notes(self, forcers: list[Emitted], not_allowed: int, hard: str | None) -> list[str]:
+        """The explanation's notes about soft forces: dropped ones, and a tie between tools."""
+        notes: list[str] = []
         bids: dict[str, int] = {}
-        dropped: list[tuple[int, str, str]] = []
+        dropped: set[tuple[int, str, str]] = set()
         bit = self._bit
         for item, requirement, priority in forcers:
             target = item.target  # type: ignore[union-attr]  # INVARIANT: forcers are rules
-            if not not_allowed & bit[target]:
-                if priority > bids.get(target, 0):
-                    bids[target] = priority
-            else:
-                dropped.append((-priority, requirement, target))
-        for minus_priority, requirement, target in sorted(set(dropped)):
+            if not_allowed & bit[target]:
+                dropped.add((-priority, requirement, target))
+            elif priority > bids.get(target, 0):
+                bids[target] = priority
+        for minus_priority, requirement, target in sorted(dropped):
             notes.append(
                 f"`{requirement}` (priority {-minus_priority}) forces `{target}`, "
                 "which is not allowed: the force is dropped"
             )
-        if hard is not None or not bids:
-            return hard
-        top = max(bids.values())
-        tied = [t for t in self.tools if bids.get(t) == top]
-        if len(tied) > 1:
-            names = ", ".join(f"`{t}`" for t in tied)
-            notes.append(
-                f"forced tie at priority {top} between {names}: `{tied[0]}` wins by declared order"
-            )
-        return tied[0]
+        if hard is None and bids:
+            top = max(bids.values())
+            tied = [t for t in self.tools if bids.get(t) == top]
+            if len(tied) > 1:
+                names = ", ".join(f"`{t}`" for t in tied)
+                notes.append(
+                    f"forced tie at priority {top} between {names}: "
+                    f"`{tied[0]}` wins by declared order"
+                )
+        return notes
 
 
-def _reasons(reasoned: list[Emitted]) -> Mapping[str, str]:
+def _name_tables(tools: tuple[str, ...]) -> list[tuple[tuple[str, ...], ...]]:
+    """Per byte of a tool mask, the tools named by each of its 256 values, in declared order:
+    a mask's tools are the concatenation of its bytes' entries (no loop over the tools)."""
+    tables = []
+    for start in range(0, len(tools), 8):
+        chunk = tools[start : start + 8]
+        tables.append(
+            tuple(tuple(t for i, t in enumerate(chunk) if value >> i & 1) for value in range(256))
+        )
+    return tables
+
+
+def _no_notes() -> list[str]:
+    return []
+
+
+def _lazy_reasons(emitted: tuple[Emitted, ...]) -> Mapping[str, str]:
+    """The reasons of the rules among ``emitted``, computed when first read."""
+    return LazyMapping(partial(_reasons, emitted))
+
+
+def _reasons(emitted: tuple[Emitted, ...]) -> Mapping[str, str]:
     """Per tool, the reason of the highest-priority rule about it; ties by requirement name,
     then text (the smallest ``(-priority, requirement, text)`` wins)."""
     best: dict[str, tuple[int, str, str]] = {}
-    for item, requirement, priority in reasoned:
-        rule: Rule = item  # type: ignore[assignment]  # INVARIANT: only rules carry reasons
-        rank = (-priority, requirement, rule.reason or "")
-        old = best.get(rule.target)
+    for item, requirement, priority in emitted:
+        reason = item.reason if isinstance(item, Rule) else None
+        if reason is None:
+            continue
+        target = item.target  # type: ignore[union-attr]  # INVARIANT: only rules have reasons
+        rank = (-priority, requirement, reason)
+        old = best.get(target)
         if old is None or rank < old:
-            best[rule.target] = rank
+            best[target] = rank
     return MappingProxyType({t: rank[2] for t, rank in best.items()})
 
 
 _NO_REASONS: Mapping[str, str] = MappingProxyType({})
+
+_RECORD_TYPE = frozenset({Emitted})
 
 
 def _union(pairs: Sequence[tuple[Unit, Emitted]]) -> tuple[int, int]:
@@ -528,12 +612,6 @@ def _union(pairs: Sequence[tuple[Unit, Emitted]]) -> tuple[int, int]:
         packed |= unit.packed
     return lits, packed
 
-
-_item = itemgetter(0)
-_lits = attrgetter("lits")
-_packed = attrgetter("packed")
-_forces = attrgetter("forces")
-_reasoned = attrgetter("reasoned")
 
 _COMPILED_LIMIT = 65536
 """Bound on the per-reasoner tables of compiled items and allowed-tuples (cleared when full)."""

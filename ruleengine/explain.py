@@ -34,13 +34,13 @@ def explainer(
     overridden: Sequence[tuple[Emitted, str]],
     pre_allowed: tuple[str, ...],
     result: Pass,
-    notes: list[str],
+    notes: Callable[[], Sequence[str]],
 ) -> Callable[[], Explanation]:
     """The explanation, computed when first asked for (most passes are never explained).
 
     ``overridden`` pairs each overridden unit's record with the part it was ("restricting",
     "permitting", or "" for items with one part); ``pre_allowed`` is ``allowed`` before the
-    forced projection.
+    forced projection; ``notes`` computes the notes about forces.
     """
     emitted = tuple(emitted)
 
@@ -74,7 +74,7 @@ def explainer(
             mode=mode,
             tools=MappingProxyType(decisions),
             overridden=tuple(x for xs in over_entries.values() for x in xs),
-            notes=tuple(notes),
+            notes=tuple(notes()),
         )
 
     return explain

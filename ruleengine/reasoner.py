@@ -12,7 +12,6 @@ import inspect
 import threading
 from collections import OrderedDict
 from collections.abc import Awaitable, Iterable, Sequence
-from operator import itemgetter
 from typing import Any
 
 from ruleengine._solver import DEFAULT_RLIMIT
@@ -23,7 +22,7 @@ from ruleengine.explain import core_entry
 from ruleengine.ir import FINAL_ANSWER, Expr, tool_name
 from ruleengine.passes import Pass
 from ruleengine.requirements.base import Requirement, validate_priority
-from ruleengine.rules import Emitted, Rule, describe
+from ruleengine.rules import Emitted, Rule, check_record, describe
 from ruleengine.state import RunState
 
 __all__ = ["Reasoner"]
@@ -156,10 +155,13 @@ class Reasoner:
 
     def resolve(self, emitted: Sequence[Emitted], *, step: int | None = None) -> Pass:
         """The pass for an already emitted set of rules and constraints."""
+        if type(emitted) is not list and type(emitted) is not tuple:
+            emitted = list(emitted)  # read twice below: an iterator would be used up
         try:
             key = frozenset(emitted)
         except TypeError:
-            _check_emitted(emitted)
+            for e in emitted:
+                check_record(e)
             raise
         with self._lock:
             cache = self._cache
@@ -169,7 +171,7 @@ class Reasoner:
                 cache.move_to_end(key)
             else:
                 self.misses += 1
-                _check_emitted(emitted)
+                # Every record is checked when first decided (equal records: found by value).
                 result = self._aggregator.aggregate(emitted)
                 if isinstance(result, Clash) and self._yielding:
                     result = self._yield(emitted, result)
@@ -193,44 +195,6 @@ class Reasoner:
             emitted = [e for e in emitted if e.requirement not in giving_way]
             result = self._aggregator.aggregate(emitted, yielded=yielded)
         return result
-
-
-def _check_emitted(emitted: Sequence[Emitted]) -> None:
-    """Records handed to ``resolve`` directly get the checks ``decide`` gets by construction.
-
-    This runs on every cache miss, so it works on the few distinct types, names and
-    priorities (C-level ``map``/``set``); messages are built only on failure.
-    """
-    if not set(map(type, emitted)) <= {Emitted}:
-        for e in emitted:
-            _reject_record(e)
-    priorities = set(map(_priority_of, emitted))
-    names = set(map(_requirement_of, emitted))
-    if (
-        set(map(type, priorities)) <= {int}
-        and (not priorities or min(priorities) >= 1)
-        and set(map(type, names)) <= {str}
-        and "" not in names
-    ):
-        return
-    for e in emitted:
-        _reject_record(e)
-
-
-_priority_of = itemgetter(2)
-_requirement_of = itemgetter(1)
-
-
-def _reject_record(e: object) -> None:
-    if type(e) is not Emitted:
-        raise PolicyError(f"`{e!r}` is not an `Emitted(item, requirement, priority)` record")
-    if not isinstance(e.requirement, str) or not e.requirement:
-        raise PolicyError(f"`{e!r}`: the requirement name must be non-empty text")
-    validate_priority(e.priority, owner=e.requirement)
-    if type(e.priority) is not int:
-        raise PolicyError(
-            f"requirement `{e.requirement}`: priority=`{e.priority!r}` must be an integer"
-        )
 
 
 def _declared_tools(tools: Iterable[object]) -> tuple[str, ...]:

@@ -33,7 +33,18 @@ from ruleengine.ir import (
     walk,
 )
 
-__all__ = ["Emitted", "Item", "Literal", "Lowered", "Rule", "describe", "literals_of", "lower"]
+__all__ = [
+    "Emitted",
+    "Item",
+    "Literal",
+    "Lowered",
+    "Rule",
+    "check_record",
+    "describe",
+    "literals_of",
+    "lower",
+    "validate_priority",
+]
 
 
 class _RuleFields(NamedTuple):
@@ -114,6 +125,35 @@ class Emitted(NamedTuple):
     """The name of the requirement that emitted it."""
     priority: int
     """That requirement's priority (higher wins)."""
+
+
+def validate_priority(priority: object, *, owner: str) -> int:
+    """``priority`` as an int ≥ 1, or a ``PolicyError`` naming ``owner``."""
+    if isinstance(priority, bool) or not isinstance(priority, int):
+        raise PolicyError(f"requirement `{owner}`: priority=`{priority!r}` must be an integer")
+    if priority < 1:
+        raise PolicyError(
+            f"requirement `{owner}`: priority=`{priority}` must be at least 1",
+            hint="priorities are integers ≥ 1; higher wins, the default is 10",
+        )
+    return priority
+
+
+def check_record(e: object) -> None:
+    """Raise ``PolicyError`` unless ``e`` is a well-formed ``Emitted`` record.
+
+    ``decide`` builds records itself; records handed to ``Reasoner.resolve`` get these checks
+    the first time the reasoner sees them.
+    """
+    if type(e) is not Emitted:
+        raise PolicyError(f"`{e!r}` is not an `Emitted(item, requirement, priority)` record")
+    if not isinstance(e.requirement, str) or not e.requirement:
+        raise PolicyError(f"`{e!r}`: the requirement name must be non-empty text")
+    validate_priority(e.priority, owner=e.requirement)
+    if not isinstance(e.item, Rule | Expr):
+        raise PolicyError(
+            f"requirement `{e.requirement}`: `{e.item!r}` is neither a `Rule` nor a formula"
+        )
 
 
 Literal: TypeAlias = tuple[str, str, bool]

@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias, overload
 
 from ruleengine.errors import PolicyError
+from ruleengine.rules import validate_priority
 
 if TYPE_CHECKING:
     from ruleengine.requirements.monitor import Monitor
@@ -21,18 +22,6 @@ __all__ = ["FunctionRequirement", "Requirement", "RunResult", "requirement", "va
 RunResult: TypeAlias = "Sequence[Item] | Awaitable[Sequence[Item]]"
 
 DEFAULT_PRIORITY = 10
-
-
-def validate_priority(priority: object, *, owner: str) -> int:
-    """``priority`` as an int ≥ 1, or a ``PolicyError`` naming ``owner``."""
-    if isinstance(priority, bool) or not isinstance(priority, int):
-        raise PolicyError(f"requirement `{owner}`: priority=`{priority!r}` must be an integer")
-    if priority < 1:
-        raise PolicyError(
-            f"requirement `{owner}`: priority=`{priority}` must be at least 1",
-            hint="priorities are integers ≥ 1; higher wins, the default is 10",
-        )
-    return priority
 
 
 class Requirement:
