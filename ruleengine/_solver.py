@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import ctypes
 from array import array
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from functools import reduce
 from itertools import compress
+from operator import or_
 from typing import Any, TypeVar
 
 import z3
@@ -157,7 +159,9 @@ class Session:
         )
 
 
-def quickxplain(candidates: Sequence[K], satisfiable: Callable[[Sequence[K]], bool]) -> list[K]:
+def quickxplain(
+    candidates: Sequence[K], mask_of: Mapping[K, int], satisfiable: Callable[[int], bool]
+) -> list[K]:
     """A minimal unsatisfiable subset of ``candidates`` (which must be unsat), deterministic.
 
     Junker's QuickXplain: it asks only *sat or unsat?* of subsets, never for solver cores, so
@@ -165,17 +169,23 @@ def quickxplain(candidates: Sequence[K], satisfiable: Callable[[Sequence[K]], bo
     conflict gets the same core however the solver numbered its variables. It prefers the
     core whose members come earliest, and needs about ``k·log(n/k)`` checks for a core of
     ``k`` among ``n``. Every member is necessary: dropping any one leaves a satisfiable set.
+
+    A subset is asked about as the union (``|``) of its members' masks, so ``satisfiable``
+    sees one int and the background of each question is carried along as one.
     """
 
-    def explain(background: list[K], added: bool, pool: list[K]) -> list[K]:
+    def union(items: list[K]) -> int:
+        return reduce(or_, map(mask_of.__getitem__, items), 0)
+
+    def explain(background: int, added: bool, pool: list[K]) -> list[K]:
         if added and not satisfiable(background):
             return []
         if len(pool) == 1:
             return list(pool)
         half = len(pool) // 2
         first, second = pool[:half], pool[half:]
-        right = explain(background + first, True, second)
-        left = explain(background + right, bool(right), first)
+        right = explain(background | union(first), True, second)
+        left = explain(background | union(right), bool(right), first)
         return left + right
 
-    return explain([], False, list(candidates))
+    return explain(0, False, list(candidates))

@@ -323,8 +323,8 @@ class Aggregator:
         denies, hides, general, hard = self._unpack(packed)
         solved: tuple[int, int] | None
         if self.fast_path and not packed >> self._general_shift:
-            # Only literals: the most permissive pass is read off the masks; anything
-            # inconsistent goes to the solver for its core.
+            # Only literals: the most permissive pass is read off the masks (and so is the
+            # minimal core when they are inconsistent).
             solved = (denies, hides) if self._literal_consistent(packed) else None
         else:
             solved = self._lexmax(word >> self._lits_shift, denies, hides, general)
@@ -444,24 +444,24 @@ class Aggregator:
 
         Items are grouped per emitted record and tried in canonical order (priority, then
         requirement name, then rendering), so the core is the same whatever the order of
-        emission or the solver's numbering of variables.
+        emission or the solver's numbering of variables. On the fast path, when no candidate
+        is a general formula, each *sat or unsat?* question is answered from the masks: the
+        same answers as the solver's, so the same core, without a solver call.
         """
         lits_of: dict[Emitted, int] = {}
+        packed_of: dict[Emitted, int] = {}
         hard_of: dict[Emitted, bool] = {}
         for unit, e in candidates:
             lits_of[e] = lits_of.get(e, 0) | unit.lits
+            packed_of[e] = packed_of.get(e, 0) | unit.packed
             hard_of[e] = hard_of.get(e, False) or unit.hard_force is not None
         ordered = sorted(lits_of, key=canonical)
-        check = self._check
-
-        def satisfiable(subset: Sequence[Emitted]) -> bool:
-            mask = 0
-            for e in subset:
-                mask |= lits_of[e]
-            return check(mask)
-
-        core = tuple(quickxplain(ordered, satisfiable))
-        return Clash(core, any(hard_of[e] for e in core))
+        general = reduce(or_, packed_of.values(), 0) >> self._general_shift
+        if self.fast_path and not general:
+            core = quickxplain(ordered, packed_of, self._literal_consistent)
+        else:
+            core = quickxplain(ordered, lits_of, self._check)
+        return Clash(tuple(core), any(hard_of[e] for e in core))
 
     def _names(self, mask: int) -> tuple[str, ...]:
         """The declared tools whose bit is set in ``mask``, in declared order (memoised)."""

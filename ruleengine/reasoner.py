@@ -41,7 +41,8 @@ class Reasoner:
     priority mode, tier checks) whose items are all literals (plain rules, ``~allowed(t)``,
     hard forces) are decided from bit masks without a solver call; ``fast_path=False`` sends
     every cache miss to Z3.
-    Both paths give identical passes (a tested law); conflicts always go to Z3 for their core.
+    Both paths give identical passes and cores (a tested law): on the fast path, the minimal
+    core of a conflict among literal items is also found from the masks.
     """
 
     def __init__(

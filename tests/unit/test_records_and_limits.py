@@ -94,3 +94,28 @@ def test_resolve_reads_an_iterator_of_records_once() -> None:
     from_iterator = Reasoner(["a", "b", "c"]).resolve(iter(records))
     assert from_iterator.allowed == from_list.allowed == ("b", "final_answer")
     assert from_iterator.forced == "b"
+
+
+@pytest.mark.parametrize("mode", ["strict", "priority"])
+def test_a_literal_conflict_gets_its_core_from_the_masks_on_the_fast_path(mode: str) -> None:
+    tools = ["a", "b", "c"]
+    records = [
+        Emitted(Rule("a", allowed=False), "no-a", 5),
+        Emitted(Rule("b", allowed=False, reason="later"), "no-b", 5),
+        Emitted(Rule("b", allowed=False), "no-b-either", 3),
+        Emitted(Rule("final_answer", allowed=False), "keep-going", 5),
+        Emitted(Rule("c", hidden=True), "hide-c", 5),
+    ]
+    cores = []
+    for fast_path in (True, False):
+        r = Reasoner(tools, mode=mode, fast_path=fast_path)  # type: ignore[arg-type]
+        with pytest.raises(ConflictError) as info:
+            r.resolve(records)
+        cores.append([(c.requirement, c.rule) for c in info.value.core])
+        if fast_path:
+            assert r.solver_checks == 0
+        else:
+            assert r.solver_checks > 1
+    assert cores[0] == cores[1]
+    assert len(cores[0]) == 4  # one item per tool: `b`'s highest-priority denial is cited
+    assert ("no-b-either", "Rule('b', allowed=False)") not in cores[0]
