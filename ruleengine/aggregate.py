@@ -121,6 +121,9 @@ class Aggregator:
         # Per distinct record (by value), its strict-mode word: its packed masks, its force
         # and reason flags, and its literal mask, in one int (so a step folds in one pass).
         self._word_of: dict[Emitted, int] = {}
+        # Per distinct record, its canonical rank (priority mode's order, and the order in
+        # which a core is searched): rendering an item costs more than a lookup.
+        self._rank_of: dict[Emitted, tuple[int, str, str]] = {}
 
     @property
     def solver_checks(self) -> int:
@@ -151,6 +154,7 @@ class Aggregator:
                 | c.lits << self._lits_shift
             )
             self._word_of[e] = word
+            self._rank_of[e] = canonical(e)
         return word
 
     # -- compilation ---------------------------------------------------------------------
@@ -177,6 +181,7 @@ class Aggregator:
         self._compiled.clear()
         self._tuples.clear()
         self._word_of.clear()
+        self._rank_of.clear()
 
     def _compile(self, e: Emitted) -> Compiled:
         try:
@@ -341,7 +346,7 @@ class Aggregator:
     def _priority(self, emitted: tuple[Emitted, ...]) -> Pass | Clash:
         self._words(emitted)  # checks (and compiles) records seen for the first time
         tiers: dict[tuple[int, int], list[tuple[Unit, Emitted]]] = {}
-        for e in sorted(emitted, key=canonical):
+        for e in sorted(emitted, key=self._rank_of.__getitem__):
             c = self.compiled(e)
             if c.restrict is not None:
                 tiers.setdefault((-e.priority, 0), []).append((c.restrict, e))
@@ -455,7 +460,7 @@ class Aggregator:
             lits_of[e] = lits_of.get(e, 0) | unit.lits
             packed_of[e] = packed_of.get(e, 0) | unit.packed
             hard_of[e] = hard_of.get(e, False) or unit.hard_force is not None
-        ordered = sorted(lits_of, key=canonical)
+        ordered = sorted(lits_of, key=self._rank_of.__getitem__)
         general = reduce(or_, packed_of.values(), 0) >> self._general_shift
         if self.fast_path and not general:
             core = quickxplain(ordered, packed_of, self._literal_consistent)
