@@ -418,25 +418,36 @@ class Aggregator:
             return denies | hides, hides
         if not check(lits):
             return None
-        lits, refused = self._prefer(lits, want_a, "allowed", True)
+        # With no hidden preference, "all of want_a at once" is the check that just failed.
+        lits, refused = self._prefer(lits, want_a, "allowed", True, known_unsat=not want_h)
+        # A tool now fixed allowed is visible by the axiom `hidden ⇒ not allowed`.
+        want_h = [t for t in want_h if t not in want_a or refused & bit[t]]
         lits, hidden = self._prefer(lits, want_h, "hidden", False)
         return denies | hides | refused, hides | hidden
 
-    def _prefer(self, fixed: int, tools: list[str], kind: str, value: bool) -> tuple[int, int]:
+    def _prefer(
+        self, fixed: int, tools: list[str], kind: str, value: bool, *, known_unsat: bool = False
+    ) -> tuple[int, int]:
         """Fix ``kind(t) = value`` for ``tools`` in order whenever still satisfiable.
 
         Answers the literal mask with the fixed literals added, and the tools that could not.
+        Before trying a tool alone it asks whether all the remaining ones hold at once (not
+        for the last one, where that is the same question, nor when ``known_unsat`` says the
+        caller just asked it for the whole list).
         """
         slot = self._session.slot
         refused = 0
+        last = len(tools) - 1
         for i, t in enumerate(tools):
-            rest = 0
-            for u in tools[i:]:
-                rest |= slot((kind, u, value))
-            if self._check(fixed | rest):
-                return fixed | rest, refused
-            if self._check(fixed | slot((kind, t, value))):
-                fixed |= slot((kind, t, value))
+            if i < last and not (known_unsat and i == 0):
+                rest = 0
+                for u in tools[i:]:
+                    rest |= slot((kind, u, value))
+                if self._check(fixed | rest):
+                    return fixed | rest, refused
+            preferred = slot((kind, t, value))
+            if self._check(fixed | preferred):
+                fixed |= preferred
             else:
                 fixed |= slot((kind, t, not value))
                 refused |= self._bit[t]
