@@ -64,6 +64,17 @@ class CoreEntry(BaseModel):
     def __str__(self) -> str:
         return f"`{self.requirement}` (priority {self.priority}): {self.rule}"
 
+    def __getitem__(self, key: str) -> str | int:
+        """``entry["requirement"]``, ``entry["priority"]``, ``entry["rule"]``: the record
+        SPEC §10 writes as ``{requirement, priority, rule}``, read like the JSON it becomes."""
+        if key == "requirement":
+            return self.requirement
+        if key == "priority":
+            return self.priority
+        if key == "rule":
+            return self.rule
+        raise KeyError(key)
+
 
 class ToolDecision(BaseModel):
     """How one tool came out of a decision, and which emitted items decided it."""

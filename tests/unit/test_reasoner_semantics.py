@@ -510,6 +510,11 @@ def test_the_core_is_minimal_and_leaves_bystanders_out() -> None:
     entry = next(c for c in exc.core if c.requirement == "r4")
     assert (entry.priority, entry.rule, entry.item) == (2, "~allowed('c')", ~allowed("c"))
     assert str(entry) == "`r4` (priority 2): ~allowed('c')"
+    # Read as the record SPEC §10 writes, `{requirement, priority, rule}`, and serialised so.
+    assert (entry["requirement"], entry["priority"], entry["rule"]) == ("r4", 2, "~allowed('c')")
+    assert entry.model_dump() == {"requirement": "r4", "priority": 2, "rule": "~allowed('c')"}
+    with pytest.raises(KeyError):
+        entry["item"]
 
 
 def test_a_core_cites_one_of_the_alternatives() -> None:
