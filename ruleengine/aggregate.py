@@ -107,7 +107,7 @@ class Aggregator:
         self._session = vocabulary.session
         self._retired_checks = 0
         self._check = vocabulary.session.check_mask
-        n = len(self.tools)
+        n = self._n = len(self.tools)
         self._full = (1 << n) - 1
         self._general_shift = 6 * n
         self._force_flag = 1 << 7 * n
@@ -214,7 +214,7 @@ class Aggregator:
         shows: int,
         is_general: bool,
     ) -> int:
-        n = len(self.tools)
+        n = self._n
         force_bit = self._bit[hard_force] if hard_force else 0
         return (
             denies
@@ -223,13 +223,12 @@ class Aggregator:
             | force_bit << 3 * n
             | allows << 4 * n
             | shows << 5 * n
-            | int(is_general) << 6 * n
+            | int(is_general) << self._general_shift
         )
 
     def _unpack(self, packed: int) -> tuple[int, int, int, str | None]:
         """The denies, hides and general masks of packed units, and the hard-forced tool."""
-        n = len(self.tools)
-        full = (1 << n) - 1
+        n, full = self._n, self._full
         forces = packed >> 3 * n & full
         hard = self.tools[forces.bit_length() - 1] if forces else None
         return packed & full, packed >> n & full, packed >> 2 * n & full, hard
@@ -242,8 +241,7 @@ class Aggregator:
         name at most one tool, an allowed one. This is exactly the solver's answer for such
         sets (tested against it), without a call.
         """
-        n = len(self.tools)
-        full = (1 << n) - 1
+        n, full = self._n, self._full
         denies, hides = packed & full, packed >> n & full
         forces, allows, shows = (
             packed >> 3 * n & full,
@@ -260,7 +258,7 @@ class Aggregator:
 
     def _sat(self, lits: int, packed: int) -> bool:
         """Whether units with these literal and packed masks hold together (fast when it can)."""
-        if self.fast_path and not packed >> 6 * len(self.tools):
+        if self.fast_path and not packed >> self._general_shift:
             return self._literal_consistent(packed)
         return self._check(lits)
 
@@ -315,15 +313,18 @@ class Aggregator:
             # Records are otherwise checked when first seen, and equal ones found by value.
             for e in records:
                 check_record(e)
-        result = self._strict(records) if self.mode == "strict" else self._priority(records)
+        words, word = self._words(records)  # checks and compiles records seen for the first time
+        if self.mode == "strict":
+            result = self._strict(records, words, word)
+        else:
+            result = self._priority(records)
         if yielded and isinstance(result, Pass):
             explain = result._explain
             assert explain is not None
             result.__pydantic_private__["_explain"] = with_yielded(explain, yielded)  # type: ignore[index]
         return result
 
-    def _strict(self, emitted: tuple[Emitted, ...]) -> Pass | Clash:
-        words, word = self._words(emitted)
+    def _strict(self, emitted: tuple[Emitted, ...], words: list[int], word: int) -> Pass | Clash:
         packed = word & self._packed_mask
         denies, hides, general, hard = self._unpack(packed)
         solved: tuple[int, int] | None
@@ -344,7 +345,6 @@ class Aggregator:
         return self._build(emitted, hard, forcers, reasons, solved, ())
 
     def _priority(self, emitted: tuple[Emitted, ...]) -> Pass | Clash:
-        self._words(emitted)  # checks (and compiles) records seen for the first time
         tiers: dict[tuple[int, int], list[tuple[Unit, Emitted]]] = {}
         for e in sorted(emitted, key=self._rank_of.__getitem__):
             c = self.compiled(e)
@@ -375,7 +375,7 @@ class Aggregator:
             kept_lits |= tier_lits
             kept_packed |= tier_packed
         denies, hides, general, hard = self._unpack(kept_packed)
-        if self.fast_path and not kept_packed >> 6 * len(self.tools):
+        if self.fast_path and not kept_packed >> self._general_shift:
             solved: tuple[int, int] | None = (denies, hides)
         else:
             solved = self._lexmax(kept_lits, denies, hides, general)
@@ -604,14 +604,15 @@ def _reasons(emitted: tuple[Emitted, ...]) -> Mapping[str, str]:
     then text (the smallest ``(-priority, requirement, text)`` wins)."""
     best: dict[str, tuple[int, str, str]] = {}
     for item, requirement, priority in emitted:
-        reason = item.reason if isinstance(item, Rule) else None
+        if not isinstance(item, Rule):
+            continue
+        reason = item.reason
         if reason is None:
             continue
-        target = item.target  # type: ignore[union-attr]  # INVARIANT: only rules have reasons
         rank = (-priority, requirement, reason)
-        old = best.get(target)
+        old = best.get(item.target)
         if old is None or rank < old:
-            best[target] = rank
+            best[item.target] = rank
     return MappingProxyType({t: rank[2] for t, rank in best.items()})
 
 
