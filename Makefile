@@ -34,7 +34,7 @@ unit: $(STAMP)
 test: lint typecheck unit
 
 bench: $(STAMP)
-	$(BIN)/python benchmarks/aggregation.py
+	$(BIN)/python -m benchmarks.aggregation
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

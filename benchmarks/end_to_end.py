@@ -1,49 +1,50 @@
-"""End-to-end steps: ``Reasoner.decide`` on run states, with ``ConditionalRequirement`` mixes.
+"""Table 2, end-to-end steps: ``Reasoner.decide`` on run states, with ``ConditionalRequirement``
+mixes, next to the original design's per-step cost quoted in the issue.
 
-The workload of the second table of ``aggregation.py``: a deterministic mix of conditional
-requirements over a tool list (``make_mix``), random run states of a given length
-(``draw_traces``), and a timing loop that decides one fresh ``RunState`` per call
-(``time_decisions``). Requirements are described as plain parameter dicts (``Mix.specs``),
-so that the peer run (``peer_beeai.py``) builds BeeAI's requirements from the very same
-parameters. Nothing here imports beeai-framework.
+Per size and history length (a cell), on the default reasoner and on the solver path
+(``fast_path=False``): each round starts a fresh reasoner, decides some warm-up states, then
+times one ``decide`` per state on a fresh ``RunState`` (``time_decisions``). The mixes and the
+histories come from ``_mixes.py``; the peer run (``peer.py``) reuses this module's cells.
 """
 
 from __future__ import annotations
 
 import contextlib
 import gc
-import random
+import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Literal
 
-from ruleengine import FINAL_ANSWER, ConditionalRequirement, ConflictError, Reasoner, RunState
-from ruleengine.errors import PolicyError
-from ruleengine.state import Status, Step
+from benchmarks._config import SEED, Config
+from benchmarks._mixes import (
+    E2E_SIZES,
+    STEP_COUNTS,
+    Mix,
+    Trace,
+    draw_traces,
+    make_mix,
+    mix_reasoner,
+    to_steps,
+)
+from benchmarks._report import Column, format_table, lowest_median, met, p99
+from ruleengine import ConflictError, Reasoner, RunState, Step
 
 __all__ = [
-    "E2E_SIZES",
     "ORIGINAL_MS",
+    "PATHS",
     "SPEEDUP",
-    "STEP_COUNTS",
     "DecisionSample",
-    "Mix",
-    "TraceStep",
-    "build_requirements",
-    "draw_traces",
-    "make_mix",
-    "mix_reasoner",
+    "E2ERow",
+    "E2EWorkload",
+    "e2e_label",
+    "format_e2e_table",
+    "make_e2e_workload",
+    "measure_e2e",
     "time_decisions",
-    "to_steps",
     "warm_up",
 ]
-
-E2E_SIZES: tuple[tuple[int, int], ...] = ((10, 20), (50, 100))
-"""(tools, requirements); the tool count includes ``final_answer``."""
-
-STEP_COUNTS: tuple[int, ...] = (0, 10, 50)
-"""The lengths of the run states decided."""
 
 ORIGINAL_MS: dict[str, float] = {"10/20": 4.9, "50/100": 25.0}
 """The original design's per-step cost, measured on this machine by the issue's author (ms)."""
@@ -51,198 +52,9 @@ ORIGINAL_MS: dict[str, float] = {"10/20": 4.9, "50/100": 25.0}
 SPEEDUP = 25
 """The issue's target: at least this many times faster per step than the original design."""
 
-PRIORITIES = (1, 5, 10, 10, 10, 20, 50)
-STATUSES: tuple[Status, ...] = ("ok", "error", "denied")
-STATUS_WEIGHTS = (85, 10, 5)
-"""Most calls succeed; some raise, a few are refused by a human or the gate."""
-
-_REASONS = ("search first", "budget spent", "needs approval", "already done", "one at a time")
-MAX_CONFLICT_RATE = 0.02
-"""A mix is kept only when at most this share of probe states conflicts (else a new draw)."""
-
-
-class TraceStep(NamedTuple):
-    """One recorded tool call, in terms both engines can rebuild their step from."""
-
-    tool: str
-    status: Status
-    arguments: dict[str, Any]
-    output: str | None
-    """What the tool returned (``ok`` steps only)."""
-    error: str | None
-    """Why the call failed or was refused (``error`` and ``denied`` steps)."""
-
-
-Trace = tuple[TraceStep, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class Mix:
-    """Declared tools (``final_answer`` last) and the parameters of each requirement."""
-
-    tools: tuple[str, ...]
-    specs: tuple[dict[str, Any], ...]
-    """Keyword arguments of ``ConditionalRequirement``, ``target`` included."""
-    attempt: int
-    """How many draws were rejected (too many conflicts) before this one."""
-
-    @property
-    def label(self) -> str:
-        return f"{len(self.tools)}/{len(self.specs)}"
-
-    @property
-    def hard_forces(self) -> int:
-        return sum("force_at_step" in spec for spec in self.specs)
-
-
-def build_requirements(mix: Mix) -> list[ConditionalRequirement]:
-    return [ConditionalRequirement(**spec) for spec in mix.specs]
-
-
-def mix_reasoner(mix: Mix, *, fast_path: bool = True, cache_size: int = 4096) -> Reasoner:
-    return Reasoner(mix.tools, build_requirements(mix), fast_path=fast_path, cache_size=cache_size)
-
-
-def make_mix(tools: int, requirements: int, *, seed: int) -> Mix:
-    """A deterministic, valid mix in which conflicts are rare.
-
-    Draws are repeated (with a new seed) until, at every length of ``STEP_COUNTS``, at most
-    ``MAX_CONFLICT_RATE`` of a probe set of states conflict (none of the empty state).
-    """
-    names = (*(f"tool_{i:03d}" for i in range(tools - 1)), FINAL_ANSWER)
-    for attempt in range(50):
-        rng = random.Random(f"{seed}:mix:{tools}:{requirements}:{attempt}")
-        mix = Mix(names, tuple(_specs(rng, names, requirements)), attempt)
-        if _conflict_rate(mix, seed=seed) <= MAX_CONFLICT_RATE:
-            return mix
-    raise AssertionError(f"no mix of {tools}/{requirements} with rare conflicts in 50 draws")
-
-
-def _specs(rng: random.Random, tools: tuple[str, ...], count: int) -> list[dict[str, Any]]:
-    """``count`` requirement parameter sets: a few hard forces, the rest a random mix.
-
-    A hard-forced tool (``force_at_step``; at step 1 with ``consecutive_allowed=False``, as in
-    "think first, never twice in a row") is the target of no other requirement, and no two
-    hard forces share a step, so a hard force is always honoured; conflicts come from steps
-    that leave no tool allowed.
-    """
-    callable_tools = list(tools[:-1])
-    forces = 2 if count <= 20 else 4
-    forced_tools = rng.sample(callable_tools, forces)
-    steps = _force_steps(rng, forces)
-    specs: list[dict[str, Any]] = []
-    for i, (tool, step) in enumerate(zip(forced_tools, steps, strict=True)):
-        spec: dict[str, Any] = {"target": tool, "force_at_step": step}
-        if step == 1:
-            spec["consecutive_allowed"] = False  # "think first, never twice in a row"
-        if rng.random() < 0.5:
-            spec["force_prevent_stop"] = False
-        specs.append(_named(spec, i, rng))
-    free = [t for t in callable_tools if t not in forced_tools]
-    for i in range(forces, count):
-        specs.append(_named(_conditional_spec(rng, free, callable_tools), i, rng))
-    rng.shuffle(specs)
-    return specs
-
-
-def _force_steps(rng: random.Random, count: int) -> list[int]:
-    """Distinct steps: always step 1 ("think first"), then one in each later band."""
-    bands = [(1, 1), (6, 10), (2, 5), (38, 46)][:count]
-    return [rng.randint(low, high) for low, high in bands]
-
-
-def _named(spec: dict[str, Any], i: int, rng: random.Random) -> dict[str, Any]:
-    return {
-        "name": f"req-{i:03d}-{spec['target']}",
-        "priority": rng.choice(PRIORITIES),
-        **spec,
-    }
-
-
-def _conditional_spec(
-    rng: random.Random, targets: Sequence[str], tools: Sequence[str]
-) -> dict[str, Any]:
-    """One valid set of parameters with at least one restriction (drawn again until valid)."""
-    for _ in range(100):
-        target = rng.choice(targets)
-        others = [t for t in tools if t != target]
-        spec: dict[str, Any] = {"target": target}
-        if rng.random() < 0.30:
-            spec["only_after"] = rng.sample(others, rng.choice((1, 1, 2)))
-        if rng.random() < 0.15:
-            spec["only_before"] = rng.sample(_not_in(others, spec, "only_after"), 1)
-        if rng.random() < 0.35:
-            spec["max_invocations"] = rng.randint(1, 6)
-        if rng.random() < 0.10:
-            spec["min_invocations"] = rng.randint(1, min(2, spec.get("max_invocations", 2)))
-        if rng.random() < 0.15:
-            spec["force_after"] = rng.sample(_not_in(others, spec, "only_before"), 1)
-        if rng.random() < 0.20:
-            spec["consecutive_allowed"] = False
-        if rng.random() < 0.30:
-            spec["reason"] = rng.choice(_REASONS)
-        if len(spec.keys() - {"target", "reason"}) == 0:
-            continue  # a requirement that restricts nothing
-        try:
-            ConditionalRequirement(**spec)
-        except PolicyError:
-            continue
-        return spec
-    raise AssertionError("no valid conditional parameters in 100 draws")
-
-
-def _not_in(tools: list[str], spec: dict[str, Any], key: str) -> list[str]:
-    taken = set(spec.get(key, ()))
-    return [t for t in tools if t not in taken]
-
-
-def draw_traces(mix: Mix, length: int, count: int, *, seed: int | str) -> list[Trace]:
-    """``count`` random histories of ``length`` calls of random tools (never final_answer).
-
-    Statuses are drawn with ``STATUS_WEIGHTS``; every call has arguments, successful ones an
-    output, the others an error text.
-    """
-    rng = random.Random(f"trace:{seed}:{mix.label}:{length}")
-    callable_tools = mix.tools[:-1]
-    traces: list[Trace] = []
-    for _ in range(count):
-        steps: list[TraceStep] = []
-        for _ in range(length):
-            tool = rng.choice(callable_tools)
-            status = rng.choices(STATUSES, weights=STATUS_WEIGHTS)[0]
-            arguments = {"query": f"q{rng.randrange(1000)}"}
-            if status == "ok":
-                steps.append(TraceStep(tool, status, arguments, f"result of {tool}", None))
-            elif status == "error":
-                steps.append(TraceStep(tool, status, arguments, None, "TimeoutError: no reply"))
-            else:
-                steps.append(TraceStep(tool, status, arguments, None, "refused by the user"))
-        traces.append(tuple(steps))
-    return traces
-
-
-def to_steps(trace: Trace) -> tuple[Step, ...]:
-    """The engine's ``Step`` records of a trace."""
-    return tuple(
-        Step(tool=s.tool, arguments=s.arguments, output=s.output, status=s.status, error=s.error)
-        for s in trace
-    )
-
-
-def _conflict_rate(mix: Mix, *, seed: int) -> float:
-    """The largest share of conflicting probe states over the lengths of ``STEP_COUNTS``."""
-    reasoner = mix_reasoner(mix)
-    worst = 0.0
-    for length in STEP_COUNTS:
-        traces = draw_traces(mix, length, 1 if length == 0 else 300, seed=f"probe:{seed}")
-        conflicts = 0
-        for trace in traces:
-            try:
-                reasoner.decide(RunState(steps=to_steps(trace)))
-            except ConflictError:
-                conflicts += 1
-        worst = max(worst, conflicts / len(traces))
-    return worst
+Path = Literal["fast", "solver"]
+PATHS: tuple[Path, ...] = ("fast", "solver")
+"""The default reasoner, and ``fast_path=False``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,3 +98,148 @@ def time_decisions(reasoner: Reasoner, states: Sequence[tuple[Step, ...]]) -> De
         times.append(clock() - start)
         hits.append(reasoner.hits != before)
     return DecisionSample(times, hits, conflicts, reasoner.solver_checks - checks)
+
+
+@dataclass
+class E2EWorkload:
+    """Per size: the mix, and per length the warm-up and the timed histories."""
+
+    mixes: dict[str, Mix]
+    warm: dict[tuple[str, int], list[tuple[Step, ...]]]
+    timed: dict[tuple[str, int], list[Trace]]
+
+    def states(self, size: str, steps: int) -> list[tuple[Step, ...]]:
+        """The engine's steps of the timed histories of a cell."""
+        return [to_steps(t) for t in self.timed[size, steps]]
+
+
+def make_e2e_workload(config: Config) -> E2EWorkload:
+    """The mix of each size and, per length, ``config.warm`` and ``config.states`` histories."""
+    mixes: dict[str, Mix] = {}
+    warm: dict[tuple[str, int], list[tuple[Step, ...]]] = {}
+    timed: dict[tuple[str, int], list[Trace]] = {}
+    for tools, requirements in E2E_SIZES:
+        mix = make_mix(tools, requirements, seed=SEED)
+        mixes[mix.label] = mix
+        for steps in STEP_COUNTS:
+            drawn = draw_traces(mix, steps, config.warm, seed="warm")
+            warm[mix.label, steps] = [to_steps(t) for t in drawn]
+            timed[mix.label, steps] = draw_traces(mix, steps, config.states[mix.label], seed=SEED)
+    return E2EWorkload(mixes, warm, timed)
+
+
+@dataclass(frozen=True, slots=True)
+class E2ERow:
+    """One line of the end-to-end table (µs; the best round of several)."""
+
+    label: str
+    size: str
+    steps: int
+    path: Path
+    decisions: int
+    median_us: float
+    p99_us: float
+    miss_median_us: float | None
+    """The median of the calls that missed the cache (``None`` if every call hit)."""
+    hit_rate: float
+    conflicts: int
+    checks_per_decision: float
+    original_us: float
+    """The original design's per-step cost, as quoted in the issue."""
+    ratio: float
+    """``original_us`` over this row's median."""
+    target: str
+    met: bool
+
+
+def e2e_label(size: str, steps: int, path: str) -> str:
+    """A row's name in the table, e.g. ``10/20 50 steps, solver path``."""
+    return f"{size} {steps} steps" + (", solver path" if path == "solver" else "")
+
+
+def measure_e2e(workload: E2EWorkload, config: Config) -> list[E2ERow]:
+    """Every end-to-end row, the rounds interleaved over all cells and both paths.
+
+    Each round and path starts a fresh reasoner per cell, decides the cell's warm-up states
+    (other random histories of the same length), then times the cell's states.
+    """
+    samples: dict[tuple[str, int, Path], list[DecisionSample]] = {}
+    cells = [(size, steps) for size in workload.mixes for steps in STEP_COUNTS]
+    states = {cell: workload.states(*cell) for cell in cells}
+    for _ in range(config.rounds):
+        for size, steps in cells:
+            mix = workload.mixes[size]
+            for path in PATHS:
+                reasoner = mix_reasoner(mix, fast_path=path == "fast")
+                warm_up(reasoner, workload.warm[size, steps])
+                sample = time_decisions(reasoner, states[size, steps])
+                samples.setdefault((size, steps, path), []).append(sample)
+    return [
+        _e2e_row(size, steps, path, samples[size, steps, path])
+        for size, steps in cells
+        for path in PATHS
+    ]
+
+
+def _e2e_row(size: str, steps: int, path: Path, rounds: list[DecisionSample]) -> E2ERow:
+    best = lowest_median(rounds)
+    n = len(best.times_ns)
+    median_ns = statistics.median(best.times_ns)
+    misses = [t for t, hit in zip(best.times_ns, best.hits, strict=True) if not hit]
+    original_us = ORIGINAL_MS[size] * 1000
+    bound = original_us / SPEEDUP
+    return E2ERow(
+        label=e2e_label(size, steps, path),
+        size=size,
+        steps=steps,
+        path=path,
+        decisions=n,
+        median_us=median_ns / 1000,
+        p99_us=p99(best.times_ns) / 1000,
+        miss_median_us=statistics.median(misses) / 1000 if misses else None,
+        hit_rate=sum(best.hits) / n,
+        conflicts=best.conflicts,
+        checks_per_decision=best.checks / n,
+        original_us=original_us,
+        ratio=original_us * 1000 / median_ns,
+        target=f"≥ {SPEEDUP}× (≤ {bound:g} µs)",
+        met=median_ns / 1000 <= bound,
+    )
+
+
+_COLUMNS: tuple[Column, ...] = (
+    ("workload (tools/requirements, steps)", 34, "<"),
+    ("median µs", 10, ">"),
+    ("p99 µs", 10, ">"),
+    ("miss med µs", 11, ">"),
+    ("hit rate", 8, ">"),
+    ("conflicts", 9, ">"),
+    ("checks/dec", 10, ">"),
+    ("original design (quoted) µs", 27, ">"),
+    ("orig/ours", 9, ">"),
+    ("target", 22, "<"),
+    ("met?", 0, "<"),
+)
+
+
+def format_e2e_table(rows: Sequence[E2ERow]) -> str:
+    """The end-to-end table, columns as in ``_COLUMNS``."""
+    return format_table(
+        _COLUMNS,
+        [
+            (
+                row.label,
+                f"{row.median_us:.1f}",
+                f"{row.p99_us:.1f}",
+                "—" if row.miss_median_us is None else f"{row.miss_median_us:.1f}",
+                f"{row.hit_rate:.0%}",
+                f"{row.conflicts}/{row.decisions}",
+                f"{row.checks_per_decision:.2f}",
+                f"{row.original_us:,.0f}",
+                f"{row.ratio:.0f}×",
+                row.target,
+                met(row.met),
+            )
+            for row in rows
+        ],
+    )

@@ -1,13 +1,13 @@
-"""The peer run: the end-to-end workload through BeeAI's own ``RequirementsReasoner``.
+"""Table 3's adapter: the end-to-end workload through BeeAI's own ``RequirementsReasoner``.
 
-Imported by ``aggregation.py`` only when beeai-framework is importable (``pip install -e
-'.[peer]'``); nothing else imports it. It rebuilds, in BeeAI's terms, exactly what the
-end-to-end rows decide:
+Imported by ``peer.py``, inside ``run_peer``, only when a peer run happens; it needs
+beeai-framework (``pip install -e '.[peer]'``), and nothing else imports it. It rebuilds, in
+BeeAI's terms, exactly what the end-to-end rows decide:
 
 * the same tools: one ``Tool`` subclass instance per declared name (input ``{"query": str}``),
   plus BeeAI's ``FinalAnswerTool``;
 * the same requirements: BeeAI's ``ConditionalRequirement`` with the very same parameter dicts
-  (``Mix.specs``);
+  (``_mixes.Mix.specs``);
 * the same histories: one ``RequirementAgentRunStateStep`` per trace step, with the tool
   instance, the input and a ``StringToolOutput``. An ``error`` step carries a ``ToolError``.
   BeeAI has no ``denied`` status: its permission requirement answers a refused call with the
@@ -47,6 +47,8 @@ from beeai_framework.errors import FrameworkError
 from beeai_framework.memory import UnconstrainedMemory
 from beeai_framework.tools import StringToolOutput, Tool, ToolError, ToolRunOptions
 from pydantic import BaseModel, Field
+
+from benchmarks._mixes import Mix, Trace
 
 __all__ = ["PeerCell", "PeerOutcome", "peer_version", "run_peer"]
 
@@ -122,7 +124,7 @@ def peer_version() -> str:
 
 
 def run_peer(
-    cells: Sequence[tuple[Any, int, Sequence[Any]]],
+    cells: Sequence[tuple[Mix, int, Sequence[Trace]]],
     *,
     max_calls: int,
     seconds: float,
@@ -130,8 +132,8 @@ def run_peer(
 ) -> list[PeerCell]:
     """Decide each cell's traces through BeeAI, at most ``max_calls`` or ``seconds`` per cell.
 
-    ``cells`` holds ``(mix, length, traces)``: an ``end_to_end.Mix``, the history length and
-    its ``TraceStep`` tuples. The first ``warm`` traces of a cell are decided once, untimed.
+    ``cells`` holds ``(mix, length, traces)``: a ``Mix``, the history length and its traces.
+    The first ``warm`` traces of a cell are decided once, untimed.
     """
 
     async def body(ctx: RunContext) -> list[PeerCell]:
@@ -149,9 +151,9 @@ def run_peer(
 
 async def _cell(
     ctx: RunContext,
-    mix: Any,
+    mix: Mix,
     length: int,
-    traces: Sequence[Any],
+    traces: Sequence[Trace],
     *,
     max_calls: int,
     seconds: float,
@@ -200,7 +202,7 @@ async def _decide(reasoner: RequirementsReasoner, state: RequirementAgentRunStat
         await reasoner.create_request(state, force_tool_call=False)
 
 
-def _steps(trace: Sequence[Any], tools: dict[str, BenchTool]) -> tuple[Any, ...]:
+def _steps(trace: Trace, tools: dict[str, BenchTool]) -> tuple[Any, ...]:
     steps = []
     for i, s in enumerate(trace):
         if s.status == "ok":

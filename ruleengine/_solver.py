@@ -1,78 +1,226 @@
-"""The one place solvers are made and asked: fixed seeds, a resource budget, fail closed.
+"""The one place solvers are made and asked: fixed seeds, bounded budgets, fail closed.
 
 ``make_solver`` builds the incremental SAT-backed solver every reasoner uses; ``Session`` wraps
 one such solver (and its private ``z3.Context``) with assumption checks through the low-level C
-API, which skips the Python-side costs that dominate tiny queries. ``quickxplain`` finds a
-minimal unsat core from sat/unsat answers alone (Z3's own cores are often far from minimal,
-and which one it returns depends on its variable numbering).
+API, which skips the Python-side costs that dominate tiny queries.
+
+Every check is bounded twice: by ``rlimit`` (Z3's deterministic resource units: the same
+query gives the same answer on any machine) and, per decision, by ``timeout_ms`` of wall
+clock (``Session.begin`` starts a decision; a check under way is stopped by Z3 when the
+decision's time is up). Either way the step fails closed with ``SolverError``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import glob
+import os
+import threading
+import time
+import warnings
+import weakref
 from array import array
-from collections.abc import Callable, Hashable, Mapping, Sequence
-from functools import reduce
+from collections.abc import Callable, Hashable
 from itertools import compress
-from operator import or_
-from typing import Any, TypeVar
+from typing import Any
 
 import z3
 from z3 import z3core
 
 from ruleengine.errors import SolverError
 
-__all__ = ["DEFAULT_RLIMIT", "Session", "make_solver", "quickxplain"]
+__all__ = ["DEFAULT_RLIMIT", "DEFAULT_TIMEOUT_MS", "Session", "make_solver"]
 
-DEFAULT_RLIMIT = 50_000_000
-"""Z3 resource units per check. A deterministic budget (unlike a wall-clock timeout): the same
-query gives the same answer on any machine. Our per-step queries use a few thousand units."""
+DEFAULT_RLIMIT = 10_000_000
+"""Z3 resource units per check (deterministic). Our per-step queries use a few thousand units;
+a check that exhausts this budget stops after about 3–5 s on a 2-core VM (docs/design.md)."""
 
-K = TypeVar("K", bound=Hashable)
+DEFAULT_TIMEOUT_MS = 10_000
+"""Wall-clock bound of one decision, all its checks together, in milliseconds."""
+
+MAX_LIMIT = 2**32 - 1
+"""The largest ``rlimit`` or ``timeout_ms`` Z3 takes (an unsigned 32-bit parameter)."""
 
 _POINTER = "Q" if ctypes.sizeof(ctypes.c_void_p) == 8 else "I"
 """The ``array`` type code of a C pointer on this platform."""
 
-
-def _raw_check_assumptions() -> Callable[[int, int, int, int], int]:
-    """``Z3_solver_check_assumptions`` taking plain addresses, without z3core's wrapper.
-
-    The wrapper adds an error-code call per check, which costs more than a small query's
-    search; errors surface here as result 0 (*unknown*), and ``_check_pointers`` asks why.
-    Same C function, called with the GIL released, as z3core calls it.
-    """
-    entry = z3core.Z3_solver_check_assumptions.__defaults__[0].f
-    address = ctypes.cast(entry, ctypes.c_void_p).value
-    assert address, "libz3 has no Z3_solver_check_assumptions"
-    prototype = ctypes.CFUNCTYPE(
-        ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint, ctypes.c_void_p
-    )
-    check: Callable[[int, int, int, int], int] = prototype(address)
-    return check
-
-
-_check_assumptions = _raw_check_assumptions()
-
 _BITS = bytes.maketrans(b"01", b"\x00\x01")
 """Translates a binary numeral's digits to 0/1 bytes (selectors for ``itertools.compress``)."""
 
+RawCheck = Callable[[int, int, int, int], int]
+"""``Z3_solver_check_assumptions(context, solver, n, address of n AST pointers)``."""
 
-def make_solver(ctx: z3.Context, *, rlimit: int = DEFAULT_RLIMIT, timeout_ms: int = 0) -> Any:
+
+# -- the C entry point -------------------------------------------------------------------------
+
+
+def _from_wrapper() -> int | None:
+    """The function's address inside z3core's generated wrapper (its bound C function)."""
+    defaults = z3core.Z3_solver_check_assumptions.__defaults__
+    return ctypes.cast(defaults[0].f, ctypes.c_void_p).value
+
+
+def _from_library() -> int | None:
+    """The function's address in the libz3 shipped inside the z3 package (already loaded)."""
+    here = os.path.join(os.path.dirname(z3.__file__), "lib")
+    for path in sorted(glob.glob(os.path.join(here, "*z3*"))):
+        try:
+            function = ctypes.CDLL(path).Z3_solver_check_assumptions
+        except (OSError, AttributeError):
+            continue
+        return ctypes.cast(function, ctypes.c_void_p).value
+    return None
+
+
+_LOOKUPS: tuple[Callable[[], int | None], ...] = (_from_wrapper, _from_library)
+"""Where to find ``Z3_solver_check_assumptions``, in order; each is verified before use."""
+
+_entry_lock = threading.Lock()
+_entry: list[RawCheck | None] = []
+"""The verified raw entry point, once looked up (``None``: use the public call)."""
+
+
+def raw_entry() -> RawCheck | None:
+    """The raw ``Z3_solver_check_assumptions`` taking plain addresses, or ``None``.
+
+    z3core's checked wrapper adds an error-code call per check and needs a ctypes array
+    (a new class per length), which together cost more than a small query's search. The
+    raw function is found through ``_LOOKUPS`` (private to z3's wrapper, so it may move in a
+    z3 release) and verified on a tiny sat and unsat query; when no lookup works, checks go
+    through the public wrapper (slower, same answers) and a ``RuntimeWarning`` says so once.
+    """
+    with _entry_lock:
+        if not _entry:
+            _entry.append(_find_entry())
+        return _entry[0]
+
+
+def _find_entry() -> RawCheck | None:
+    prototype = ctypes.CFUNCTYPE(
+        ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint, ctypes.c_void_p
+    )
+    for lookup in _LOOKUPS:
+        try:
+            address = lookup()
+        except Exception:
+            continue
+        if not address:
+            continue
+        check: RawCheck = prototype(address)
+        if _answers_right(check):
+            return check
+    warnings.warn(
+        f"ruleengine: z3 {z3.get_version_string()} does not expose the C entry point "
+        "`Z3_solver_check_assumptions` where ruleengine looks for it; solver checks go "
+        "through z3's public wrapper instead (same answers, slower)",
+        RuntimeWarning,
+        stacklevel=3,
+    )
+    return None
+
+
+def _answers_right(check: RawCheck) -> bool:
+    """Whether ``check`` answers a tiny sat query and a tiny unsat query correctly."""
+    try:
+        ctx = z3.Context()
+        solver = make_solver(ctx, rlimit=DEFAULT_RLIMIT)
+        x = z3.Bool("x", ctx)
+        solver.add(x)
+        keep = [x, z3.Not(x, ctx)]
+        answers = []
+        for literal in keep:
+            pointers = array(_POINTER, [literal.as_ast().value])
+            address, n = pointers.buffer_info()
+            answers.append(check(ctx.ref().value, solver.solver.value, n, address))
+        return answers == [1, -1]
+    except Exception:
+        return False
+
+
+# -- solvers -------------------------------------------------------------------------------------
+
+
+def make_solver(ctx: z3.Context, *, rlimit: int = DEFAULT_RLIMIT) -> Any:
     """An incremental propositional solver with fixed seeds and a resource budget.
 
     ``QF_BV`` gives Z3's incremental SAT solver with a thin front (``QF_FD`` wraps the same
     solver in a preprocessing layer that costs twice the search on every check; see
     docs/design.md). Models are switched off: a decision only needs *sat*/*unsat* answers
     under assumptions, and building a model object on every *sat* answer costs more than the
-    search itself.
+    search itself. Cardinality constraints are compiled to clauses rather than handed to the
+    SAT solver's cardinality extension: that extension spends seconds per check on small
+    pigeonhole-like steps (at most 11 and at least 12 of 24 tools), and its resource count
+    grows far slower than its time, so ``rlimit`` would not bound it (docs/design.md). No
+    Z3 ``timeout`` is set: Z3 arms a timer thread for every check that has one, which costs
+    more than a small check; the ``_Watchdog`` interrupts long checks instead.
     """
     solver = z3.SolverFor("QF_BV", ctx=ctx)
     solver.set("random_seed", 0)
     solver.set("model", False)
+    solver.set("sat.cardinality.solver", False)
     solver.set("rlimit", rlimit)
-    if timeout_ms:
-        solver.set("timeout", timeout_ms)
     return solver
+
+
+class _Watchdog:
+    """One daemon thread that interrupts solver checks running past their decision's deadline.
+
+    A session joins once (a weak reference: a dropped reasoner is not kept alive); then each
+    decision only writes its deadline into the session, under the watchdog's lock, and wakes
+    the thread when that deadline is earlier than the one it sleeps until. The thread reads
+    the sessions' current deadlines when it wakes, so steady traffic wakes it about once per
+    timeout period. Interrupting a solver that is not inside a check does nothing (Z3 only
+    cancels a running check); a check stopped this way answers *unknown*, which the session
+    reports as out of time.
+    """
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self._wake = threading.Condition(self.lock)
+        self._sessions: dict[int, weakref.ref[Session]] = {}
+        self._stopped: dict[int, float] = {}
+        self.wake_at = float("inf")
+        """When the thread wakes next (read and written under ``lock``)."""
+        self._thread: threading.Thread | None = None
+
+    def deadline_set(self, session: Session, deadline: float) -> None:
+        """Called under ``lock`` after ``session`` set its deadline."""
+        key = id(session)
+        if key not in self._sessions:
+            self._sessions[key] = session.ref
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="ruleengine-solver-watchdog", daemon=True
+                )
+                self._thread.start()
+        if deadline < self.wake_at:
+            self._wake.notify()
+
+    def _run(self) -> None:
+        with self.lock:
+            while True:
+                now = time.monotonic()
+                upcoming = float("inf")
+                for key, ref in list(self._sessions.items()):
+                    session = ref()
+                    if session is None:
+                        del self._sessions[key]
+                        self._stopped.pop(key, None)
+                        continue
+                    deadline = session.deadline
+                    if not deadline or deadline == self._stopped.get(key):
+                        continue
+                    if deadline <= now:
+                        self._stopped[key] = deadline
+                        session.interrupt()
+                    else:
+                        upcoming = min(upcoming, deadline)
+                self.wake_at = upcoming
+                self._wake.wait(None if upcoming == float("inf") else upcoming - now)
+
+
+_WATCHDOG = _Watchdog()
 
 
 class Session:
@@ -82,16 +230,23 @@ class Session:
     would leave a dangling pointer inside Z3.
     """
 
-    def __init__(self, *, rlimit: int = DEFAULT_RLIMIT, timeout_ms: int = 0) -> None:
+    def __init__(self, *, rlimit: int = DEFAULT_RLIMIT, timeout_ms: int = DEFAULT_TIMEOUT_MS):
         self.ctx = z3.Context()
-        self.solver = make_solver(self.ctx, rlimit=rlimit, timeout_ms=timeout_ms)
+        self.rlimit = rlimit
+        self.timeout_ms = timeout_ms
+        self.solver = make_solver(self.ctx, rlimit=rlimit)
         self._ctx_ref = self.ctx.ref()
         self._solver_ref = self.solver.solver
         self._ctx_pointer = self._ctx_ref.value
         self._solver_pointer = self._solver_ref.value
+        self._raw = raw_entry()
         self._keep: list[Any] = []
         self._slot: dict[Hashable, int] = {}
         self._by_slot: list[Any] = []
+        self._seconds = timeout_ms / 1000
+        self.deadline = 0.0
+        """When the current decision runs out of time (``time.monotonic``; 0: not started)."""
+        self.ref = weakref.ref(self)
         self.checks = 0
         """How many solver calls this session made (for benchmarks and tests)."""
 
@@ -111,6 +266,27 @@ class Session:
         """The bit of assumption ``key`` in a *literal mask* (a set of assumptions as an int)."""
         return 1 << self._slot[key]
 
+    @property
+    def size(self) -> int:
+        """How many assumption literals this session has named."""
+        return len(self._by_slot)
+
+    def knows(self, key: Hashable) -> bool:
+        """Whether ``key`` names an assumption literal."""
+        return key in self._slot
+
+    def begin(self) -> None:
+        """Start a decision: its checks together get ``timeout_ms`` of wall clock, counted
+        from its first check (a session used without ``begin`` is one long decision)."""
+        self.deadline = 0.0
+
+    def interrupt(self) -> None:
+        """Stop the check under way, if any (from another thread; it answers *unknown*)."""
+        # The wrapper then reads the context's error code, which may be one left by the
+        # thread that owns the context: not ours to report.
+        with contextlib.suppress(Exception):
+            z3core.Z3_solver_interrupt(self._ctx_ref, self._solver_ref)
+
     def check_mask(self, mask: int) -> bool:
         """Whether the axioms and the assumptions in ``mask`` are satisfiable together."""
         by_slot = self._by_slot
@@ -126,66 +302,66 @@ class Session:
             mask ^= low
         return self._check_pointers(pointers)
 
-    @property
-    def size(self) -> int:
-        """How many assumption literals this session has named."""
-        return len(self._by_slot)
-
-    def knows(self, key: Hashable) -> bool:
-        """Whether ``key`` names an assumption literal."""
-        return key in self._slot
-
     def _check_pointers(self, pointers: array[int]) -> bool:
         # The AST pointers go to Z3 as the address of the array's buffer (which `pointers`
-        # keeps alive during the call): no per-element conversion, and no ctypes array type
-        # (`Ast * n` makes a new class for each length, which costs more than the search).
+        # keeps alive during the call): no per-element conversion, and no ctypes array type.
         # The ASTs themselves stay alive in `self._keep`; the context and solver in `self`.
+        if self.timeout_ms:
+            self._watch_clock()
         self.checks += 1
         address, n = pointers.buffer_info()
-        result = _check_assumptions(self._ctx_pointer, self._solver_pointer, n, address)
+        raw = self._raw
+        if raw is not None:
+            result = raw(self._ctx_pointer, self._solver_pointer, n, address)
+        else:
+            result = self._public_check(pointers)
         if result == 1:
             return True
         if result == -1:
             return False
-        # `unknown`, or an error the raw call did not check: ask the checked wrappers why.
+        raise self._unknown()
+
+    def _watch_clock(self) -> None:
+        """Start the decision's clock at its first check; fail once it is out of time."""
+        now = time.monotonic()
+        if not self.deadline:
+            deadline = now + self._seconds
+            with _WATCHDOG.lock:
+                self.deadline = deadline
+                _WATCHDOG.deadline_set(self, deadline)
+        elif now >= self.deadline:
+            raise self._out_of_time()
+
+    def _public_check(self, pointers: array[int]) -> int:
+        """The same check through z3core's checked wrapper (the fallback entry point)."""
+        asts = (z3core.Ast * len(pointers))(*pointers)
+        try:
+            return int(
+                z3core.Z3_solver_check_assumptions(
+                    self._ctx_ref, self._solver_ref, len(pointers), asts
+                )
+            )
+        except z3.Z3Exception:
+            return 0
+
+    def _unknown(self) -> SolverError:
+        """The error for an *unknown* answer: which budget ran out, or what Z3 said."""
+        if self.timeout_ms and self.deadline and time.monotonic() >= self.deadline:
+            return self._out_of_time()
         try:
             z3core.Z3_get_error_code(self._ctx_ref)
             reason = z3core.Z3_solver_get_reason_unknown(self._ctx_ref, self._solver_ref)
         except z3.Z3Exception as exc:
             reason = f"z3 error: {exc}"
-        raise SolverError(
-            f"the solver could not decide this step: {reason}",
-            hint="raise the reasoner's `rlimit`, or simplify the constraints; we fail closed",
+        return SolverError(
+            f"the solver could not decide this step within rlimit=`{self.rlimit}`: {reason}",
+            hint="simplify the step's constraints, or raise the reasoner's `rlimit`; "
+            "the step fails closed",
         )
 
-
-def quickxplain(
-    candidates: Sequence[K], mask_of: Mapping[K, int], satisfiable: Callable[[int], bool]
-) -> list[K]:
-    """A minimal unsatisfiable subset of ``candidates`` (which must be unsat), deterministic.
-
-    Junker's QuickXplain: it asks only *sat or unsat?* of subsets, never for solver cores, so
-    the answer depends on nothing but the order of ``candidates`` and the semantics — the same
-    conflict gets the same core however the solver numbered its variables. It prefers the
-    core whose members come earliest, and needs about ``k·log(n/k)`` checks for a core of
-    ``k`` among ``n``. Every member is necessary: dropping any one leaves a satisfiable set.
-
-    A subset is asked about as the union (``|``) of its members' masks, so ``satisfiable``
-    sees one int and the background of each question is carried along as one.
-    """
-
-    def union(items: list[K]) -> int:
-        return reduce(or_, map(mask_of.__getitem__, items), 0)
-
-    def explain(background: int, added: bool, pool: list[K]) -> list[K]:
-        if added and not satisfiable(background):
-            return []
-        if len(pool) == 1:
-            return list(pool)
-        half = len(pool) // 2
-        first, second = pool[:half], pool[half:]
-        right = explain(background | union(first), True, second)
-        left = explain(background | union(right), bool(right), first)
-        return left + right
-
-    return explain(0, False, list(candidates))
+    def _out_of_time(self) -> SolverError:
+        return SolverError(
+            f"the solver could not decide this step within timeout_ms=`{self.timeout_ms}`",
+            hint="simplify the step's constraints, or raise the reasoner's `timeout_ms`; "
+            "the step fails closed",
+        )

@@ -20,7 +20,7 @@ from typing import Any
 
 import z3
 
-from ruleengine._solver import DEFAULT_RLIMIT, Session
+from ruleengine._solver import DEFAULT_RLIMIT, DEFAULT_TIMEOUT_MS, Session
 from ruleengine.ir import (
     FINAL_ANSWER,
     Allowed,
@@ -45,7 +45,11 @@ class Vocabulary:
     """The declared tools as Z3 atoms, their axioms, and a solver session over them."""
 
     def __init__(
-        self, tools: tuple[str, ...], *, rlimit: int = DEFAULT_RLIMIT, timeout_ms: int = 0
+        self,
+        tools: tuple[str, ...],
+        *,
+        rlimit: int = DEFAULT_RLIMIT,
+        timeout_ms: int = DEFAULT_TIMEOUT_MS,
     ) -> None:
         self.tools = tools
         self._limits = (rlimit, timeout_ms)
@@ -86,7 +90,7 @@ class Vocabulary:
             case ("force", str(tool)):
                 self._force_atom(tool)
             case ("item", Expr() as formula):
-                guard = z3.Bool(f"item[{len(self.session._keep)}]", self._ctx)
+                guard = z3.Bool(f"item[{self.session.size}]", self._ctx)
                 self.session.add(z3.Implies(guard, self.encode(formula), self._ctx))
                 self.session.name(key, guard)
             case _:

@@ -15,7 +15,7 @@ by colons; what to do about it goes in ``hint``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
     from ruleengine.passes import CoreEntry
@@ -63,7 +63,9 @@ class ConflictError(RuleEngineError):
     """The emitted rules and constraints cannot all hold: no pass exists for this state.
 
     ``core`` is a minimal unsatisfiable subset of what was emitted: the listed rules clash
-    together, and dropping any one of them removes the clash.
+    together, and dropping any one of them removes the clash. ``kind`` says what sort of
+    conflict it is (SPEC §11), ``forced`` which hard forces cannot be honoured; read these
+    fields, not the message, to act on a conflict.
     """
 
     def __init__(
@@ -71,12 +73,22 @@ class ConflictError(RuleEngineError):
         message: str,
         *,
         core: list[CoreEntry],
+        kind: Literal["deadlock", "forced-conflict"] = "deadlock",
+        forced: tuple[str, ...] = (),
         step: int | None = None,
         hint: str | None = None,
     ) -> None:
         super().__init__(message, hint=hint)
         self.core = core
         """The minimal list of clashing rules, each with its requirement and priority."""
+        self.kind: Literal["deadlock", "forced-conflict"] = kind
+        """``"deadlock"``: the rules clash even without their hard forces (no tool can be
+        allowed); ``"forced-conflict"``: a hard force (``forced(t)``, ``force_at_step``)
+        cannot be honoured, the rest being satisfiable."""
+        self.forced = forced
+        """The hard-forced tools that cannot be honoured, in declared order: one tool whose
+        force contradicts the other rules, or every tool when hard forces on different
+        tools clash. Empty for a deadlock."""
         self.step = step
         """The step number (1-based) whose pass could not be decided, when known."""
 

@@ -1,119 +1,154 @@
 """Explanations: which emitted items decided each tool of a pass, computed on demand.
 
-``Pass.explanation`` is a closure built here; most passes are never explained, so the work of
-rendering items and grouping them per tool happens only when someone reads it.
+``Pass.explanation`` calls an ``Explainer`` built here; most passes are never explained, so
+the work of rendering items and grouping them per tool happens only when someone reads it.
+It costs one lowering and one rendering per emitted record, then one pass over the records'
+mentioned tools: linear in the size of the step, not in tools × records.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import partial
 from types import MappingProxyType
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ruleengine.ir import TRUE
-from ruleengine.passes import CoreEntry, Explanation, Mode, Pass, ToolDecision
-from ruleengine.rules import Emitted, lower
 
-__all__ = ["canonical", "core_entry", "explainer", "with_yielded"]
+if TYPE_CHECKING:
+    from ruleengine._resolve import Tie
+from ruleengine.passes import CoreEntry, Explanation, ForcedTie, Mode, ToolDecision
+from ruleengine.rules import Emitted, Lowered, lower
+
+__all__ = ["Explainer", "canonical", "core_entry", "explainer"]
+
+Status = Literal["forced", "allowed", "excluded", "denied", "hidden"]
 
 
-def core_entry(e: Emitted) -> CoreEntry:
+def core_entry(e: Emitted, part: str = "") -> CoreEntry:
+    """How cores and explanations cite a record (``part``: which part of it, if not all)."""
+    rule = repr(e.item) if not part else f"{e.item!r} ({part} part)"
     return CoreEntry.model_construct(
-        requirement=e.requirement, priority=e.priority, rule=repr(e.item), item=e.item
+        requirement=e.requirement, priority=e.priority, rule=rule, item=e.item
     )
 
 
 def canonical(e: Emitted) -> tuple[int, str, str]:
+    """The canonical order of records: highest priority first, then requirement, rendering."""
     return (-e.priority, e.requirement, repr(e.item))
 
 
-def explainer(
-    mode: Mode,
-    tools: tuple[str, ...],
-    emitted: Sequence[Emitted],
-    overridden: Sequence[tuple[Emitted, str]],
-    pre_allowed: tuple[str, ...],
-    result: Pass,
-    notes: Callable[[], Sequence[str]],
-) -> Callable[[], Explanation]:
-    """The explanation, computed when first asked for (most passes are never explained).
+@dataclass(frozen=True, slots=True)
+class Explainer:
+    """Everything an explanation needs, kept until (and unless) the explanation is read."""
 
-    ``overridden`` pairs each overridden unit's record with the part it was ("restricting",
-    "permitting", or "" for items with one part); ``pre_allowed`` is ``allowed`` before the
-    forced projection; ``notes`` computes the notes about forces.
-    """
-    emitted = tuple(emitted)
+    mode: Mode
+    tools: tuple[str, ...]
+    emitted: tuple[Emitted, ...]
+    overridden: tuple[tuple[Emitted, str], ...]
+    """Each overridden unit's record with its part ("restricting", "permitting", or "")."""
+    pre_allowed: tuple[str, ...]
+    """``allowed`` before the forced projection."""
+    allowed: tuple[str, ...]
+    hidden: tuple[str, ...]
+    forced: str | None
+    notes: Callable[[], Sequence[str]]
+    """The notes about soft forces (dropped ones, a tie), computed when read."""
+    tie: Callable[[], Tie | None]
+    """The soft-force tie (priority, tools, forcing records), computed when read."""
+    yielded: tuple[Emitted, ...] = ()
+    """Items of yielding requirements dropped to avoid a clash."""
 
-    def explain() -> Explanation:
+    def __call__(self) -> Explanation:
         over_parts: dict[Emitted, list[str]] = {}
-        for e, part in sorted(overridden, key=lambda ep: (canonical(ep[0]), ep[1])):
+        for e, part in sorted(self.overridden, key=lambda ep: (canonical(ep[0]), ep[1])):
             over_parts.setdefault(e, []).append(part)
-        ordered = sorted(dict.fromkeys(emitted), key=canonical)
-        kept = [e for e in ordered if e not in over_parts or _has_kept_part(e, over_parts[e])]
-        over_entries = {
-            e: tuple(_overridden_entry(e, part) for part in parts)
-            for e, parts in over_parts.items()
+        ordered = sorted(dict.fromkeys(self.emitted), key=canonical)
+        lowered = {e: lower(e.item) for e in ordered}
+        decided_by: dict[str, list[CoreEntry]] = {t: [] for t in self.tools}
+        over_by: dict[str, list[CoreEntry]] = {t: [] for t in self.tools}
+        every_over: list[CoreEntry] = []
+        for e in ordered:
+            mentions = lowered[e].mentions
+            parts = over_parts.get(e)
+            if parts is None or len(parts) < _parts(lowered[e]):
+                entry = core_entry(e)
+                for t in mentions:
+                    decided_by[t].append(entry)
+            for part in parts or ():
+                entry = core_entry(e, part)
+                every_over.append(entry)
+                for t in mentions:
+                    over_by[t].append(entry)
+        decisions = {
+            t: ToolDecision(
+                status=self._status(t),
+                decided_by=tuple(decided_by[t]),
+                overridden=tuple(over_by[t]),
+            )
+            for t in self.tools
         }
-        decisions = {}
-        for t in tools:
-            status: Literal["forced", "allowed", "excluded", "denied", "hidden"]
-            if t == result.forced:
-                status = "forced"
-            elif t in result.allowed:
-                status = "allowed"
-            elif t in pre_allowed:
-                status = "excluded"
-            elif t in result.hidden:
-                status = "hidden"
-            else:
-                status = "denied"
-            decided_by = tuple(core_entry(e) for e in kept if t in _mentions(e))
-            over = tuple(x for e, xs in over_entries.items() if t in _mentions(e) for x in xs)
-            decisions[t] = ToolDecision(status=status, decided_by=decided_by, overridden=over)
+        notes = list(self.notes())
+        yielded: tuple[CoreEntry, ...] = ()
+        if self.yielded:
+            names = sorted({e.requirement for e in self.yielded})
+            notes.append(
+                f"{', '.join(f'`{n}`' for n in names)} yielded: its rules would have left "
+                "the step without a pass"
+            )
+            yielded = tuple(core_entry(e) for e in sorted(self.yielded, key=canonical))
         return Explanation(
-            mode=mode,
+            mode=self.mode,
             tools=MappingProxyType(decisions),
-            overridden=tuple(x for xs in over_entries.values() for x in xs),
-            notes=tuple(notes()),
+            overridden=tuple(every_over),
+            notes=tuple(notes),
+            yielded=yielded,
+            forced_tie=self._tie(),
         )
 
-    return explain
+    def _status(self, t: str) -> Status:
+        if t == self.forced:
+            return "forced"
+        if t in self.allowed:
+            return "allowed"
+        if t in self.pre_allowed:
+            return "excluded"
+        if t in self.hidden:
+            return "hidden"
+        return "denied"
 
-
-def _has_kept_part(e: Emitted, overridden_parts: list[str]) -> bool:
-    lowered = lower(e.item)
-    parts = int(lowered.restrict != TRUE or lowered.hard_force is not None)
-    parts += int(lowered.permit is not None)
-    return len(overridden_parts) < parts
-
-
-def _overridden_entry(e: Emitted, part: str) -> CoreEntry:
-    entry = core_entry(e)
-    if not part:
-        return entry
-    return entry.model_copy(update={"rule": f"{entry.rule} ({part} part)"})
-
-
-def with_yielded(
-    explain: Callable[[], Explanation], yielded: Sequence[Emitted]
-) -> Callable[[], Explanation]:
-    names = sorted({e.requirement for e in yielded})
-
-    def explain_with_yielded() -> Explanation:
-        base = explain()
-        note = (
-            f"{', '.join(f'`{n}`' for n in names)} yielded: its rules would have left "
-            "the step without a pass"
-        )
-        return base.model_copy(
-            update={
-                "yielded": tuple(core_entry(e) for e in sorted(yielded, key=canonical)),
-                "notes": (*base.notes, note),
-            }
+    def _tie(self) -> ForcedTie | None:
+        found = self.tie()
+        if found is None:
+            return None
+        priority, tools, rules = found
+        return ForcedTie(
+            priority=priority,
+            tools=tools,
+            rules=tuple(core_entry(e) for e in sorted(set(rules), key=canonical)),
         )
 
-    return explain_with_yielded
+
+def explainer(*args: Any) -> Callable[[], Explanation]:
+    """``Explainer(*args)`` built when the explanation is first read, not with the pass (most
+    passes are never explained; building the object costs more than this partial)."""
+    return partial(_explain, args)
 
 
-def _mentions(e: Emitted) -> frozenset[str]:
-    return lower(e.item).mentions
+def _explain(args: tuple[Any, ...]) -> Explanation:
+    return Explainer(*args)()
+
+
+def _parts(lowered: Lowered) -> int:
+    """How many units an item has (its restricting part and its permitting part)."""
+    restricts = lowered.restrict != TRUE or lowered.hard_force is not None
+    return int(restricts) + int(lowered.permit is not None)
+
+
+def no_notes() -> list[str]:
+    return []
+
+
+def no_tie() -> None:
+    return None

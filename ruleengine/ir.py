@@ -15,6 +15,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Protocol, TypeAlias
 
+from ruleengine import _validate
 from ruleengine.errors import PolicyError
 
 __all__ = [
@@ -328,10 +329,7 @@ def implies(lhs: Operand, rhs: Operand) -> Expr:
 
 
 def _cardinality(name: str, k: object, operands: Iterable[Operand]) -> tuple[int, list[Expr]]:
-    if isinstance(k, bool) or not isinstance(k, int):
-        raise PolicyError(f"{name}: k=`{k!r}` must be an integer")
-    if k < 0:
-        raise PolicyError(f"{name}: k=`{k}` must not be negative")
+    k = _validate.integer(k, name="k", owner=name)
     args: list[Expr] = []
     for op in map(_operand, operands):
         if isinstance(op, Const):

@@ -6,9 +6,19 @@ from collections.abc import Callable, Iterator, Mapping
 from functools import cached_property
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, computed_field, field_serializer
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    computed_field,
+    field_serializer,
+)
 
-__all__ = ["CoreEntry", "Explanation", "LazyMapping", "Mode", "Pass", "ToolDecision"]
+from ruleengine.errors import PolicyError
+
+__all__ = ["CoreEntry", "Explanation", "ForcedTie", "LazyMapping", "Mode", "Pass", "ToolDecision"]
 
 Mode = Literal["strict", "priority"]
 """How a reasoner resolves rules: ``strict`` (deny wins) or ``priority`` (soft by priority)."""
@@ -47,7 +57,24 @@ class LazyMapping(Mapping[str, str]):
         return repr(dict(self._get()))
 
 
-class CoreEntry(BaseModel):
+class _Model(BaseModel):
+    """The public result models: built by the engine, and by users only in tests and tools,
+    whose mistakes get a ``PolicyError`` rather than pydantic's traceback."""
+
+    model_config = _FROZEN
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            where = ".".join(str(part) for part in error.get("loc", ())) or "value"
+            raise PolicyError(
+                f"not a valid `{type(self).__name__}`: `{where}`: {error.get('msg', '').lower()}"
+            ) from None
+
+
+class CoreEntry(_Model):
     """One emitted rule or constraint, as cited by a core or an explanation."""
 
     model_config = _FROZEN
@@ -76,7 +103,7 @@ class CoreEntry(BaseModel):
         raise KeyError(key)
 
 
-class ToolDecision(BaseModel):
+class ToolDecision(_Model):
     """How one tool came out of a decision, and which emitted items decided it."""
 
     model_config = _FROZEN
@@ -90,7 +117,25 @@ class ToolDecision(BaseModel):
     """Priority mode: rules about the tool that were overridden by higher priorities."""
 
 
-class Explanation(BaseModel):
+class ForcedTie(_Model):
+    """Soft forces on two or more allowed tools at the same top priority (SPEC §4.4).
+
+    The tie is broken by declared order: ``tools[0]`` is the step's forced tool (unless a hard
+    force decided the step, in which case there is no tie to break).
+    """
+
+    model_config = _FROZEN
+
+    priority: int
+    """The priority of the tied forcing rules."""
+    tools: tuple[str, ...]
+    """The tied tools, in declared order; the first one won."""
+    rules: tuple[CoreEntry, ...]
+    """The forcing rules at that priority on the tied tools (highest priority first, then by
+    requirement name)."""
+
+
+class Explanation(_Model):
     """Why the pass is what it is: per tool, the deciding rules; overridden rules; notes."""
 
     model_config = _FROZEN
@@ -110,6 +155,8 @@ class Explanation(BaseModel):
     """Remarks: forced ties broken by declared order, soft forces dropped, yielded rules."""
     yielded: tuple[CoreEntry, ...] = ()
     """Items of yielding requirements (the cycle guard) dropped to avoid a conflict."""
+    forced_tie: ForcedTie | None = None
+    """The soft-force tie broken by declared order at this step, if any."""
 
     def __str__(self) -> str:
         lines = []
@@ -121,7 +168,7 @@ class Explanation(BaseModel):
         return "\n".join(lines)
 
 
-class Pass(BaseModel):
+class Pass(_Model):
     """The step's permit: which tools the model may call, which one is forced, may it stop."""
 
     model_config = _FROZEN
@@ -171,3 +218,78 @@ class Pass(BaseModel):
     def is_allowed(self, tool: str) -> bool:
         """Whether ``tool`` may be called at this step."""
         return tool in self.allowed
+
+    @classmethod
+    def _trusted(
+        cls,
+        allowed: tuple[str, ...],
+        hidden: tuple[str, ...],
+        forced: str | None,
+        can_stop: bool,
+        tool_choice: str,
+        reasons: Mapping[str, str],
+        explain: Callable[[], Explanation],
+    ) -> Pass:
+        """A pass from values that are right by construction (the aggregator's), unvalidated.
+
+        The same object ``model_construct`` builds, at a fraction of its cost (the per-step
+        decision builds one per cache miss): every field set, no extras, ``explain`` as the
+        private explainer. This is the one place that writes pydantic's instance layout; at
+        import the layout is compared with ``model_construct``'s, and if a pydantic release
+        changed it, ``model_construct`` is used instead (``_TRUSTED_LAYOUT``).
+        """
+        values: dict[str, Any] = {
+            "allowed": allowed,
+            "hidden": hidden,
+            "forced": forced,
+            "can_stop": can_stop,
+            "tool_choice": tool_choice,
+            # Read-only (cached passes are shared by every caller), computed when read.
+            "reasons": reasons,
+        }
+        if not _TRUSTED_LAYOUT:
+            p = cls.model_construct(**values)
+            p._explain = explain
+            return p
+        p = cls.__new__(cls)
+        setter = object.__setattr__
+        setter(p, "__dict__", values)
+        setter(p, "__pydantic_fields_set__", _PASS_FIELDS)
+        setter(p, "__pydantic_extra__", None)
+        setter(p, "__pydantic_private__", {"_explain": explain})
+        return p
+
+
+_PASS_FIELDS = frozenset(Pass.model_fields)
+
+
+def _layout_matches() -> bool:
+    """Whether ``Pass._trusted``'s direct writes build what ``model_construct`` builds."""
+    sample: dict[str, Any] = {
+        "allowed": ("a",),
+        "hidden": (),
+        "forced": None,
+        "can_stop": False,
+        "tool_choice": "a",
+        "reasons": {},
+    }
+    try:
+        reference = Pass.model_construct(**sample)
+        reference._explain = None
+        slots = ("__dict__", "__pydantic_fields_set__", "__pydantic_extra__")
+        expected = {a: getattr(reference, a) for a in slots}
+        expected["__pydantic_private__"] = reference.__pydantic_private__
+        probe = Pass.__new__(Pass)
+        setter = object.__setattr__
+        setter(probe, "__dict__", dict(sample))
+        setter(probe, "__pydantic_fields_set__", _PASS_FIELDS)
+        setter(probe, "__pydantic_extra__", None)
+        setter(probe, "__pydantic_private__", {"_explain": None})
+        got = {a: getattr(probe, a) for a in (*slots, "__pydantic_private__")}
+        return got == expected and probe == reference and probe.allowed == ("a",)
+    except Exception:
+        return False
+
+
+_TRUSTED_LAYOUT = _layout_matches()
+"""Whether ``Pass._trusted`` may write the instance layout directly (checked at import)."""

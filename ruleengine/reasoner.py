@@ -1,9 +1,14 @@
 """``Reasoner``: runs the requirements on a state and signs the step's pass (SPEC §4).
 
 ``decide(state)`` runs every enabled requirement (in name order), wraps what each returns as
-``Emitted`` records, and asks the aggregator. Identical emitted sets (compared as sets, so the
-order of requirements and rules never matters) are answered from a bounded LRU cache. Each
-reasoner owns its own ``z3.Context``; a lock keeps two threads from touching it at once.
+``Emitted`` records (``wrap``), and decides the set (``resolve``). Identical emitted sets
+(compared as sets, so the order of requirements and rules never matters) are answered from a
+bounded LRU cache. Each reasoner owns its own ``z3.Context``; a lock keeps two threads from
+touching it at once.
+
+This module is the one error boundary between requirements and the engine: what a
+requirement's code raises is blamed on that requirement (``_call``, ``_awaited``), and what
+a caller passes in is checked here, before any requirement runs.
 """
 
 from __future__ import annotations
@@ -14,20 +19,26 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Iterable, Sequence
 from typing import Any
 
-from ruleengine._solver import DEFAULT_RLIMIT
+import anyio
+
+from ruleengine import _validate
+from ruleengine._solver import DEFAULT_RLIMIT, DEFAULT_TIMEOUT_MS, MAX_LIMIT
 from ruleengine.aggregate import Aggregator, Clash, Mode
 from ruleengine.encode import Vocabulary
 from ruleengine.errors import ConflictError, PolicyError, RequirementError, RuleEngineError
 from ruleengine.explain import core_entry
 from ruleengine.ir import FINAL_ANSWER, Expr, tool_name
 from ruleengine.passes import Pass
-from ruleengine.requirements.base import Requirement, validate_priority
+from ruleengine.requirements.base import Requirement
 from ruleengine.rules import Emitted, Rule, check_record, describe
-from ruleengine.state import RunState
+from ruleengine.state import RunState, TraceEntry
 
 __all__ = ["Reasoner"]
 
 DEFAULT_CACHE_SIZE = 4096
+
+CORE_LISTED = 10
+"""How many core items a conflict message lists before summarising (``.core`` has them all)."""
 
 _WrapEntry = tuple[object, Requirement, tuple[str, int], tuple[Emitted, ...]]
 
@@ -36,49 +47,50 @@ class Reasoner:
     """Decides each step's ``Pass`` for a fixed tool list and set of requirements.
 
     ``tools`` are names or tool objects, in declared order; ``final_answer`` is added last if
-    absent. ``mode`` is ``"strict"`` (deny wins; the default) or ``"priority"`` (every rule soft
-    at its priority; see docs/semantics.md). With ``fast_path`` (the default), steps (or, in
+    absent. ``requirements`` is a list of requirements (one requirement alone is accepted).
+    ``mode`` is ``"strict"`` (deny wins; the default) or ``"priority"`` (every rule soft at its
+    priority; see docs/semantics.md). With ``fast_path`` (the default), steps (or, in
     priority mode, tier checks) whose items are all literals (plain rules, ``~allowed(t)``,
     hard forces) are decided from bit masks without a solver call; ``fast_path=False`` sends
-    every cache miss to Z3.
-    Both paths give identical passes and cores (a tested law): on the fast path, the minimal
-    core of a conflict among literal items is also found from the masks.
+    every cache miss to Z3. Both paths give identical passes and cores (a tested law).
+
+    Every solver check is bounded by ``rlimit`` Z3 resource units (deterministic), and every
+    decision by ``timeout_ms`` of wall clock (``0``: no wall-clock bound); a step that runs
+    out fails closed with ``SolverError``.
     """
 
     def __init__(
         self,
         tools: Iterable[object],
-        requirements: Iterable[Requirement] = (),
+        requirements: Iterable[Requirement] | Requirement | None = (),
         *,
         mode: Mode = "strict",
         final_answer_as_tool: bool = True,
         cache_size: int = DEFAULT_CACHE_SIZE,
         rlimit: int = DEFAULT_RLIMIT,
-        timeout_ms: int = 0,
+        timeout_ms: int = DEFAULT_TIMEOUT_MS,
         fast_path: bool = True,
     ) -> None:
-        if mode not in ("strict", "priority"):
-            raise PolicyError(f"mode=`{mode}` must be `strict` or `priority`")
-        if isinstance(cache_size, bool) or not isinstance(cache_size, int) or cache_size < 0:
-            raise PolicyError(f"cache_size=`{cache_size!r}` must be a non-negative integer")
-        declared = list(tools) if not isinstance(tools, str) else tools
+        self.mode: Mode = _validate.one_of(mode, ("strict", "priority"), name="mode")
+        final_answer_as_tool = _validate.flag(final_answer_as_tool, name="final_answer_as_tool")
+        fast_path = _validate.flag(fast_path, name="fast_path")
+        self._cache_size = _validate.integer(cache_size, name="cache_size")
+        rlimit = _validate.integer(rlimit, name="rlimit", least=1, most=MAX_LIMIT)
+        timeout_ms = _validate.integer(timeout_ms, name="timeout_ms", most=MAX_LIMIT)
+        declared = _validate.sequence(tools, name="tools")
         self.tools = _declared_tools(declared)
         """The declared tools, ``final_answer`` last."""
-        self.requirements = _validated_requirements(
-            req.bind(declared) if isinstance(req, Requirement) else req for req in requirements
-        )
+        self.requirements = _validated_requirements(_as_requirements(requirements), declared)
         """The requirements, bound to the tools, in name order."""
         self._yielding = frozenset(r.name for r in self.requirements if r.yielding)
         self._wraps: dict[int, _WrapEntry] = {}
-        self.mode: Mode = mode
         self._aggregator = Aggregator(
             Vocabulary(self.tools, rlimit=rlimit, timeout_ms=timeout_ms),
-            mode=mode,
+            mode=self.mode,
             final_answer_as_tool=final_answer_as_tool,
             fast_path=fast_path,
         )
         self._cache: OrderedDict[frozenset[Emitted], Pass | Clash] = OrderedDict()
-        self._cache_size = cache_size
         self._lock = threading.Lock()
         self.hits = 0
         """How many decisions came from the cache."""
@@ -92,8 +104,9 @@ class Reasoner:
 
     # -- running requirements -----------------------------------------------------------
 
-    def emit(self, state: RunState) -> list[Emitted]:
+    def emit(self, state: RunState | Sequence[TraceEntry] | None = None) -> list[Emitted]:
         """Run every enabled requirement on ``state`` (sync ones only; else use ``aemit``)."""
+        state = _state(state)
         emitted: list[Emitted] = []
         for req in self.requirements:
             if not req.enabled:
@@ -104,60 +117,95 @@ class Reasoner:
                 raise PolicyError(
                     f"requirement `{req.name}` is async: call `adecide` instead of `decide`"
                 )
-            emitted += self._wrapped(req, out)
+            emitted += self.wrap(req, out)
         return emitted
 
-    async def aemit(self, state: RunState) -> list[Emitted]:
-        """Run every enabled requirement on ``state``, awaiting async ones."""
-        emitted: list[Emitted] = []
-        for req in self.requirements:
-            if not req.enabled:
-                continue
+    async def aemit(self, state: RunState | Sequence[TraceEntry] | None = None) -> list[Emitted]:
+        """Run every enabled requirement on ``state``, async ones concurrently.
+
+        The records come out in requirement order whatever order the async ones finish in;
+        when several fail, the error of the first failing requirement (in name order) is
+        raised, after all of them have finished.
+        """
+        state = _state(state)
+        enabled = [req for req in self.requirements if req.enabled]
+        outputs: list[object] = [None] * len(enabled)
+        pending: list[tuple[int, Requirement, Awaitable[Any]]] = []
+        for i, req in enumerate(enabled):
             out = _call(req, state)
             if inspect.isawaitable(out):
-                out = await _awaited(req, out)
-            emitted += self._wrapped(req, out)
+                pending.append((i, req, out))
+            else:
+                outputs[i] = out
+        if len(pending) == 1:
+            i, req, awaitable = pending[0]
+            outputs[i] = await _awaited(req, awaitable)
+        elif pending:
+            await _await_all(pending, outputs)
+        emitted: list[Emitted] = []
+        for req, out in zip(enabled, outputs, strict=True):
+            emitted += self.wrap(req, out)
         return emitted
 
-    def _wrapped(self, req: Requirement, out: object) -> Sequence[Emitted]:
-        """``out`` validated and wrapped as ``Emitted`` records.
+    def wrap(self, requirement: Requirement, output: object) -> Sequence[Emitted]:
+        """What ``requirement`` returned, validated and wrapped as ``Emitted`` records.
 
-        Tuples are immutable (and built-ins return memoised ones), so the wrapping of a tuple
-        already seen from the same requirement, at the same name and priority, is reused.
+        ``output`` must be a list or tuple of ``Rule`` objects and formulas; each becomes
+        ``Emitted(item, requirement.name, requirement.priority)``. This is the seam the static
+        checker uses for rules it computes from a requirement's monitor. Tuples are immutable
+        (and built-ins return memoised ones), so the wrapping of a tuple already seen from the
+        same requirement, at the same name and priority, is reused.
         """
-        if type(out) is not tuple:
-            return _wrap(req, out)
-        entry = self._wraps.get(id(out))
+        if not isinstance(requirement, Requirement):
+            raise PolicyError(f"wrap: `{requirement!r}` is not a requirement")
+        if type(output) is not tuple:
+            return _wrap(requirement, output)
+        entry = self._wraps.get(id(output))
         if (
             entry is not None
-            and entry[0] is out
-            and entry[1] is req
-            and entry[2] == (req.name, req.priority)
+            and entry[0] is output
+            and entry[1] is requirement
+            and entry[2] == (requirement.name, requirement.priority)
         ):
             return entry[3]
-        wrapped = tuple(_wrap(req, out))
+        wrapped = tuple(_wrap(requirement, output))
         if len(self._wraps) >= DEFAULT_CACHE_SIZE:
             self._wraps.clear()
-        # The entry keeps `out` alive, so its id cannot be reused while the entry exists.
-        self._wraps[id(out)] = (out, req, (req.name, req.priority), wrapped)
+        # The entry keeps `output` alive, so its id cannot be reused while the entry exists.
+        self._wraps[id(output)] = (
+            output,
+            requirement,
+            (requirement.name, requirement.priority),
+            wrapped,
+        )
         return wrapped
 
     # -- deciding -------------------------------------------------------------------------
 
-    def decide(self, state: RunState | None = None) -> Pass:
-        """The pass for the step after ``state``; raises ``ConflictError`` if there is none."""
-        state = state if state is not None else RunState()
+    def decide(self, state: RunState | Sequence[TraceEntry] | None = None) -> Pass:
+        """The pass for the step after ``state``; raises ``ConflictError`` if there is none.
+
+        ``state`` is a ``RunState``, or a trace as ``RunState.from_trace`` takes it (tool names
+        and ``(name, status)`` pairs); ``None`` is the empty run.
+        """
+        state = _state(state)
         return self.resolve(self.emit(state), step=state.step_number)
 
-    async def adecide(self, state: RunState | None = None) -> Pass:
-        """Like ``decide``, awaiting async requirements."""
-        state = state if state is not None else RunState()
+    async def adecide(self, state: RunState | Sequence[TraceEntry] | None = None) -> Pass:
+        """Like ``decide``, awaiting async requirements (concurrently)."""
+        state = _state(state)
         return self.resolve(await self.aemit(state), step=state.step_number)
 
-    def resolve(self, emitted: Sequence[Emitted], *, step: int | None = None) -> Pass:
-        """The pass for an already emitted set of rules and constraints."""
+    def resolve(self, emitted: Iterable[Emitted], *, step: int | None = None) -> Pass:
+        """The pass for an already emitted set of records (``wrap``'s output, or your own).
+
+        The records are decided as a set: their order never matters, and a set decided before
+        is answered from the cache. ``step`` (1-based) only labels a conflict's message.
+        """
         if type(emitted) is not list and type(emitted) is not tuple:
-            emitted = list(emitted)  # read twice below: an iterator would be used up
+            emitted = list(_validate.sequence(emitted, name="emitted"))
+        if step is not None:
+            _validate.integer(step, name="step", least=1)
         try:
             key = frozenset(emitted)
         except TypeError:
@@ -181,7 +229,7 @@ class Reasoner:
                     if len(cache) > self._cache_size:
                         cache.popitem(last=False)
         if isinstance(result, Clash):
-            raise _conflict(result, step)
+            raise _conflict(result, step, self.mode)
         return result
 
     def _yield(self, emitted: Sequence[Emitted], clash: Clash) -> Pass | Clash:
@@ -198,9 +246,29 @@ class Reasoner:
         return result
 
 
+def _state(state: object) -> RunState:
+    """The run state a caller means: a ``RunState``, a trace, or ``None`` (the empty run)."""
+    if state is None:
+        return RunState()
+    if isinstance(state, RunState):
+        return state
+    if isinstance(state, list | tuple):
+        return RunState.from_trace(state)
+    raise PolicyError(
+        f"state=`{state!r}` is not a run state",
+        hint="pass a `RunState`, a trace like `['search', ('think', 'error')]`, or nothing",
+    )
+
+
+def _as_requirements(requirements: object) -> Iterable[object]:
+    if requirements is None:
+        return ()
+    if isinstance(requirements, Requirement):
+        return (requirements,)
+    return _validate.sequence(requirements, name="requirements")
+
+
 def _declared_tools(tools: Iterable[object]) -> tuple[str, ...]:
-    if isinstance(tools, str):
-        raise PolicyError("tools must be a list of tool names or tools, not a single string")
     names: list[str] = []
     for t in tools:
         name = tool_name(t)
@@ -212,7 +280,9 @@ def _declared_tools(tools: Iterable[object]) -> tuple[str, ...]:
     return (*names, FINAL_ANSWER)
 
 
-def _validated_requirements(requirements: Iterable[Requirement]) -> tuple[Requirement, ...]:
+def _validated_requirements(
+    requirements: Iterable[object], declared: Sequence[object]
+) -> tuple[Requirement, ...]:
     seen: dict[str, Requirement] = {}
     for req in requirements:
         if not isinstance(req, Requirement):
@@ -220,16 +290,14 @@ def _validated_requirements(requirements: Iterable[Requirement]) -> tuple[Requir
                 f"`{req!r}` is not a requirement",
                 hint="subclass `Requirement` or decorate a function with `@requirement`",
             )
-        name = req.name
-        if not isinstance(name, str) or not name:
-            raise PolicyError(f"requirement `{req!r}` has no name")
-        validate_priority(req.priority, owner=name)
+        name = _validate.text(getattr(req, "name", None), name="a requirement's name")
+        _validate.priority(req.priority, owner=_validate.owner_of(name))
         if name in seen:
             raise PolicyError(
                 f"two requirements are named `{name}`",
                 hint="cores and explanations cite requirements by name: give each a unique one",
             )
-        seen[name] = req
+        seen[name] = req.bind(declared)
     return tuple(seen[n] for n in sorted(seen))
 
 
@@ -260,6 +328,25 @@ async def _awaited(req: Requirement, awaitable: Awaitable[Any]) -> Any:
         raise _raised(req, exc) from exc
 
 
+async def _await_all(
+    pending: list[tuple[int, Requirement, Awaitable[Any]]], outputs: list[object]
+) -> None:
+    """Await every pending requirement concurrently; raise the first failure in order."""
+    failures: dict[int, BaseException] = {}
+
+    async def collect(i: int, req: Requirement, awaitable: Awaitable[Any]) -> None:
+        try:
+            outputs[i] = await _awaited(req, awaitable)
+        except RuleEngineError as exc:
+            failures[i] = exc
+
+    async with anyio.create_task_group() as group:
+        for i, req, awaitable in pending:
+            group.start_soon(collect, i, req, awaitable)
+    if failures:
+        raise failures[min(failures)]
+
+
 def _prefixed(req: Requirement, exc: PolicyError) -> PolicyError:
     if exc.message.startswith(f"requirement `{req.name}`"):
         return exc
@@ -281,49 +368,72 @@ def _close(awaitable: object) -> None:
 
 
 def _wrap(req: Requirement, out: object) -> list[Emitted]:
-    validate_priority(req.priority, owner=req.name)  # it may have been changed since
+    name = req.name
+    priority = _validate.priority(req.priority, owner=_validate.owner_of(name))  # may have changed
     if isinstance(out, Rule | Expr):
         raise PolicyError(
-            f"requirement `{req.name}` returned a single item `{out!r}`: expected a list",
+            f"requirement `{name}` returned a single item `{out!r}`: expected a list",
             hint="wrap it in a list: `return [rule]`",
         )
     if not isinstance(out, list | tuple):
         raise PolicyError(
-            f"requirement `{req.name}` returned `{out!r}`: expected a list of rules and formulas"
+            f"requirement `{name}` returned `{out!r}`: expected a list of rules and formulas"
         )
-    name, priority = req.name, req.priority
     wrapped: list[Emitted] = []
     for item in out:
         if not isinstance(item, Rule | Expr):
             raise PolicyError(
-                f"requirement `{req.name}` returned `{item!r}`: not a `Rule` nor a formula",
+                f"requirement `{name}` returned `{item!r}`: not a `Rule` nor a formula",
                 hint="return `Rule(...)` objects and formulas like `~allowed('t') | can_stop`",
             )
         wrapped.append(Emitted(item, name, priority))
     return wrapped
 
 
-def _conflict(clash: Clash, step: int | None) -> ConflictError:
+# -- conflicts --------------------------------------------------------------------------------
+
+
+def _conflict(clash: Clash, step: int | None, mode: Mode) -> ConflictError:
     where = f"step {step}: " if step is not None else ""
-    parts = "; ".join(
-        f"`{e.requirement}` (priority {e.priority}) {describe(e.item)}" for e in clash.core
-    )
-    if clash.hard_force:
-        what = "a hard force cannot be honoured"
+    if clash.kind == "forced-conflict":
+        listed = ", ".join(f"`{t}`" for t in clash.forced)
+        what = (
+            f"the hard force on {listed} cannot be honoured"
+            if len(clash.forced) == 1
+            else f"hard forces on {listed} cannot all be honoured"
+        )
     elif all(isinstance(e.item, Rule) for e in clash.core):
         what = "no tool is left allowed"
     else:
         what = "the requirements contradict each other"
-    if len(clash.core) == 1:
-        hint = "this item can never hold on its own: fix or disable its requirement"
-    else:
-        hint = (
-            f"these {len(clash.core)} items clash together; dropping or relaxing any one of "
-            "them unlocks the step"
-        )
+    parts = [
+        f"`{e.requirement}` (priority {e.priority}) {describe(e.item, part)}"
+        + (f" ({part} part)" if part else "")
+        for e, part in zip(clash.core, clash.parts, strict=True)
+    ]
+    if len(parts) > CORE_LISTED + 2:
+        more = len(parts) - CORE_LISTED
+        parts = [*parts[:CORE_LISTED], f"… and {more} more (every item is in `.core`)"]
     return ConflictError(
-        f"{where}{what}: {parts}",
-        core=[core_entry(e) for e in clash.core],
+        f"{where}{what}: {'; '.join(parts)}",
+        core=[core_entry(e, part) for e, part in zip(clash.core, clash.parts, strict=True)],
+        kind=clash.kind,
+        forced=clash.forced,
         step=step,
-        hint=hint,
+        hint=_conflict_hint(clash, mode),
     )
+
+
+def _conflict_hint(clash: Clash, mode: Mode) -> str:
+    if len(clash.core) == 1:
+        return "this item can never hold on its own: fix or disable its requirement"
+    hint = (
+        f"these {len(clash.core)} items clash together; dropping or relaxing any one of "
+        "them unlocks the step"
+    )
+    if mode == "priority":
+        hint += (
+            " (priority mode: each fits what higher priorities kept, but together they clash"
+            " at their own priority, so none is overridden)"
+        )
+    return hint

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple, TypeAlias
 
+from ruleengine import _validate
 from ruleengine.errors import PolicyError
 from ruleengine.ir import (
     FINAL_ANSWER,
@@ -43,7 +44,6 @@ __all__ = [
     "describe",
     "literals_of",
     "lower",
-    "validate_priority",
 ]
 
 
@@ -86,6 +86,7 @@ class Rule(_RuleFields):
         reason: str | None = None,
     ) -> Rule:
         name = tool_name(target)
+        owner = f"rule on `{name}`"
         for flag, value in (
             ("allowed", allowed),
             ("hidden", hidden),
@@ -93,9 +94,9 @@ class Rule(_RuleFields):
             ("prevent_stop", prevent_stop),
         ):
             if value is not True and value is not False:
-                raise PolicyError(f"rule on `{name}`: {flag}=`{value!r}` must be true or false")
-        if reason is not None and not isinstance(reason, str):
-            raise PolicyError(f"rule on `{name}`: reason=`{reason!r}` must be text")
+                _validate.flag(value, name=flag, owner=owner)
+        if reason is not None and type(reason) is not str:
+            _validate.text(reason, name="reason", owner=owner, empty=True)
         return tuple.__new__(cls, (name, allowed, hidden, forced, prevent_stop, reason))
 
     def __repr__(self) -> str:
@@ -127,18 +128,6 @@ class Emitted(NamedTuple):
     """That requirement's priority (higher wins)."""
 
 
-def validate_priority(priority: object, *, owner: str) -> int:
-    """``priority`` as an int ≥ 1, or a ``PolicyError`` naming ``owner``."""
-    if isinstance(priority, bool) or not isinstance(priority, int):
-        raise PolicyError(f"requirement `{owner}`: priority=`{priority!r}` must be an integer")
-    if priority < 1:
-        raise PolicyError(
-            f"requirement `{owner}`: priority=`{priority}` must be at least 1",
-            hint="priorities are integers ≥ 1; higher wins, the default is 10",
-        )
-    return priority
-
-
 def check_record(e: object) -> None:
     """Raise ``PolicyError`` unless ``e`` is a well-formed ``Emitted`` record.
 
@@ -149,7 +138,7 @@ def check_record(e: object) -> None:
         raise PolicyError(f"`{e!r}` is not an `Emitted(item, requirement, priority)` record")
     if not isinstance(e.requirement, str) or not e.requirement:
         raise PolicyError(f"`{e!r}`: the requirement name must be non-empty text")
-    validate_priority(e.priority, owner=e.requirement)
+    _validate.priority(e.priority, owner=_validate.owner_of(e.requirement))
     if not isinstance(e.item, Rule | Expr):
         raise PolicyError(
             f"requirement `{e.requirement}`: `{e.item!r}` is neither a `Rule` nor a formula"
@@ -246,8 +235,13 @@ def literals_of(expr: Expr) -> tuple[Literal, ...] | None:
     return tuple(out)
 
 
-def describe(item: Item) -> str:
-    """A short rendering of an item for messages and cores, e.g. ``denies `search```."""
+def describe(item: Item, part: str = "") -> str:
+    """A short rendering of an item for messages and cores, e.g. ``denies `search```.
+
+    ``part="permitting"`` describes a rule's permitting part alone (priority mode).
+    """
+    if part == "permitting" and isinstance(item, Rule):
+        return f"allows `{item.target}`"
     if isinstance(item, Rule):
         t = item.target
         parts = []

@@ -12,6 +12,7 @@ from typing import Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from ruleengine import _validate
 from ruleengine.errors import PolicyError
 
 __all__ = ["RunState", "Status", "Step", "Summary", "TraceEntry"]
@@ -38,6 +39,21 @@ class Step(BaseModel):
     error: str | None = None
     """Why the call failed or was denied."""
 
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise PolicyError(f"not a valid step: {_first_problem(exc)}") from None
+        if not self.tool:
+            raise PolicyError("not a valid step: `tool` must not be empty")
+
+
+def _first_problem(exc: ValidationError) -> str:
+    """The first problem pydantic found, as ``key: message`` without pydantic's wording."""
+    error = exc.errors()[0]
+    where = ".".join(str(part) for part in error.get("loc", ())) or "step"
+    return f"`{where}`: {error.get('msg', 'invalid').lower()}"
+
 
 @dataclass(frozen=True, slots=True)
 class RunState:
@@ -55,6 +71,34 @@ class RunState:
         default_factory=dict, init=False, repr=False, compare=False
     )
 
+    def __post_init__(self) -> None:
+        # States are built by callers (agents, tests, the checker): check what they pass, so
+        # a malformed state is reported here and not blamed on the first requirement to read
+        # it. Cheap: one C-level type test per step.
+        steps = self.steps
+        if type(steps) is not tuple:
+            if isinstance(steps, str | bytes | Mapping) or not isinstance(steps, Iterable):
+                raise PolicyError(
+                    f"run state: steps=`{steps!r}` must be a list of `Step` objects",
+                    hint="build states from traces with `RunState.from_trace([...])`",
+                )
+            steps = tuple(steps)
+            object.__setattr__(self, "steps", steps)
+        if not all(type(s) is Step for s in steps):
+            position, bad = next((i, s) for i, s in enumerate(steps) if not isinstance(s, Step))
+            raise PolicyError(
+                f"run state: steps[{position}]=`{bad!r}` is not a `Step`",
+                hint="build states from traces with `RunState.from_trace([...])`, or pass "
+                "`Step(tool=..., status=...)` objects",
+            )
+        _validate.integer(self.iteration, name="iteration", owner="run state")
+        if self.input is not None:
+            _validate.text(self.input, name="input", owner="run state", empty=True)
+        if type(self.memory) is not tuple:
+            object.__setattr__(
+                self, "memory", _validate.sequence(self.memory, name="memory", owner="run state")
+            )
+
     def summary(self, *, only_success: bool = True) -> Summary:
         """Counts, last tool and first statuses of the counted steps (computed once per state).
 
@@ -69,11 +113,26 @@ class RunState:
 
     @classmethod
     def from_trace(cls, trace: Iterable[TraceEntry], /, **kwargs: Any) -> RunState:
-        """Build a state from tool names (status ``ok``) or ``(name, status)`` pairs."""
-        steps: list[Step] = []
-        for position, entry in enumerate(trace, start=1):
-            steps.append(_step_from_entry(entry, position))
-        return cls(steps=tuple(steps), **kwargs)
+        """Build a state from tool names (status ``ok``) or ``(name, status)`` pairs.
+
+        ``kwargs`` go to the constructor (``iteration``, ``input``, ``memory``).
+        """
+        if isinstance(trace, str):
+            raise PolicyError(
+                f"trace=`{trace!r}` is one string, not a list of steps",
+                hint=f"pass a list: `RunState.from_trace([{trace!r}])`",
+            )
+        entries = _validate.sequence(trace, name="trace")
+        steps = tuple(
+            _step_from_entry(entry, position) for position, entry in enumerate(entries, 1)
+        )
+        unknown = sorted(set(kwargs) - {"iteration", "input", "memory"})
+        if unknown:
+            raise PolicyError(
+                f"RunState.from_trace: unknown argument `{unknown[0]}`",
+                hint="it takes the trace, then `iteration`, `input` and `memory` by name",
+            )
+        return cls(steps=steps, **kwargs)
 
     @property
     def step_number(self) -> int:
@@ -88,19 +147,20 @@ class RunState:
 
     def count(self, tool: str, *, only_success: bool = True) -> int:
         """How many counted steps called ``tool``."""
-        return sum(1 for s in self.counted(only_success=only_success) if s.tool == tool)
+        return self.summary(only_success=only_success).counts.get(_tool_arg(tool), 0)
 
     def called(self, tool: str, *, only_success: bool = True) -> bool:
         """Whether some counted step called ``tool`` (by default: ran it successfully)."""
-        return any(s.tool == tool for s in self.counted(only_success=only_success))
+        return _tool_arg(tool) in self.summary(only_success=only_success).counts
 
     def last_tool(self, *, only_success: bool = True) -> str | None:
         """The tool of the last counted step, or ``None``."""
-        counted = self.counted(only_success=only_success)
-        return counted[-1].tool if counted else None
+        return self.summary(only_success=only_success).last
 
     def with_step(self, step: Step) -> RunState:
         """A new state with ``step`` appended (the state itself is never mutated)."""
+        if not isinstance(step, Step):
+            raise PolicyError(f"with_step: `{step!r}` is not a `Step`")
         return RunState(
             steps=(*self.steps, step),
             iteration=self.iteration,
@@ -138,6 +198,14 @@ class Summary:
         )
 
 
+def _tool_arg(tool: object) -> str:
+    if type(tool) is not str:
+        raise PolicyError(
+            f"`{tool!r}` is not a tool name", hint="ask about tools by name, e.g. `'search'`"
+        )
+    return tool
+
+
 def _step_from_entry(entry: object, position: int) -> Step:
     if isinstance(entry, Step):
         return entry
@@ -153,11 +221,9 @@ def _step_from_entry(entry: object, position: int) -> Step:
         return Step(tool=name, status=status)
     if isinstance(entry, Mapping):
         try:
-            return Step.model_validate(entry)
-        except ValidationError as exc:
-            raise PolicyError(
-                f"trace entry {position}: not a step: {exc.errors()[0]['msg']}"
-            ) from None
+            return Step(**{str(k): v for k, v in entry.items()})
+        except PolicyError as exc:
+            raise PolicyError(f"trace entry {position}: {exc.message}") from None
     raise PolicyError(
         f"trace entry {position}: `{entry!r}` is neither a tool name nor a `(name, status)` pair"
     )

@@ -6,7 +6,7 @@ requirement is bound to the declared tools (the one declared tool that is an ins
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from ruleengine.errors import PolicyError
 from ruleengine.ir import FINAL_ANSWER
@@ -39,19 +39,26 @@ def names_now(refs: Iterable[object]) -> tuple[str, ...] | None:
 
 
 def as_refs(value: object, *, owner: str, parameter: str) -> tuple[object, ...]:
-    """``value`` as a tuple of tool references (one reference or an iterable of them)."""
+    """``value`` as a tuple of tool references (one reference or a list of them).
+
+    ``owner`` prefixes messages (``requirement `x```). A mapping is refused, not read as
+    its keys: ``only_after={"search": 1}`` is a mistake, not a list.
+    """
     if value is None:
         return ()
-    if isinstance(value, str | type) or hasattr(value, "name"):
+    if isinstance(value, str | type) or (hasattr(value, "name") and not isinstance(value, Mapping)):
         refs: tuple[object, ...] = (value,)
-    elif isinstance(value, Iterable):
+    elif isinstance(value, Iterable) and not isinstance(value, Mapping | bytes):
         refs = tuple(value)
     else:
-        raise PolicyError(f"requirement `{owner}`: {parameter}=`{value!r}` is not a tool or list")
+        raise PolicyError(
+            f"{owner}: {parameter}=`{value!r}` is not a tool or a list of tools",
+            hint="name tools by string, by tool object, or by tool class",
+        )
     for ref in refs:
         if not (isinstance(ref, type) or name_now(ref)):
             raise PolicyError(
-                f"requirement `{owner}`: {parameter} holds `{ref!r}`, which is not a tool",
+                f"{owner}: {parameter} holds `{ref!r}`, which is not a tool",
                 hint="name tools by string, by tool object, or by tool class",
             )
     return refs
@@ -68,14 +75,14 @@ def resolve(ref: object, tools: Sequence[object], *, owner: str, parameter: str)
         ]
         if not matches:
             raise PolicyError(
-                f"requirement `{owner}`: {parameter} names tool class `{ref.__name__}`, "
+                f"{owner}: {parameter} names tool class `{ref.__name__}`, "
                 "but no declared tool is one",
                 hint=_declared_hint(declared),
             )
         if len(matches) > 1:
             listed = ", ".join(f"`{m}`" for m in matches)
             raise PolicyError(
-                f"requirement `{owner}`: {parameter} names tool class `{ref.__name__}`, "
+                f"{owner}: {parameter} names tool class `{ref.__name__}`, "
                 f"which is ambiguous: {listed}",
                 hint="name the tool by its name instead of its class",
             )
@@ -83,7 +90,7 @@ def resolve(ref: object, tools: Sequence[object], *, owner: str, parameter: str)
     name = name_now(ref)
     if name is None or name not in declared:
         raise PolicyError(
-            f"requirement `{owner}`: {parameter} names unknown tool `{name or repr(ref)}`",
+            f"{owner}: {parameter} names unknown tool `{name or repr(ref)}`",
             hint=_declared_hint(declared),
         )
     return name

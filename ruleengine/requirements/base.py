@@ -9,15 +9,15 @@ import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias, overload
 
+from ruleengine import _validate
 from ruleengine.errors import PolicyError
-from ruleengine.rules import validate_priority
 
 if TYPE_CHECKING:
     from ruleengine.requirements.monitor import Monitor
     from ruleengine.rules import Item
     from ruleengine.state import RunState
 
-__all__ = ["FunctionRequirement", "Requirement", "RunResult", "requirement", "validate_priority"]
+__all__ = ["FunctionRequirement", "Requirement", "RunResult", "requirement"]
 
 RunResult: TypeAlias = "Sequence[Item] | Awaitable[Sequence[Item]]"
 
@@ -50,17 +50,12 @@ class Requirement:
         # name = "budget"; priority = 20` works without an __init__.
         cls = type(self)
         resolved = name if name is not None else getattr(cls, "name", cls.__name__)
-        if not isinstance(resolved, str) or not resolved:
-            raise PolicyError(f"requirement name `{resolved!r}` must be non-empty text")
-        self.name = resolved
+        self.name = _validate.text(resolved, name="name")
+        owner = _validate.owner_of(self.name)
         priority = priority if priority is not None else cls.priority
-        self.priority = validate_priority(priority, owner=resolved)
+        self.priority = _validate.priority(priority, owner=owner)
         enabled = enabled if enabled is not None else cls.enabled
-        if not isinstance(enabled, bool):
-            raise PolicyError(
-                f"requirement `{resolved}`: enabled=`{enabled!r}` must be true or false"
-            )
-        self.enabled = enabled
+        self.enabled = _validate.flag(enabled, name="enabled", owner=owner)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -120,7 +115,13 @@ class FunctionRequirement(Requirement):
         if not callable(function):
             raise PolicyError(f"@requirement needs a function, got `{function!r}`")
         name = name if name is not None else getattr(function, "__name__", "requirement")
-        validate_priority(priority, owner=str(name))
+        # Unlike a subclass's, a decorated function's priority has no class default behind it.
+        _validate.priority(priority, owner=_validate.owner_of(str(name)))
+        if monitor is not None and not _is_monitor(monitor):
+            raise PolicyError(
+                f"requirement `{name}`: monitor=`{monitor!r}` is not a `Monitor`",
+                hint="subclass `ruleengine.Monitor` (initial, advance, emit)",
+            )
         super().__init__(
             name=name,
             priority=priority,
@@ -138,6 +139,12 @@ class FunctionRequirement(Requirement):
     def monitor(self) -> Monitor | None:
         """The monitor given to ``@requirement(monitor=...)``, if any."""
         return self._monitor
+
+
+def _is_monitor(value: object) -> bool:
+    from ruleengine.requirements.monitor import Monitor
+
+    return isinstance(value, Monitor)
 
 
 @overload

@@ -17,8 +17,8 @@ Counting is over counted steps: only ``ok`` ones when ``only_success_invocations
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
-from typing import Any
 
+from ruleengine import _validate
 from ruleengine.errors import PolicyError
 from ruleengine.ir import FINAL_ANSWER, forced
 from ruleengine.requirements._targets import as_refs, names_now, resolve
@@ -52,6 +52,7 @@ class ConditionalMonitor(Monitor):
         consecutive_allowed: bool,
         checks: int,
         reason: str | None,
+        check_names: tuple[str, ...] = (),
     ) -> None:
         self.target = target
         self.only_before = only_before
@@ -65,6 +66,7 @@ class ConditionalMonitor(Monitor):
         self.consecutive_allowed = consecutive_allowed
         self.checks = checks
         self.reason = reason
+        self.check_names = check_names or tuple(f"#{i + 1}" for i in range(checks))
         self._cap = max(min_invocations, max_invocations or 0)
         self._step_cap = force_at_step + 1 if force_at_step is not None else 1
         self._remembered = frozenset((target, *force_after))
@@ -139,17 +141,48 @@ class ConditionalMonitor(Monitor):
         )
         hard = self.force_at_step is not None and step == self.force_at_step
         soft = allowed and not hard and last is not None and last in self.force_after
+        # A target that is not allowed is not forced (SPEC §5): a hard force landing on a
+        # denied target stays a hard force (the clash is a forced-conflict), but it does not
+        # also keep the agent from stopping.
         prevent = count < self.min_invocations or (
-            (hard or soft) and self.force_prevent_stop and target != FINAL_ANSWER
+            (soft or (hard and allowed)) and self.force_prevent_stop and target != FINAL_ANSWER
         )
-        rule = Rule(
-            target,
-            allowed=allowed,
-            forced=soft,
-            prevent_stop=prevent,
-            reason=None if allowed else self.reason,
-        )
+        reason = None
+        if not allowed:
+            reason = self.reason if self.reason is not None else self._why_denied(view, checks)
+        rule = Rule(target, allowed=allowed, forced=soft, prevent_stop=prevent, reason=reason)
         return (rule, forced(target)) if hard else (rule,)
+
+    def _why_denied(self, view: View, checks: tuple[bool, ...]) -> str:
+        """The causes of a denial, in words (when the requirement gives no ``reason``)."""
+        count, last, after, before, _ = view
+        t = self.target
+        causes = []
+        cap = self.max_invocations
+        if cap is not None and count >= cap:
+            # Counts saturate at the cap (the view cannot tell more), and a run the gate
+            # guards never goes past it.
+            causes.append(
+                f"`{t}` already called {cap} {'time' if cap == 1 else 'times'} (max {cap})"
+            )
+        if not self.consecutive_allowed and last == t:
+            causes.append(f"`{t}` cannot run twice in a row")
+        missing = [u for u in self.only_after if not after & self._after_bit[u]]
+        if missing:
+            causes.append(f"needs {_listed(missing)} first")
+        if before:
+            causes.append(f"`{t}` only runs before {_listed(self.only_before, 'or')}")
+        failed = [name for name, ok in zip(self.check_names, checks, strict=False) if not ok]
+        if failed:
+            causes.append(f"custom check {_listed(failed)} failed")
+        return "; ".join(causes)
+
+
+def _listed(names: Sequence[str], conjunction: str = "and") -> str:
+    quoted = [f"`{n}`" for n in names]
+    if len(quoted) < 3:
+        return f" {conjunction} ".join(quoted)
+    return f"{', '.join(quoted[:-1])} {conjunction} {quoted[-1]}"
 
 
 def _unpack(view: Hashable) -> View:
@@ -183,58 +216,54 @@ class ConditionalRequirement(Requirement):
         max_invocations: int | None = None,
         only_success_invocations: bool = True,
         consecutive_allowed: bool = True,
-        custom_checks: Sequence[CustomCheck] = (),
+        custom_checks: Sequence[CustomCheck] | CustomCheck = (),
         priority: int = DEFAULT_PRIORITY,
         enabled: bool = True,
         reason: str | None = None,
         name: str | None = None,
     ) -> None:
-        target_refs = as_refs(target, owner=name or "conditional", parameter="target")
+        early_owner = _validate.owner_of(name if isinstance(name, str) else "conditional")
+        target_refs = as_refs(target, owner=early_owner, parameter="target")
         if len(target_refs) != 1:
-            raise PolicyError(f"requirement `{name or 'conditional'}`: target must be one tool")
+            raise PolicyError(f"{early_owner}: target must be one tool")
         self._target_ref = target_refs[0]
         early = names_now(target_refs)
         default_name = f"conditional({early[0] if early else _class_name(self._target_ref)})"
         super().__init__(
             name=name if name is not None else default_name, priority=priority, enabled=enabled
         )
-        owner = self.name
+        owner = _validate.owner_of(self.name)
         self._refs = {
             "only_before": as_refs(only_before, owner=owner, parameter="only_before"),
             "only_after": as_refs(only_after, owner=owner, parameter="only_after"),
             "force_after": as_refs(force_after, owner=owner, parameter="force_after"),
         }
-        self.force_at_step = _optional_count(force_at_step, owner, "force_at_step", least=1)
-        self.min_invocations = _count(min_invocations, owner, "min_invocations")
-        self.max_invocations = _optional_count(max_invocations, owner, "max_invocations")
+        self.force_at_step = _validate.optional_integer(
+            force_at_step, name="force_at_step", owner=owner, least=1
+        )
+        self.min_invocations = _validate.integer(
+            min_invocations, name="min_invocations", owner=owner
+        )
+        self.max_invocations = _validate.optional_integer(
+            max_invocations, name="max_invocations", owner=owner
+        )
         if self.max_invocations is not None and self.min_invocations > self.max_invocations:
             raise PolicyError(
-                f"requirement `{owner}`: min_invocations=`{self.min_invocations}` exceeds "
+                f"{owner}: min_invocations=`{self.min_invocations}` exceeds "
                 f"max_invocations=`{self.max_invocations}`",
                 hint="the tool could never be called often enough to let the agent stop",
             )
-        for flag, value in (
-            ("force_prevent_stop", force_prevent_stop),
-            ("only_success_invocations", only_success_invocations),
-            ("consecutive_allowed", consecutive_allowed),
-        ):
-            if not isinstance(value, bool):
-                raise PolicyError(
-                    f"requirement `{owner}`: {flag}=`{value!r}` must be true or false"
-                )
-        self.force_prevent_stop = force_prevent_stop
-        self.only_success_invocations = only_success_invocations
-        self.consecutive_allowed = consecutive_allowed
-        checks = tuple(custom_checks)
-        for check in checks:
-            if not callable(check):
-                raise PolicyError(
-                    f"requirement `{owner}`: custom check `{check!r}` is not callable"
-                )
-        self.custom_checks = checks
-        if reason is not None and not isinstance(reason, str):
-            raise PolicyError(f"requirement `{owner}`: reason=`{reason!r}` must be text")
-        self.reason = reason
+        self.force_prevent_stop = _validate.flag(
+            force_prevent_stop, name="force_prevent_stop", owner=owner
+        )
+        self.only_success_invocations = _validate.flag(
+            only_success_invocations, name="only_success_invocations", owner=owner
+        )
+        self.consecutive_allowed = _validate.flag(
+            consecutive_allowed, name="consecutive_allowed", owner=owner
+        )
+        self.custom_checks = _validate.callables(custom_checks, name="custom_checks", owner=owner)
+        self.reason = _validate.optional_text(reason, name="reason", owner=owner)
         self._monitor: ConditionalMonitor | None = None
         names = names_now((self._target_ref, *self._all_refs()))
         if names is not None:
@@ -255,7 +284,7 @@ class ConditionalRequirement(Requirement):
         only_after: tuple[str, ...],
         force_after: tuple[str, ...],
     ) -> ConditionalMonitor:
-        owner = self.name
+        owner = _validate.owner_of(self.name)
         for parameter, names in (
             ("only_before", only_before),
             ("only_after", only_after),
@@ -267,7 +296,7 @@ class ConditionalRequirement(Requirement):
                     "(or, with consecutive_allowed=false, never allowed when forced)",
                 }.get(parameter, "a tool cannot be ordered relative to itself")
                 raise PolicyError(
-                    f"requirement `{owner}`: {parameter} contains the target `{target}` itself",
+                    f"{owner}: {parameter} contains the target `{target}` itself",
                     hint=hint,
                 )
         for a, b in (("only_before", "only_after"), ("only_before", "force_after")):
@@ -276,12 +305,12 @@ class ConditionalRequirement(Requirement):
             both = sorted(set(left) & set(right))
             if both:
                 raise PolicyError(
-                    f"requirement `{owner}`: tool `{both[0]}` is in both {a} and {b}",
+                    f"{owner}: tool `{both[0]}` is in both {a} and {b}",
                     hint="after that tool the target could never be allowed",
                 )
         if target == FINAL_ANSWER and self.min_invocations:
             raise PolicyError(
-                f"requirement `{owner}`: min_invocations on `final_answer` can never be met",
+                f"{owner}: min_invocations on `final_answer` can never be met",
                 hint="the run ends when `final_answer` runs",
             )
         return ConditionalMonitor(
@@ -297,10 +326,12 @@ class ConditionalRequirement(Requirement):
             consecutive_allowed=self.consecutive_allowed,
             checks=len(self.custom_checks),
             reason=self.reason,
+            check_names=tuple(_callable_name(c) for c in self.custom_checks),
         )
 
     def bind(self, tools: Sequence[object]) -> ConditionalRequirement:
-        owner = self.name
+        owner = _validate.owner_of(self.name)
+        tools = _validate.sequence(tools, name="tools", owner=owner)
         target = resolve(self._target_ref, tools, owner=owner, parameter="target")
         lists = {
             p: tuple(resolve(r, tools, owner=owner, parameter=p) for r in refs)
@@ -376,19 +407,6 @@ class ConditionalRequirement(Requirement):
     def __repr__(self) -> str:
         target = self._monitor.target if self._monitor else _class_name(self._target_ref)
         return f"ConditionalRequirement({target!r}, name={self.name!r}, priority={self.priority})"
-
-
-def _count(value: Any, owner: str, parameter: str, *, least: int = 0) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise PolicyError(f"requirement `{owner}`: {parameter}=`{value!r}` must be an integer")
-    if value < least:
-        bound = "must not be negative" if least == 0 else f"must be at least {least}"
-        raise PolicyError(f"requirement `{owner}`: {parameter}=`{value}` {bound}")
-    return value
-
-
-def _optional_count(value: Any, owner: str, parameter: str, *, least: int = 0) -> int | None:
-    return None if value is None else _count(value, owner, parameter, least=least)
 
 
 def _class_name(ref: object) -> str:

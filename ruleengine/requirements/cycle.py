@@ -18,6 +18,7 @@ import json
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
+from ruleengine import _validate
 from ruleengine.errors import PolicyError
 from ruleengine.requirements.base import Requirement
 from ruleengine.requirements.monitor import Monitor
@@ -50,10 +51,23 @@ class CycleMonitor(Monitor):
     def advance(self, view: Hashable, tool: str, status: Status) -> str:
         return tool
 
+    def view_of(self, state: RunState) -> str | None:
+        """The last tool called (whatever its status), read without a replay."""
+        return state.steps[-1].tool if state.steps else None
+
     def emit(self, view: Hashable, checks: tuple[bool, ...] = ()) -> tuple[Item, ...]:
         if isinstance(view, str) and checks and checks[0]:
             return (_deny(view),)
         return ()
+
+
+def _steps(steps: object, *, owner: str) -> tuple[Step, ...]:
+    """``steps`` as a tuple of ``Step`` objects (a ``RunState``'s steps, or a list of them)."""
+    found = _validate.sequence(steps, name="steps", owner=_validate.owner_of(owner))
+    for step in found:
+        if not isinstance(step, Step):
+            raise PolicyError(f"{_validate.owner_of(owner)}: steps holds `{step!r}`, not a `Step`")
+    return found
 
 
 def _deny(tool: str) -> Rule:
@@ -82,18 +96,14 @@ class CycleGuard(Requirement):
         super().__init__(
             name=name if name is not None else "cycle-guard", priority=priority, enabled=enabled
         )
-        for parameter, value in (
-            ("max_strike_length", max_strike_length),
-            ("max_total_occurrences", max_total_occurrences),
-            ("window_size", window_size),
-        ):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise PolicyError(
-                    f"requirement `{self.name}`: {parameter}=`{value!r}` must be an integer ≥ 1"
-                )
-        self.max_strike_length = max_strike_length
-        self.max_total_occurrences = max_total_occurrences
-        self.window_size = window_size
+        owner = _validate.owner_of(self.name)
+        self.max_strike_length = _validate.integer(
+            max_strike_length, name="max_strike_length", owner=owner, least=1
+        )
+        self.max_total_occurrences = _validate.integer(
+            max_total_occurrences, name="max_total_occurrences", owner=owner, least=1
+        )
+        self.window_size = _validate.integer(window_size, name="window_size", owner=owner, least=1)
         self._monitor = CycleMonitor()
 
     def monitor(self) -> CycleMonitor:
@@ -101,6 +111,7 @@ class CycleGuard(Requirement):
 
     def detect(self, steps: Sequence[Step]) -> str | None:
         """The tool whose identical calls form a cycle at the end of ``steps``, if any."""
+        steps = _steps(steps, owner=self.name)
         if not steps:
             return None
         last = steps[-1]
@@ -118,8 +129,12 @@ class CycleGuard(Requirement):
 
     def would_cycle(self, steps: Sequence[Step], tool: str, arguments: Mapping[str, Any]) -> bool:
         """Whether calling ``tool`` with ``arguments`` next would make the history cycle."""
+        owner = _validate.owner_of(self.name)
+        _validate.text(tool, name="tool", owner=owner)
+        if not isinstance(arguments, Mapping):
+            raise PolicyError(f"{owner}: arguments=`{arguments!r}` must be a mapping")
         return self.detect((*steps, Step(tool=tool, arguments=dict(arguments)))) == tool
 
     def run(self, state: RunState) -> tuple[Item, ...]:
-        last = state.steps[-1].tool if state.steps else None
-        return self._monitor.emit(last, (self.detect(state.steps) is not None,))
+        view = self._monitor.view_of(state)
+        return self._monitor.emit(view, (self.detect(state.steps) is not None,))

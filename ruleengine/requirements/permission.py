@@ -21,6 +21,7 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
+from ruleengine import _validate
 from ruleengine.errors import PolicyError
 from ruleengine.ir import FINAL_ANSWER
 from ruleengine.requirements._targets import as_refs, name_now, names_now, resolve
@@ -127,26 +128,18 @@ class AskPermissionRequirement(Requirement):
         super().__init__(
             name=name if name is not None else "ask-permission", priority=priority, enabled=enabled
         )
-        owner = self.name
+        owner = _validate.owner_of(self.name)
         self._include = as_refs(include, owner=owner, parameter="include")
         self._exclude = as_refs(exclude, owner=owner, parameter="exclude")
         if handler is not None and not callable(handler):
-            raise PolicyError(f"requirement `{owner}`: handler=`{handler!r}` is not callable")
+            raise PolicyError(f"{owner}: handler=`{handler!r}` is not callable")
         self.handler: PermissionHandler = handler or terminal_handler
         """Answers whether a call may run."""
-        for flag, value in (
-            ("remember_choices", remember_choices),
-            ("hide_disallowed", hide_disallowed),
-            ("always_allow", always_allow),
-        ):
-            if not isinstance(value, bool):
-                raise PolicyError(
-                    f"requirement `{owner}`: {flag}=`{value!r}` must be true or false"
-                )
-        if timeout is not None and (
-            isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0
-        ):
-            raise PolicyError(f"requirement `{owner}`: timeout=`{timeout!r}` must be positive")
+        _validate.flag(remember_choices, name="remember_choices", owner=owner)
+        _validate.flag(hide_disallowed, name="hide_disallowed", owner=owner)
+        _validate.flag(always_allow, name="always_allow", owner=owner)
+        if timeout is not None:
+            _validate.number(timeout, name="timeout", owner=owner)
         self.remember_choices = remember_choices
         self.hide_disallowed = hide_disallowed
         self.always_allow = always_allow
@@ -167,7 +160,8 @@ class AskPermissionRequirement(Requirement):
         return PermissionMonitor(covered, remember=self.remember_choices, hide=self.hide_disallowed)
 
     def bind(self, tools: Sequence[object]) -> AskPermissionRequirement:
-        owner = self.name
+        owner = _validate.owner_of(self.name)
+        tools = _validate.sequence(tools, name="tools", owner=owner)
         include = [resolve(r, tools, owner=owner, parameter="include") for r in self._include]
         exclude = [resolve(r, tools, owner=owner, parameter="exclude") for r in self._exclude]
         if not include:

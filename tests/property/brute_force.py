@@ -50,6 +50,11 @@ class Clash:
     """No pass: ``candidates`` are the units within which a core must be a minimal unsat set."""
 
     candidates: tuple[Unit, ...]
+    kind: str = "deadlock"
+    """SPEC §11: ``deadlock`` when the candidates without hard forces clash, else
+    ``forced-conflict``."""
+    forced: tuple[str, ...] = ()
+    """For a forced-conflict, every hard-forced tool among the candidates (declared order)."""
 
 
 class Reference:
@@ -138,7 +143,7 @@ class Reference:
         if mode == "strict":
             kept = [u for u in map(self.restrict, specs) if u is not None]
             if not self.models_of(kept):
-                return Clash(tuple(kept))
+                return self._clash(kept)
             dropped: frozenset[Emitted] = frozenset()
         else:
             outcome = self._tiers(specs)
@@ -165,9 +170,18 @@ class Reference:
             survivors = [u for u in tier if self.models_of([*kept, u])]
             dropped.update(u.spec.emitted for u in tier if u not in survivors)
             if survivors and not self.models_of(kept + survivors):
-                return Clash(tuple(kept + survivors))
+                return self._clash(kept + survivors)
             kept += survivors
         return kept, frozenset(dropped)
+
+    def _clash(self, candidates: list[Unit]) -> Clash:
+        hard = {u.hard for u in candidates if u.hard is not None}
+        rest = [u for u in candidates if u.hard is None]
+        if hard and self.models_of(rest):
+            forced = tuple(t for t in self.tools if t in hard)
+            return Clash(tuple(candidates), "forced-conflict", forced)
+        # A deadlock's core is searched among the items without hard forces.
+        return Clash(tuple(rest) if hard else tuple(candidates))
 
     def _pass(
         self,

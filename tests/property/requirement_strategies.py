@@ -183,27 +183,34 @@ def expected_conditional(p: CondParams, trace: Trace) -> tuple[Any, ...]:
     counted = [t for t, s in trace if s == "ok" or not p.only_success]
     count = counted.count(p.target)
     last = counted[-1] if counted else None
-    checks = all(c.value(len(trace)) for c in p.checks)
-    allowed = (
-        (p.consecutive_allowed or last != p.target)
-        and (p.max_invocations is None or count < p.max_invocations)
-        and all(t in counted for t in p.only_after)
-        and not any(t in counted for t in p.only_before)
-        and checks
-    )
+    failed = [repr(c) for c in p.checks if not c.value(len(trace))]
+    causes = []
+    if p.max_invocations is not None and count >= p.max_invocations:
+        times = "time" if p.max_invocations == 1 else "times"
+        causes.append(
+            f"`{p.target}` already called {p.max_invocations} {times} (max {p.max_invocations})"
+        )
+    if not p.consecutive_allowed and last == p.target:
+        causes.append(f"`{p.target}` cannot run twice in a row")
+    missing = [t for t in p.only_after if t not in counted]
+    if missing:
+        causes.append(f"needs {' and '.join(f'`{t}`' for t in missing)} first")
+    if any(t in counted for t in p.only_before):
+        listed = " or ".join(f"`{t}`" for t in p.only_before)
+        causes.append(f"`{p.target}` only runs before {listed}")
+    if failed:
+        causes.append(f"custom check {' and '.join(f'`{c}`' for c in failed)} failed")
+    allowed = not causes
     step = len(counted) + 1
     hard = p.force_at_step is not None and step == p.force_at_step
     soft = allowed and not hard and last in p.force_after
+    # SPEC §5: a target that is not allowed is not forced, so a hard force on a denied target
+    # adds no prevent_stop.
     prevent = count < p.min_invocations or (
-        (hard or soft) and p.force_prevent_stop and p.target != FINAL_ANSWER
+        (soft or (hard and allowed)) and p.force_prevent_stop and p.target != FINAL_ANSWER
     )
-    rule = Rule(
-        p.target,
-        allowed=allowed,
-        forced=soft,
-        prevent_stop=prevent,
-        reason=None if allowed else p.reason,
-    )
+    reason = None if allowed else (p.reason if p.reason is not None else "; ".join(causes))
+    rule = Rule(p.target, allowed=allowed, forced=soft, prevent_stop=prevent, reason=reason)
     return (rule, forced(p.target)) if hard else (rule,)
 
 

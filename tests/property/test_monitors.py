@@ -79,7 +79,8 @@ def check_conditional(p: CondParams, trace) -> None:
     m = req.monitor()
     state = state_of(trace)
     view = replay(m, trace)
-    assert m.view_of(state) == view
+    assert m.view_of(state) == view  # the replay law
+    assert Monitor.view_of(m, state) == view  # the base class's default reading agrees
     ran = tuple(req.run(state))
     assert ran == tuple(m.emit(view, req.check_values(state)))
     assert ran == expected_conditional(p, trace)
@@ -158,7 +159,8 @@ def test_permission_run_is_emit_of_replay(p: PermParams, trace):
     m = req.monitor()
     state = state_of(trace)
     view = replay(m, trace)
-    assert m.view_of(state) == view
+    assert m.view_of(state) == view  # the replay law
+    assert Monitor.view_of(m, state) == view  # the base class's default reading agrees
     ran = tuple(req.run(state))
     assert ran == tuple(m.emit(view))
     if not p.remember:
@@ -188,7 +190,10 @@ def test_cycle_run_is_emit_of_replay(guard, steps):
     detected = guard.detect(state.steps)
     assert detected == expected_cycle(guard, steps)
     ran = tuple(guard.run(state))
-    assert ran == tuple(m.emit(replay(m, trace_of(steps)), (detected is not None,)))
+    view = replay(m, trace_of(steps))
+    assert m.view_of(state) == view  # the replay law
+    assert Monitor.view_of(m, state) == view  # the base class's default reading agrees
+    assert ran == tuple(m.emit(view, (detected is not None,)))
     assert [r.target for r in ran] == ([detected] if detected else [])
     assert all(not r.allowed for r in ran)
     if steps:

@@ -325,3 +325,176 @@ def test_bad_requirement_lists() -> None:
     with pytest.raises(PolicyError) as info:
         Reasoner(["a"], [lambda state: []])  # type: ignore[list-item]
     assert info.value.hint is not None and "@requirement" in info.value.hint
+
+
+# -- the Python edge, as a new user meets it (engine-seams issue, item 8) -----------------------
+
+
+def test_a_bare_string_is_not_a_trace() -> None:
+    with pytest.raises(PolicyError) as info:
+        RunState.from_trace("search")  # type: ignore[arg-type]
+    assert well_formed(info.value).message == "trace=`'search'` is one string, not a list of steps"
+    assert info.value.hint == "pass a list: `RunState.from_trace(['search'])`"
+    with pytest.raises(PolicyError, match="trace=`5` must be a list"):
+        RunState.from_trace(5)  # type: ignore[arg-type]
+    with pytest.raises(PolicyError, match="unknown argument `steps`"):
+        RunState.from_trace([], steps=())
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "culprit"),
+    [
+        ({"steps": ("search", "think")}, "steps[0]=`'search'` is not a `Step`"),
+        ({"steps": "search"}, "steps=`'search'` must be a list"),
+        ({"iteration": -1}, "iteration=`-1` must not be negative"),
+        ({"iteration": "2"}, "iteration=`'2'` must be an integer"),
+        ({"input": 5}, "input=`5` must be text"),
+    ],
+)
+def test_a_malformed_state_is_blamed_on_its_builder(kwargs: dict[str, Any], culprit: str) -> None:
+    with pytest.raises(PolicyError) as info:
+        RunState(**kwargs)
+    assert culprit in well_formed(info.value).message
+    assert info.value.message.startswith("run state: ")
+
+
+def test_a_state_built_from_a_list_of_steps_is_accepted() -> None:
+    from ruleengine import Step
+
+    state = RunState(steps=[Step(tool="a")])  # type: ignore[arg-type]
+    assert state.steps == (Step(tool="a"),)
+    assert state.called("a")
+    with pytest.raises(PolicyError, match="`5` is not a tool name"):
+        state.called(5)  # type: ignore[arg-type]
+    with pytest.raises(PolicyError, match="is not a `Step`"):
+        state.with_step("b")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("call", "culprit"),
+    [
+        (lambda: Reasoner(None), "tools=`None` must be a list"),  # type: ignore[arg-type]
+        (lambda: Reasoner(["a"], [3]), "`3` is not a requirement"),  # type: ignore[list-item]
+        (lambda: Reasoner(["a"], "x"), "requirements=`'x'` must be a list"),  # type: ignore[arg-type]
+        (lambda: Reasoner(["a"], fast_path="no"), "fast_path=`'no'` must be true or false"),  # type: ignore[arg-type]
+        (
+            lambda: Reasoner(["a"], final_answer_as_tool="no"),  # type: ignore[arg-type]
+            "final_answer_as_tool=`'no'` must be true or false",
+        ),
+        (lambda: Reasoner(["a"], mode=None), "mode=`None` must be `strict` or `priority`"),  # type: ignore[arg-type]
+        (lambda: Reasoner(["a"]).resolve(None), "emitted=`None` must be a list"),  # type: ignore[arg-type]
+        (lambda: Reasoner(["a"]).resolve([], step=0), "step=`0` must be at least 1"),
+        (lambda: Reasoner(["a"]).decide("a"), "state=`'a'` is not a run state"),  # type: ignore[arg-type]
+        (lambda: Reasoner(["a"]).decide(5), "state=`5` is not a run state"),  # type: ignore[arg-type]
+        (lambda: Reasoner(["a"]).wrap("req", []), "wrap: `'req'` is not a requirement"),  # type: ignore[arg-type]
+    ],
+)
+def test_reasoner_arguments_are_checked(call: Any, culprit: str) -> None:
+    with pytest.raises(PolicyError) as info:
+        call()
+    assert culprit in well_formed(info.value).message
+
+
+def test_what_a_user_obviously_means_is_accepted() -> None:
+    one = emitting("no-a", Rule("a", allowed=False))
+    assert Reasoner(["a", "b"], one).decide().allowed == ("b", "final_answer")
+    assert Reasoner(["a", "b"], None).decide().allowed == ("a", "b", "final_answer")
+    # A trace where a state is expected.
+    r = Reasoner(["a", "b"], [emitting("after-a", Rule("b", allowed=False))])
+    assert r.decide(["a", ("b", "error")]) == r.decide(RunState.from_trace(["a", ("b", "error")]))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "culprit"),
+    [
+        ({"only_after": {"b": 1}}, "only_after=`{'b': 1}` is not a tool or a list of tools"),
+        ({"max_invocations": True}, "max_invocations=`True` must be an integer"),
+        ({"min_invocations": 1.0}, "min_invocations=`1.0` must be an integer"),
+        ({"force_at_step": False}, "force_at_step=`False` must be an integer"),
+        ({"custom_checks": [len, 3]}, "custom_checks holds `3`, which is not callable"),
+        ({"reason": 3}, "reason=`3` must be text"),
+        ({"consecutive_allowed": 0}, "consecutive_allowed=`0` must be true or false"),
+    ],
+)
+def test_conditional_parameters_share_one_message_style(
+    kwargs: dict[str, Any], culprit: str
+) -> None:
+    from ruleengine import ConditionalRequirement
+
+    with pytest.raises(PolicyError) as info:
+        ConditionalRequirement("a", name="c", **kwargs)
+    assert well_formed(info.value).message == f"requirement `c`: {culprit}"
+
+
+def test_the_same_mistake_gets_the_same_message_in_every_builtin() -> None:
+    from ruleengine import AskPermissionRequirement, ConditionalRequirement, CycleGuard
+
+    messages = []
+    for build in (
+        lambda: ConditionalRequirement("a", name="x", priority=True),
+        lambda: AskPermissionRequirement(name="x", priority=True),
+        lambda: CycleGuard(name="x", priority=True),
+        lambda: requirement(name="x", priority=True)(lambda state: []),
+    ):
+        with pytest.raises(PolicyError) as info:
+            build()
+        messages.append(info.value.message)
+    assert set(messages) == {"requirement `x`: priority=`True` must be an integer"}
+    flags = []
+    for build in (
+        lambda: ConditionalRequirement("a", name="x", enabled="yes"),
+        lambda: AskPermissionRequirement(name="x", enabled="yes"),
+        lambda: CycleGuard(name="x", enabled="yes"),
+    ):
+        with pytest.raises(PolicyError) as info:
+            build()
+        flags.append(info.value.message)
+    assert set(flags) == {"requirement `x`: enabled=`'yes'` must be true or false"}
+
+
+def test_cycle_guard_and_permission_arguments() -> None:
+    from ruleengine import AskPermissionRequirement, CycleGuard
+
+    guard = CycleGuard(name="g")
+    with pytest.raises(PolicyError, match="steps=`5` must be a list"):
+        guard.detect(5)  # type: ignore[arg-type]
+    with pytest.raises(PolicyError, match="steps holds `'a'`, not a `Step`"):
+        guard.detect(["a"])  # type: ignore[list-item]
+    with pytest.raises(PolicyError, match="arguments=`5` must be a mapping"):
+        guard.would_cycle([], "a", 5)  # type: ignore[arg-type]
+    with pytest.raises(PolicyError, match="window_size=`0` must be at least 1"):
+        CycleGuard(window_size=0)
+    with pytest.raises(PolicyError, match="timeout=`0` must be positive"):
+        AskPermissionRequirement(timeout=0)
+    with pytest.raises(PolicyError, match="timeout=`nan` must be finite"):
+        AskPermissionRequirement(timeout=float("nan"))
+    with pytest.raises(PolicyError, match="tools=`5` must be a list"):
+        AskPermissionRequirement().bind(5)  # type: ignore[arg-type]
+
+
+def test_result_models_built_by_hand_give_our_error() -> None:
+    from ruleengine import CoreEntry, Pass
+
+    with pytest.raises(PolicyError) as info:
+        Pass(allowed=5)  # type: ignore[arg-type]
+    assert well_formed(info.value).message.startswith("not a valid `Pass`: `allowed`")
+    with pytest.raises(PolicyError, match="not a valid `CoreEntry`: `priority`"):
+        CoreEntry(requirement="r", priority="high", rule="x")  # type: ignore[arg-type]
+
+
+def test_a_monitor_must_be_a_monitor() -> None:
+    with pytest.raises(PolicyError, match="monitor=`5` is not a `Monitor`"):
+        requirement(name="m", monitor=5)(lambda state: [])  # type: ignore[arg-type]
+
+
+def test_huge_inputs_are_handled() -> None:
+    tools = [f"t{i}" for i in range(2000)]
+    reqs = [emitting(f"no-{t}", Rule(t, allowed=False)) for t in tools[:1999]]
+    p = Reasoner(tools, reqs).decide()
+    assert p.allowed == ("t1999", "final_answer")
+    with pytest.raises(PolicyError, match="must be at most"):
+        Reasoner(["a"], rlimit=10**30)
+    long_name = "x" * 10_000
+    with pytest.raises(PolicyError) as info:
+        Reasoner(["a"], [emitting(long_name, Rule("zzz", allowed=False))]).decide()
+    assert "`zzz`" in info.value.message

@@ -23,6 +23,7 @@ from ruleengine import (
     Pass,
     Reasoner,
     Requirement,
+    RequirementError,
     Rule,
     RunState,
     allowed,
@@ -262,3 +263,70 @@ def test_async_requirements_in_worker_threads(
         results = dict(zip(JOBS, pool.map(work, JOBS), strict=True))
     for job in JOBS:
         assert results[job] == expected[job], job
+
+
+# -- async requirements run concurrently within one decision -------------------------------------
+
+
+def test_async_requirements_of_one_step_run_concurrently() -> None:
+    # `early` waits for `late` to have started: awaited one after another, this step would
+    # never finish (the fail_after turns that into a failure, not a hang).
+    started = anyio.Event()
+
+    @requirement(name="early")
+    async def early(state: RunState) -> list[Item]:
+        await started.wait()
+        return [Rule("a", allowed=False)]
+
+    @requirement(name="late")
+    async def late(state: RunState) -> list[Item]:
+        started.set()
+        return [Rule("b", reason="b is fine")]
+
+    async def main() -> None:
+        with anyio.fail_after(5):
+            p = await Reasoner(["a", "b"], [late, early]).adecide()
+        assert p.allowed == ("b", "final_answer")
+        assert dict(p.reasons) == {"b": "b is fine"}
+
+    anyio.run(main)
+
+
+def test_async_records_come_in_requirement_order_whatever_finishes_first() -> None:
+    order = []
+
+    def slow_then_fast(name: str, delay: float) -> Requirement:
+        @requirement(name=name)
+        async def run(state: RunState) -> list[Item]:
+            await anyio.sleep(delay)
+            order.append(name)
+            return [Rule("a", reason=name)]
+
+        return run
+
+    async def main() -> list[Emitted]:
+        r = Reasoner(["a"], [slow_then_fast("first", 0.05), slow_then_fast("second", 0)])
+        return await r.aemit(RunState())
+
+    emitted = anyio.run(main)
+    assert order == ["second", "first"]
+    assert [e.requirement for e in emitted] == ["first", "second"]
+
+
+def test_the_first_failing_async_requirement_in_order_is_reported() -> None:
+    @requirement(name="a-fails-late")
+    async def a_fails_late(state: RunState) -> list[Item]:
+        await anyio.sleep(0.05)
+        raise ValueError("late")
+
+    @requirement(name="b-fails-early")
+    async def b_fails_early(state: RunState) -> list[Item]:
+        raise ValueError("early")
+
+    async def main() -> None:
+        await Reasoner(["a"], [b_fails_early, a_fails_late]).adecide()
+
+    with pytest.raises(RequirementError) as info:
+        anyio.run(main)
+    assert info.value.requirement == "a-fails-late"
+    assert isinstance(info.value.__cause__, ValueError)

@@ -479,8 +479,20 @@ def test_a_non_bool_check_message_names_the_requirement_once():
 
 
 def test_custom_checks_must_be_callable():
-    with pytest.raises(PolicyError, match="custom check `3` is not callable"):
+    with pytest.raises(PolicyError, match="custom_checks holds `3`, which is not callable"):
         ConditionalRequirement("search", custom_checks=[3])
+    with pytest.raises(PolicyError, match="custom_checks=`'odd'` must be a list"):
+        ConditionalRequirement("search", custom_checks="odd")
+
+
+def test_a_single_custom_check_is_accepted():
+    def odd(state: RunState) -> bool:
+        return len(state.steps) % 2 == 1
+
+    req = ConditionalRequirement("search", custom_checks=odd)
+    assert req.custom_checks == (odd,)
+    assert "search" not in decide([req], []).allowed
+    assert "search" in decide([req], ["think"]).allowed
 
 
 # -- priority, enabled, name -------------------------------------------------------------------

@@ -121,7 +121,7 @@ def test_an_entry_that_is_not_a_step_is_rejected(entry: object) -> None:
 def test_a_bad_mapping_entry_is_rejected_without_a_pydantic_traceback() -> None:
     with pytest.raises(PolicyError) as info:
         RunState.from_trace([{"tool": "a", "status": "maybe"}])
-    assert info.value.message.startswith("trace entry 1: not a step")
+    assert info.value.message.startswith("trace entry 1: not a valid step: `status`")
     assert info.value.__cause__ is None
     with pytest.raises(PolicyError):
         RunState.from_trace([{"tool": "a", "colour": "red"}])
@@ -129,7 +129,12 @@ def test_a_bad_mapping_entry_is_rejected_without_a_pydantic_traceback() -> None:
 
 def test_step_validates_its_fields() -> None:
     assert Step(tool="a").status == "ok"
-    with pytest.raises(ValidationError):
+    with pytest.raises(PolicyError, match="not a valid step: `status`") as info:
         Step(tool="a", status="weird")  # type: ignore[arg-type]
-    with pytest.raises(ValidationError):
+    assert info.value.__cause__ is None
+    with pytest.raises(PolicyError, match="not a valid step: `extra`"):
         Step(tool="a", extra=1)  # type: ignore[call-arg]
+    with pytest.raises(PolicyError, match="`tool` must not be empty"):
+        Step(tool="")
+    with pytest.raises(PolicyError, match="not a valid step: `tool`"):
+        Step(tool=5)  # type: ignore[arg-type]
