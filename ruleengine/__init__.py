@@ -22,7 +22,7 @@ from ruleengine.ir import (
     hidden,
     implies,
 )
-from ruleengine.passes import CoreEntry, Explanation, Pass, ToolDecision
+from ruleengine.passes import CoreEntry, Explanation, ForcedTie, Pass, ToolDecision
 from ruleengine.reasoner import Reasoner
 from ruleengine.requirements import (
     AskPermissionRequirement,
@@ -47,6 +47,7 @@ __all__ = [
     "Explanation",
     "Expr",
     "FINAL_ANSWER",
+    "ForcedTie",
     "FunctionRequirement",
     "Monitor",
     "Pass",

@@ -17,13 +17,13 @@ declared order (allowed first, then visible).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from itertools import compress, repeat
 from operator import and_
 from types import MappingProxyType
-from typing import Literal, NamedTuple
+from typing import Literal, NamedTuple, TypeVar
 
 from ruleengine._layout import Layout, Masks
 from ruleengine._search import prefer, quickxplain
@@ -47,6 +47,8 @@ __all__ = [
 ConflictKind = Literal["deadlock", "forced-conflict"]
 
 Rank = Callable[[Emitted], tuple[int, str, str]]
+
+K = TypeVar("K", bound=Hashable)
 
 Tie = tuple[int, tuple[str, ...], tuple[Emitted, ...]]
 """A soft-force tie: the top priority, the tied tools, the forcing records on them."""
@@ -132,7 +134,8 @@ class Resolver:
         flag = layout.force_flag
         forcers = list(compress(records, map(and_, words, repeat(flag)))) if word & flag else []
         reasons = lazy_reasons(records) if word & layout.reason_flag else NO_REASONS
-        return Solved(*solved, self.hard_tool(forces), forcers, reasons, ())
+        hard = self.tools[forces.bit_length() - 1] if forces else None
+        return Solved(solved[0], solved[1], hard, forcers, reasons, ())
 
     def _strict_clash(self, records: tuple[Emitted, ...]) -> Clash:
         compiled = self.compiler.compiled
@@ -272,28 +275,36 @@ class Resolver:
         from the masks: the same answers as the solver's, so the same core, without a solver
         call.
         """
+        if not label_parts:
+            # Strict mode: every candidate is a record's one restricting unit.
+            lits_of = {e: unit.lits for unit, e in candidates}
+            packed_of = {e: unit.packed for unit, e in candidates}
+            found = self._minimal(sorted(lits_of, key=self._rank), lits_of, packed_of)
+            return Clash(tuple(found), kind, forced, ("",) * len(found))
         compiled = self.compiler.compiled
         keys = [(e, 0 if unit is compiled(e).restrict else 1) for unit, e in candidates]
-        lits_of = {key: unit.lits for key, (unit, _) in zip(keys, candidates, strict=True)}
-        packed_of = {key: unit.packed for key, (unit, _) in zip(keys, candidates, strict=True)}
+        unit_lits = {key: unit.lits for key, (unit, _) in zip(keys, candidates, strict=True)}
+        unit_packed = {key: unit.packed for key, (unit, _) in zip(keys, candidates, strict=True)}
         rank = self._rank
-        ordered = sorted(lits_of, key=lambda key: (rank(key[0]), key[1]))
-        general = any(p & self.layout.general_flag for p in packed_of.values())
-        if self.fast_path and not general:
-            found = quickxplain(ordered, packed_of, self.layout.literal_consistent)
-        else:
-            found = quickxplain(ordered, lits_of, self.check)
+        ordered = sorted(unit_lits, key=lambda key: (rank(key[0]), key[1]))
+        units = self._minimal(ordered, unit_lits, unit_packed)
         in_core: dict[Emitted, list[int]] = {}
-        for e, index in found:
+        for e, index in units:
             in_core.setdefault(e, []).append(index)
         core = tuple(in_core)
         parts = tuple(
-            _PART_NAMES[indices[0]]
-            if label_parts and len(indices) == 1 and compiled(e).parts == 2
-            else ""
+            _PART_NAMES[indices[0]] if len(indices) == 1 and compiled(e).parts == 2 else ""
             for e, indices in in_core.items()
         )
         return Clash(core, kind, forced, parts)
+
+    def _minimal(self, ordered: list[K], lits_of: dict[K, int], packed_of: dict[K, int]) -> list[K]:
+        """QuickXplain over ``ordered``, asking the masks when no general formula is involved
+        (the fast path) and the solver otherwise."""
+        general = any(p & self.layout.general_flag for p in packed_of.values())
+        if self.fast_path and not general:
+            return quickxplain(ordered, packed_of, self.layout.literal_consistent)
+        return quickxplain(ordered, lits_of, self.check)
 
 
 _PART_NAMES = ("restricting", "permitting")

@@ -34,7 +34,7 @@ __all__ = ["DEFAULT_RLIMIT", "DEFAULT_TIMEOUT_MS", "Session", "make_solver"]
 
 DEFAULT_RLIMIT = 10_000_000
 """Z3 resource units per check (deterministic). Our per-step queries use a few thousand units;
-a check that exhausts this budget stops after about 3–5 s on a 2-core VM (docs/design.md)."""
+a check that exhausts this budget stops after about 2–4 s on a 2-core VM (docs/design.md)."""
 
 DEFAULT_TIMEOUT_MS = 10_000
 """Wall-clock bound of one decision, all its checks together, in milliseconds."""
@@ -167,12 +167,13 @@ class _Watchdog:
     """One daemon thread that interrupts solver checks running past their decision's deadline.
 
     A session joins once (a weak reference: a dropped reasoner is not kept alive); then each
-    decision only writes its deadline into the session, under the watchdog's lock, and wakes
-    the thread when that deadline is earlier than the one it sleeps until. The thread reads
-    the sessions' current deadlines when it wakes, so steady traffic wakes it about once per
-    timeout period. Interrupting a solver that is not inside a check does nothing (Z3 only
-    cancels a running check); a check stopped this way answers *unknown*, which the session
-    reports as out of time.
+    decision only writes its deadline into the session, and wakes the thread (under the
+    lock) when that deadline is earlier than the one the thread sleeps until, which happens
+    about once per timeout period: deadlines mostly move later. The thread reads the
+    sessions' current deadlines when it wakes, and reads them again after publishing when it
+    will wake next, so a deadline written meanwhile is never missed. Interrupting a solver
+    that is not inside a check does nothing (Z3 only cancels a running check); a check
+    stopped this way answers *unknown*, which the session reports as out of time.
     """
 
     def __init__(self) -> None:
@@ -181,42 +182,54 @@ class _Watchdog:
         self._sessions: dict[int, weakref.ref[Session]] = {}
         self._stopped: dict[int, float] = {}
         self.wake_at = float("inf")
-        """When the thread wakes next (read and written under ``lock``)."""
+        """When the thread wakes next (written under ``lock``, read without)."""
         self._thread: threading.Thread | None = None
 
-    def deadline_set(self, session: Session, deadline: float) -> None:
-        """Called under ``lock`` after ``session`` set its deadline."""
-        key = id(session)
-        if key not in self._sessions:
-            self._sessions[key] = session.ref
+    def join(self, session: Session) -> None:
+        """Watch ``session`` from now on (once per session)."""
+        with self.lock:
+            self._sessions[id(session)] = session.ref
             if self._thread is None:
                 self._thread = threading.Thread(
                     target=self._run, name="ruleengine-solver-watchdog", daemon=True
                 )
                 self._thread.start()
+
+    def deadline_set(self, deadline: float) -> None:
+        """A session's new deadline: wake the thread if it would sleep past it."""
         if deadline < self.wake_at:
-            self._wake.notify()
+            with self.lock:
+                self._wake.notify()
+
+    def _upcoming(self, now: float) -> float:
+        """Interrupt the sessions past their deadline; the earliest deadline still ahead."""
+        upcoming = float("inf")
+        for key, ref in list(self._sessions.items()):
+            session = ref()
+            if session is None:
+                del self._sessions[key]
+                self._stopped.pop(key, None)
+                continue
+            deadline = session.deadline
+            if not deadline or deadline == self._stopped.get(key):
+                continue
+            if deadline <= now:
+                self._stopped[key] = deadline
+                session.interrupt()
+            else:
+                upcoming = min(upcoming, deadline)
+        return upcoming
 
     def _run(self) -> None:
         with self.lock:
             while True:
                 now = time.monotonic()
-                upcoming = float("inf")
-                for key, ref in list(self._sessions.items()):
-                    session = ref()
-                    if session is None:
-                        del self._sessions[key]
-                        self._stopped.pop(key, None)
-                        continue
-                    deadline = session.deadline
-                    if not deadline or deadline == self._stopped.get(key):
-                        continue
-                    if deadline <= now:
-                        self._stopped[key] = deadline
-                        session.interrupt()
-                    else:
-                        upcoming = min(upcoming, deadline)
+                upcoming = self._upcoming(now)
                 self.wake_at = upcoming
+                # A deadline written before `wake_at` was published may be earlier: look again.
+                again = self._upcoming(now)
+                if again < upcoming:
+                    self.wake_at = upcoming = again
                 self._wake.wait(None if upcoming == float("inf") else upcoming - now)
 
 
@@ -247,6 +260,7 @@ class Session:
         self.deadline = 0.0
         """When the current decision runs out of time (``time.monotonic``; 0: not started)."""
         self.ref = weakref.ref(self)
+        self._watched = False
         self.checks = 0
         """How many solver calls this session made (for benchmarks and tests)."""
 
@@ -325,10 +339,11 @@ class Session:
         """Start the decision's clock at its first check; fail once it is out of time."""
         now = time.monotonic()
         if not self.deadline:
-            deadline = now + self._seconds
-            with _WATCHDOG.lock:
-                self.deadline = deadline
-                _WATCHDOG.deadline_set(self, deadline)
+            if not self._watched:
+                _WATCHDOG.join(self)
+                self._watched = True
+            self.deadline = deadline = now + self._seconds
+            _WATCHDOG.deadline_set(deadline)
         elif now >= self.deadline:
             raise self._out_of_time()
 

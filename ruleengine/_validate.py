@@ -42,8 +42,10 @@ def owner_of(requirement: str) -> str:
     return f"requirement `{requirement}`"
 
 
-def _fail(owner: str | None, message: str, hint: str | None = None) -> PolicyError:
-    return PolicyError(f"{owner}: {message}" if owner else message, hint=hint)
+def _fail(
+    owner: str | None, message: str, hint: str | None = None, *, name: str | None = None
+) -> PolicyError:
+    return PolicyError(f"{owner}: {message}" if owner else message, hint=hint, parameter=name)
 
 
 def _shown(value: object) -> str:
@@ -62,12 +64,12 @@ def integer(
 ) -> int:
     """``value`` as an int in ``[least, most]``, or a ``PolicyError``."""
     if isinstance(value, bool) or not isinstance(value, int):
-        raise _fail(owner, f"{name}=`{_shown(value)}` must be an integer", hint)
+        raise _fail(owner, f"{name}=`{_shown(value)}` must be an integer", hint, name=name)
     if value < least:
         bound = "must not be negative" if least == 0 else f"must be at least {least}"
-        raise _fail(owner, f"{name}=`{value}` {bound}", hint)
+        raise _fail(owner, f"{name}=`{value}` {bound}", hint, name=name)
     if most is not None and value > most:
-        raise _fail(owner, f"{name}=`{value}` must be at most {most}", hint)
+        raise _fail(owner, f"{name}=`{value}` must be at most {most}", hint, name=name)
     return value
 
 
@@ -83,11 +85,11 @@ def optional_integer(
 def number(value: object, *, name: str, owner: str | None = None, positive: bool = True) -> float:
     """``value`` as a finite real number (int or float, not bool), positive by default."""
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise _fail(owner, f"{name}=`{_shown(value)}` must be a number")
+        raise _fail(owner, f"{name}=`{_shown(value)}` must be a number", name=name)
     if value != value or value in (float("inf"), float("-inf")):
-        raise _fail(owner, f"{name}=`{value}` must be finite")
+        raise _fail(owner, f"{name}=`{value}` must be finite", name=name)
     if positive and value <= 0:
-        raise _fail(owner, f"{name}=`{value}` must be positive")
+        raise _fail(owner, f"{name}=`{value}` must be positive", name=name)
     return float(value)
 
 
@@ -99,16 +101,16 @@ def priority(value: object, *, owner: str | None) -> int:
 def flag(value: object, *, name: str, owner: str | None = None) -> bool:
     """``value`` as a bool (only ``True`` or ``False``, not truthy values)."""
     if value is not True and value is not False:
-        raise _fail(owner, f"{name}=`{_shown(value)}` must be true or false")
+        raise _fail(owner, f"{name}=`{_shown(value)}` must be true or false", name=name)
     return value
 
 
 def text(value: object, *, name: str, owner: str | None = None, empty: bool = False) -> str:
     """``value`` as a string (non-empty unless ``empty``)."""
     if not isinstance(value, str):
-        raise _fail(owner, f"{name}=`{_shown(value)}` must be text")
+        raise _fail(owner, f"{name}=`{_shown(value)}` must be text", name=name)
     if not value and not empty:
-        raise _fail(owner, f"{name} must not be empty")
+        raise _fail(owner, f"{name} must not be empty", name=name)
     return value
 
 
@@ -123,13 +125,13 @@ def one_of(value: object, choices: Collection[T], *, name: str, owner: str | Non
         return value  # type: ignore[return-value]
     listed = " or ".join(f"`{c}`" for c in choices)
     shown = value if isinstance(value, str) else _shown(value)
-    raise _fail(owner, f"{name}=`{shown}` must be {listed}")
+    raise _fail(owner, f"{name}=`{shown}` must be {listed}", name=name)
 
 
 def sequence(value: object, *, name: str, owner: str | None = None) -> tuple[Any, ...]:
     """``value`` as a tuple: a list, tuple, set or other iterable, but not text or a mapping."""
     if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
-        raise _fail(owner, f"{name}=`{_shown(value)}` must be a list")
+        raise _fail(owner, f"{name}=`{_shown(value)}` must be a list", name=name)
     return tuple(value)
 
 
@@ -142,5 +144,5 @@ def callables(
     items = sequence(value, name=name, owner=owner)
     for item in items:
         if not callable(item):
-            raise _fail(owner, f"{name} holds `{_shown(item)}`, which is not callable")
+            raise _fail(owner, f"{name} holds `{_shown(item)}`, which is not callable", name=name)
     return items

@@ -32,7 +32,7 @@ from ruleengine._resolve import (
 )
 from ruleengine._units import Compiler
 from ruleengine.encode import Vocabulary
-from ruleengine.explain import canonical, explainer, no_notes, no_tie
+from ruleengine.explain import canonical, explained, no_notes, no_tie
 from ruleengine.ir import FINAL_ANSWER
 from ruleengine.passes import Mode, Pass
 from ruleengine.rules import Emitted, check_record
@@ -130,6 +130,10 @@ class Aggregator:
 
     # -- deciding ------------------------------------------------------------------------
 
+    def begin(self) -> None:
+        """A new decision: its solver checks get a fresh wall clock (``Session.begin``)."""
+        self._session.deadline = 0.0
+
     def aggregate(
         self, emitted: Sequence[Emitted], *, yielded: Sequence[Emitted] = ()
     ) -> Pass | Clash:
@@ -144,7 +148,6 @@ class Aggregator:
             for e in records:
                 check_record(e)
         words, word = self._words(records)  # checks and compiles records seen for the first time
-        self._session.begin()
         if self.mode == "strict":
             result = self._resolver.strict(records, words, word)
         else:
@@ -154,12 +157,12 @@ class Aggregator:
         return self._build(records, result, tuple(yielded))
 
     def _build(self, records: tuple[Emitted, ...], s: Solved, yielded: tuple[Emitted, ...]) -> Pass:
-        not_allowed = s.not_allowed
+        not_allowed, hidden_mask, hard, forcers, reasons, overridden = s
         allowed = pre_allowed = self._names(self.layout.full & ~not_allowed)
         can_stop = not not_allowed & self._fa_bit
-        forced = s.hard
-        if s.forcers and forced is None:
-            forced = soft_forced(s.forcers, not_allowed, self._bit, self._position)
+        forced = hard
+        if forcers and forced is None:
+            forced = soft_forced(forcers, not_allowed, self._bit, self._position)
         if forced is not None:
             allowed = (forced, FINAL_ANSWER) if can_stop and forced != FINAL_ANSWER else (forced,)
             tool_choice = forced
@@ -169,26 +172,30 @@ class Aggregator:
             tool_choice = "required"
         else:
             tool_choice = "auto"
-        hidden = self._names(s.hidden) if s.hidden else ()
+        hidden = self._names(hidden_mask) if hidden_mask else ()
         notes: Callable[[], Sequence[str]] = no_notes
         tie: Callable[[], Tie | None] = no_tie
-        if s.forcers:
-            notes = partial(self._force_notes, s.forcers, not_allowed, s.hard)
-            tie = partial(self._tie, s.forcers, not_allowed, s.hard)
-        explain = explainer(
-            self.mode,
-            self.tools,
-            records,
-            s.overridden,
-            pre_allowed,
-            allowed,
-            hidden,
-            forced,
-            notes,
-            tie,
-            yielded,
+        if forcers:
+            notes = partial(self._force_notes, forcers, not_allowed, hard)
+            tie = partial(self._tie, forcers, not_allowed, hard)
+        # The explanation is built when first read (most passes are never explained).
+        explain = partial(
+            explained,
+            (
+                self.mode,
+                self.tools,
+                records,
+                overridden,
+                pre_allowed,
+                allowed,
+                hidden,
+                forced,
+                notes,
+                tie,
+                yielded,
+            ),
         )
-        return Pass._trusted(allowed, hidden, forced, can_stop, tool_choice, s.reasons, explain)
+        return Pass._trusted(allowed, hidden, forced, can_stop, tool_choice, reasons, explain)
 
     def _tie(self, forcers: list[Emitted], not_allowed: int, hard: str | None) -> Tie | None:
         """The soft-force tie broken by declared order (none when a hard force decided)."""

@@ -49,6 +49,20 @@ class RuleEngineError(Exception):
 class PolicyError(RuleEngineError):
     """A usage mistake, raised at load or construction time (or when a rule is first seen)."""
 
+    def __init__(
+        self,
+        message: str,
+        *,
+        hint: str | None = None,
+        parameter: str | None = None,
+        location: str | None = None,
+    ) -> None:
+        super().__init__(message, hint=hint)
+        self.parameter = parameter
+        """The parameter at fault, when one is (policy files map it to a key)."""
+        self.location = location
+        """Where the mistake is in a policy file (``file:line``), when it comes from one."""
+
 
 class RequirementError(RuleEngineError):
     """A requirement's ``run`` raised; the original exception is kept as ``__cause__``."""

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import partial
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -21,7 +20,7 @@ if TYPE_CHECKING:
 from ruleengine.passes import CoreEntry, Explanation, ForcedTie, Mode, ToolDecision
 from ruleengine.rules import Emitted, Lowered, lower
 
-__all__ = ["Explainer", "canonical", "core_entry", "explainer"]
+__all__ = ["Explainer", "canonical", "core_entry", "explained"]
 
 Status = Literal["forced", "allowed", "excluded", "denied", "hidden"]
 
@@ -130,13 +129,9 @@ class Explainer:
         )
 
 
-def explainer(*args: Any) -> Callable[[], Explanation]:
-    """``Explainer(*args)`` built when the explanation is first read, not with the pass (most
-    passes are never explained; building the object costs more than this partial)."""
-    return partial(_explain, args)
-
-
-def _explain(args: tuple[Any, ...]) -> Explanation:
+def explained(args: tuple[Any, ...]) -> Explanation:
+    """``Explainer(*args)()``: a pass keeps ``partial(explained, args)`` and calls it when its
+    explanation is first read (building the ``Explainer`` costs more than that partial)."""
     return Explainer(*args)()
 
 

@@ -124,24 +124,31 @@ class Reasoner:
         """Run every enabled requirement on ``state``, async ones concurrently.
 
         The records come out in requirement order whatever order the async ones finish in;
-        when several fail, the error of the first failing requirement (in name order) is
-        raised, after all of them have finished.
+        when several fail (sync or async), the error of the first failing requirement in name
+        order is raised, after every async one has finished (none is left un-awaited).
         """
         state = _state(state)
         enabled = [req for req in self.requirements if req.enabled]
         outputs: list[object] = [None] * len(enabled)
+        failures: dict[int, RuleEngineError] = {}
         pending: list[tuple[int, Requirement, Awaitable[Any]]] = []
         for i, req in enumerate(enabled):
-            out = _call(req, state)
+            try:
+                out = _call(req, state)
+            except RuleEngineError as exc:
+                failures[i] = exc
+                continue
             if inspect.isawaitable(out):
                 pending.append((i, req, out))
             else:
                 outputs[i] = out
-        if len(pending) == 1:
+        if len(pending) == 1 and not failures:
             i, req, awaitable = pending[0]
             outputs[i] = await _awaited(req, awaitable)
         elif pending:
-            await _await_all(pending, outputs)
+            await _await_all(pending, outputs, failures)
+        if failures:
+            raise failures[min(failures)]
         emitted: list[Emitted] = []
         for req, out in zip(enabled, outputs, strict=True):
             emitted += self.wrap(req, out)
@@ -220,6 +227,8 @@ class Reasoner:
                 cache.move_to_end(key)
             else:
                 self.misses += 1
+                # One decision, one clock (a yielding retry below shares it).
+                self._aggregator.begin()
                 # Every record is checked when first decided (equal records: found by value).
                 result = self._aggregator.aggregate(emitted)
                 if isinstance(result, Clash) and self._yielding:
@@ -329,10 +338,11 @@ async def _awaited(req: Requirement, awaitable: Awaitable[Any]) -> Any:
 
 
 async def _await_all(
-    pending: list[tuple[int, Requirement, Awaitable[Any]]], outputs: list[object]
+    pending: list[tuple[int, Requirement, Awaitable[Any]]],
+    outputs: list[object],
+    failures: dict[int, RuleEngineError],
 ) -> None:
-    """Await every pending requirement concurrently; raise the first failure in order."""
-    failures: dict[int, BaseException] = {}
+    """Await every pending requirement concurrently; their failures go to ``failures``."""
 
     async def collect(i: int, req: Requirement, awaitable: Awaitable[Any]) -> None:
         try:
@@ -343,8 +353,6 @@ async def _await_all(
     async with anyio.create_task_group() as group:
         for i, req, awaitable in pending:
             group.start_soon(collect, i, req, awaitable)
-    if failures:
-        raise failures[min(failures)]
 
 
 def _prefixed(req: Requirement, exc: PolicyError) -> PolicyError:

@@ -54,12 +54,14 @@ def as_refs(value: object, *, owner: str, parameter: str) -> tuple[object, ...]:
         raise PolicyError(
             f"{owner}: {parameter}=`{value!r}` is not a tool or a list of tools",
             hint="name tools by string, by tool object, or by tool class",
+            parameter=parameter,
         )
     for ref in refs:
         if not (isinstance(ref, type) or name_now(ref)):
             raise PolicyError(
                 f"{owner}: {parameter} holds `{ref!r}`, which is not a tool",
                 hint="name tools by string, by tool object, or by tool class",
+                parameter=parameter,
             )
     return refs
 
@@ -78,6 +80,7 @@ def resolve(ref: object, tools: Sequence[object], *, owner: str, parameter: str)
                 f"{owner}: {parameter} names tool class `{ref.__name__}`, "
                 "but no declared tool is one",
                 hint=_declared_hint(declared),
+                parameter=parameter,
             )
         if len(matches) > 1:
             listed = ", ".join(f"`{m}`" for m in matches)
@@ -85,6 +88,7 @@ def resolve(ref: object, tools: Sequence[object], *, owner: str, parameter: str)
                 f"{owner}: {parameter} names tool class `{ref.__name__}`, "
                 f"which is ambiguous: {listed}",
                 hint="name the tool by its name instead of its class",
+                parameter=parameter,
             )
         return matches[0]
     name = name_now(ref)
@@ -92,6 +96,7 @@ def resolve(ref: object, tools: Sequence[object], *, owner: str, parameter: str)
         raise PolicyError(
             f"{owner}: {parameter} names unknown tool `{name or repr(ref)}`",
             hint=_declared_hint(declared),
+            parameter=parameter,
         )
     return name
 

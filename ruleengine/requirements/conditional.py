@@ -159,7 +159,9 @@ class ConditionalMonitor(Monitor):
         t = self.target
         causes = []
         cap = self.max_invocations
-        if cap is not None and count >= cap:
+        if cap == 0:
+            causes.append(f"`{t}` may not be called (max 0)")
+        elif cap is not None and count >= cap:
             # Counts saturate at the cap (the view cannot tell more), and a run the gate
             # guards never goes past it.
             causes.append(
@@ -225,7 +227,7 @@ class ConditionalRequirement(Requirement):
         early_owner = _validate.owner_of(name if isinstance(name, str) else "conditional")
         target_refs = as_refs(target, owner=early_owner, parameter="target")
         if len(target_refs) != 1:
-            raise PolicyError(f"{early_owner}: target must be one tool")
+            raise PolicyError(f"{early_owner}: target must be one tool", parameter="target")
         self._target_ref = target_refs[0]
         early = names_now(target_refs)
         default_name = f"conditional({early[0] if early else _class_name(self._target_ref)})"
@@ -252,6 +254,7 @@ class ConditionalRequirement(Requirement):
                 f"{owner}: min_invocations=`{self.min_invocations}` exceeds "
                 f"max_invocations=`{self.max_invocations}`",
                 hint="the tool could never be called often enough to let the agent stop",
+                parameter="min_invocations",
             )
         self.force_prevent_stop = _validate.flag(
             force_prevent_stop, name="force_prevent_stop", owner=owner
@@ -298,6 +301,7 @@ class ConditionalRequirement(Requirement):
                 raise PolicyError(
                     f"{owner}: {parameter} contains the target `{target}` itself",
                     hint=hint,
+                    parameter=parameter,
                 )
         for a, b in (("only_before", "only_after"), ("only_before", "force_after")):
             left = only_before
@@ -307,11 +311,13 @@ class ConditionalRequirement(Requirement):
                 raise PolicyError(
                     f"{owner}: tool `{both[0]}` is in both {a} and {b}",
                     hint="after that tool the target could never be allowed",
+                    parameter=b,
                 )
         if target == FINAL_ANSWER and self.min_invocations:
             raise PolicyError(
                 f"{owner}: min_invocations on `final_answer` can never be met",
                 hint="the run ends when `final_answer` runs",
+                parameter="min_invocations",
             )
         return ConditionalMonitor(
             target=target,

@@ -132,7 +132,9 @@ class AskPermissionRequirement(Requirement):
         self._include = as_refs(include, owner=owner, parameter="include")
         self._exclude = as_refs(exclude, owner=owner, parameter="exclude")
         if handler is not None and not callable(handler):
-            raise PolicyError(f"{owner}: handler=`{handler!r}` is not callable")
+            raise PolicyError(
+                f"{owner}: handler=`{handler!r}` is not callable", parameter="handler"
+            )
         self.handler: PermissionHandler = handler or terminal_handler
         """Answers whether a call may run."""
         _validate.flag(remember_choices, name="remember_choices", owner=owner)

@@ -185,7 +185,9 @@ def expected_conditional(p: CondParams, trace: Trace) -> tuple[Any, ...]:
     last = counted[-1] if counted else None
     failed = [repr(c) for c in p.checks if not c.value(len(trace))]
     causes = []
-    if p.max_invocations is not None and count >= p.max_invocations:
+    if p.max_invocations == 0:
+        causes.append(f"`{p.target}` may not be called (max 0)")
+    elif p.max_invocations is not None and count >= p.max_invocations:
         times = "time" if p.max_invocations == 1 else "times"
         causes.append(
             f"`{p.target}` already called {p.max_invocations} {times} (max {p.max_invocations})"

@@ -330,3 +330,49 @@ def test_the_first_failing_async_requirement_in_order_is_reported() -> None:
         anyio.run(main)
     assert info.value.requirement == "a-fails-late"
     assert isinstance(info.value.__cause__, ValueError)
+
+
+def test_a_failing_sync_requirement_waits_for_the_async_ones_and_order_decides() -> None:
+    finished = []
+
+    @requirement(name="a-async")
+    async def a_async(state: RunState) -> list[Item]:
+        await anyio.sleep(0.01)
+        finished.append("a-async")
+        raise ValueError("first in name order")
+
+    @requirement(name="b-sync")
+    def b_sync(state: RunState) -> list[Item]:
+        raise ValueError("second in name order")
+
+    async def main() -> None:
+        await Reasoner(["a"], [b_sync, a_async]).adecide()
+
+    with pytest.raises(RequirementError) as info:
+        anyio.run(main)
+    assert info.value.requirement == "a-async"
+    assert finished == ["a-async"]  # awaited, not abandoned
+
+
+def test_a_yielding_retry_shares_the_decision_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ruleengine import CycleGuard, Step
+    from ruleengine.aggregate import Aggregator
+
+    began = []
+    original = Aggregator.begin
+
+    def counting(self: Aggregator) -> None:
+        began.append(1)
+        original(self)
+
+    monkeypatch.setattr(Aggregator, "begin", counting)
+    no_b = requirement(name="no-b")(lambda state: [Rule("b", allowed=False)])
+    keep_going = requirement(name="keep-going")(
+        lambda state: [Rule("final_answer", prevent_stop=True)]
+    )
+    steps = tuple(Step(tool="a", arguments={"q": 1}) for _ in range(3))
+    r = Reasoner(["a", "b"], [CycleGuard(), no_b, keep_going])
+    p = r.decide(RunState(steps=steps))  # the guard yields: denying `a` would leave nothing
+    assert p.allowed == ("a",)
+    assert p.explanation.yielded
+    assert began == [1]
