@@ -23,6 +23,7 @@ from ruleengine.ir import (
     implies,
 )
 from ruleengine.passes import CoreEntry, Explanation, ForcedTie, Pass, ToolDecision
+from ruleengine.policy import Policy
 from ruleengine.reasoner import Reasoner
 from ruleengine.requirements import (
     AskPermissionRequirement,
@@ -51,6 +52,7 @@ __all__ = [
     "FunctionRequirement",
     "Monitor",
     "Pass",
+    "Policy",
     "PolicyError",
     "Reasoner",
     "Requirement",

@@ -23,20 +23,8 @@ so a whole step folds with one C-level reduction::
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NamedTuple
 
-__all__ = ["Layout", "Masks"]
-
-
-class Masks(NamedTuple):
-    """The tool masks of a packed value, unpacked."""
-
-    denies: int
-    hides: int
-    general: int
-    forces: int
-    allows: int
-    shows: int
+__all__ = ["Layout"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,17 +85,11 @@ class Layout:
             | (self.general_flag if is_general else 0)
         )
 
-    def masks(self, packed: int) -> Masks:
-        """The tool masks of ``packed`` (the or-ed packed values of some units)."""
+    def verdict(self, packed: int) -> tuple[int, int, int, int]:
+        """The ``(denies, hides, general, forces)`` masks: what deciding a step reads (a plain
+        tuple: this runs once per solver-path decision)."""
         n, full = self.n, self.full
-        return Masks(
-            packed & full,
-            packed >> n & full,
-            packed >> 2 * n & full,
-            packed >> 3 * n & full,
-            packed >> 4 * n & full,
-            packed >> 5 * n & full,
-        )
+        return packed & full, packed >> n & full, packed >> 2 * n & full, packed >> 3 * n & full
 
     def word(self, packed: int, lits: int, *, soft_force: bool, reasoned: bool) -> int:
         """A record's word: its packed value, its flags and its literal mask."""

@@ -25,7 +25,7 @@ from operator import and_
 from types import MappingProxyType
 from typing import Literal, NamedTuple, TypeVar
 
-from ruleengine._layout import Layout, Masks
+from ruleengine._layout import Layout
 from ruleengine._search import prefer, quickxplain
 from ruleengine._solver import Session
 from ruleengine._units import Compiler, Unit
@@ -126,9 +126,8 @@ class Resolver:
             denies, hides, forces = found
             solved = (denies, hides)
         else:
-            masks = layout.masks(packed)
-            forces = masks.forces
-            solved = self.lexmax(word >> layout.lits_shift, masks)
+            denies, hides, general, forces = layout.verdict(packed)
+            solved = self.lexmax(word >> layout.lits_shift, denies, hides, general)
             if solved is None:
                 return self._strict_clash(records)
         flag = layout.force_flag
@@ -178,12 +177,12 @@ class Resolver:
             kept.extend(survivors)
             kept_lits |= tier_lits
             kept_packed |= tier_packed
-        masks = self.layout.masks(kept_packed)
+        denies, hides, general, forces = self.layout.verdict(kept_packed)
         solved: tuple[int, int] | None
         if self.fast_path and not kept_packed & self.layout.general_flag:
-            solved = (masks.denies, masks.hides)
+            solved = (denies, hides)
         else:
-            solved = self.lexmax(kept_lits, masks)
+            solved = self.lexmax(kept_lits, denies, hides, general)
         # INVARIANT: every tier was checked satisfiable together with everything kept above.
         assert solved is not None
         dropped = {e for _, e in overridden}
@@ -191,7 +190,7 @@ class Resolver:
         forcers = [e for e in whole if compiled(e).forces]
         reasons = lazy_reasons(whole) if any(compiled(e).reasoned for e in whole) else NO_REASONS
         parts = tuple((e, self._part(unit, e)) for unit, e in overridden)
-        return Solved(*solved, self.hard_tool(masks.forces), forcers, reasons, parts)
+        return Solved(*solved, self.hard_tool(forces), forcers, reasons, parts)
 
     def _part(self, unit: Unit, e: Emitted) -> str:
         """Which part of its item ``unit`` is ("" when the item has one part)."""
@@ -202,10 +201,13 @@ class Resolver:
 
     # -- the most permissive assignment ------------------------------------------------------
 
-    def lexmax(self, lits: int, masks: Masks) -> tuple[int, int] | None:
-        """The lexicographically most permissive (not-allowed, hidden) masks, or None if unsat."""
+    def lexmax(self, lits: int, denies: int, hides: int, general: int) -> tuple[int, int] | None:
+        """The lexicographically most permissive (not-allowed, hidden) masks, or None if unsat.
+
+        ``denies`` and ``hides`` are what the literals decide; ``general``, the tools that
+        general formulas mention (only those need preference literals).
+        """
         check = self.check
-        denies, hides, general = masks.denies, masks.hides, masks.general
         if not general:
             return (denies, hides) if check(lits) else None
         slot, knows, bit = self._slot, self._knows, self._bit

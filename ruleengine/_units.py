@@ -8,16 +8,39 @@ assumed literal by literal; any other formula through one guard literal (``encod
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
 
 from ruleengine._layout import Layout
 from ruleengine.encode import Vocabulary
 from ruleengine.errors import PolicyError
 from ruleengine.ir import Expr, mentioned_tools
-from ruleengine.rules import Emitted, Lowered, literals_of, lower
+from ruleengine.rules import Emitted, Literal, Lowered, literals_of, lower
 
-__all__ = ["Compiled", "Compiler", "Unit"]
+__all__ = ["Compiled", "Compiler", "Unit", "literal_masks"]
+
+
+def literal_masks(
+    literals: Iterable[Literal], bit: Mapping[str, int]
+) -> tuple[int, int, int, int]:
+    """The ``(denies, hides, allows, shows)`` tool masks of a conjunction of literals.
+
+    A hidden tool is denied too (hidden ⇒ not allowed). The static checker's symbolic engine
+    reads literal rules through this same function.
+    """
+    denies = hides = allows = shows = 0
+    for kind, t, value in literals:
+        if kind == "allowed":
+            if value:
+                allows |= bit[t]
+            else:
+                denies |= bit[t]
+        elif value:
+            hides |= bit[t]
+            denies |= bit[t]
+        else:
+            shows |= bit[t]
+    return denies, hides, allows, shows
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -111,17 +134,7 @@ class Compiler:
                 return None
             else:
                 keys = literals
-                for kind, t, value in literals:
-                    if kind == "allowed":
-                        if value:
-                            allows |= bit[t]
-                        else:
-                            denies |= bit[t]
-                    elif value:
-                        hides |= bit[t]
-                        denies |= bit[t]  # hidden ⇒ not allowed
-                    else:
-                        shows |= bit[t]
+                denies, hides, allows, shows = literal_masks(literals, bit)
         session = self.vocabulary.session
         lits = 0
         for key in keys:

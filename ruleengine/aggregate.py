@@ -32,9 +32,9 @@ from ruleengine._resolve import (
 )
 from ruleengine._units import Compiler
 from ruleengine.encode import Vocabulary
-from ruleengine.explain import canonical, explained, no_notes, no_tie
+from ruleengine.explain import canonical, explained, no_notes, no_tie, tie_model
 from ruleengine.ir import FINAL_ANSWER
-from ruleengine.passes import Mode, Pass
+from ruleengine.passes import ForcedTie, Mode, Pass
 from ruleengine.rules import Emitted, check_record
 
 __all__ = ["Aggregator", "Clash", "ConflictKind", "Mode"]
@@ -195,7 +195,10 @@ class Aggregator:
                 yielded,
             ),
         )
-        return Pass._trusted(allowed, hidden, forced, can_stop, tool_choice, reasons, explain)
+        forced_tie = partial(_tie_model_of, tie) if forcers else None
+        return Pass._trusted(
+            allowed, hidden, forced, can_stop, tool_choice, reasons, explain, forced_tie
+        )
 
     def _tie(self, forcers: list[Emitted], not_allowed: int, hard: str | None) -> Tie | None:
         """The soft-force tie broken by declared order (none when a hard force decided)."""
@@ -225,6 +228,10 @@ class Aggregator:
                 self._tuples.clear()
             self._tuples[mask] = names
         return names
+
+
+def _tie_model_of(tie: Callable[[], Tie | None]) -> ForcedTie | None:
+    return tie_model(tie())
 
 
 def _name_tables(tools: tuple[str, ...]) -> list[tuple[tuple[str, ...], ...]]:

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 from ruleengine.passes import CoreEntry, Explanation, ForcedTie, Mode, ToolDecision
 from ruleengine.rules import Emitted, Lowered, lower
 
-__all__ = ["Explainer", "canonical", "core_entry", "explained"]
+__all__ = ["Explainer", "canonical", "core_entry", "explained", "tie_model"]
 
 Status = Literal["forced", "allowed", "excluded", "denied", "hidden"]
 
@@ -118,21 +118,25 @@ class Explainer:
         return "denied"
 
     def _tie(self) -> ForcedTie | None:
-        found = self.tie()
-        if found is None:
-            return None
-        priority, tools, rules = found
-        return ForcedTie(
-            priority=priority,
-            tools=tools,
-            rules=tuple(core_entry(e) for e in sorted(set(rules), key=canonical)),
-        )
+        return tie_model(self.tie())
 
 
 def explained(args: tuple[Any, ...]) -> Explanation:
     """``Explainer(*args)()``: a pass keeps ``partial(explained, args)`` and calls it when its
     explanation is first read (building the ``Explainer`` costs more than that partial)."""
     return Explainer(*args)()
+
+
+def tie_model(found: Tie | None) -> ForcedTie | None:
+    """The public ``ForcedTie`` of a tie found by the aggregator."""
+    if found is None:
+        return None
+    priority, tools, rules = found
+    return ForcedTie(
+        priority=priority,
+        tools=tools,
+        rules=tuple(core_entry(e) for e in sorted(set(rules), key=canonical)),
+    )
 
 
 def _parts(lowered: Lowered) -> int:

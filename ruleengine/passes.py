@@ -7,16 +7,14 @@ from functools import cached_property
 from typing import Any, Literal
 
 from pydantic import (
-    BaseModel,
     ConfigDict,
     Field,
     PrivateAttr,
-    ValidationError,
     computed_field,
     field_serializer,
 )
 
-from ruleengine.errors import PolicyError
+from ruleengine._model import ResultModel
 
 __all__ = ["CoreEntry", "Explanation", "ForcedTie", "LazyMapping", "Mode", "Pass", "ToolDecision"]
 
@@ -57,24 +55,7 @@ class LazyMapping(Mapping[str, str]):
         return repr(dict(self._get()))
 
 
-class _Model(BaseModel):
-    """The public result models: built by the engine, and by users only in tests and tools,
-    whose mistakes get a ``PolicyError`` rather than pydantic's traceback."""
-
-    model_config = _FROZEN
-
-    def __init__(self, **data: Any) -> None:
-        try:
-            super().__init__(**data)
-        except ValidationError as exc:
-            error = exc.errors()[0]
-            where = ".".join(str(part) for part in error.get("loc", ())) or "value"
-            raise PolicyError(
-                f"not a valid `{type(self).__name__}`: `{where}`: {error.get('msg', '').lower()}"
-            ) from None
-
-
-class CoreEntry(_Model):
+class CoreEntry(ResultModel):
     """One emitted rule or constraint, as cited by a core or an explanation."""
 
     model_config = _FROZEN
@@ -103,7 +84,7 @@ class CoreEntry(_Model):
         raise KeyError(key)
 
 
-class ToolDecision(_Model):
+class ToolDecision(ResultModel):
     """How one tool came out of a decision, and which emitted items decided it."""
 
     model_config = _FROZEN
@@ -117,7 +98,7 @@ class ToolDecision(_Model):
     """Priority mode: rules about the tool that were overridden by higher priorities."""
 
 
-class ForcedTie(_Model):
+class ForcedTie(ResultModel):
     """Soft forces on two or more allowed tools at the same top priority (SPEC §4.4).
 
     The tie is broken by declared order: ``tools[0]`` is the step's forced tool (unless a hard
@@ -135,7 +116,7 @@ class ForcedTie(_Model):
     requirement name)."""
 
 
-class Explanation(_Model):
+class Explanation(ResultModel):
     """Why the pass is what it is: per tool, the deciding rules; overridden rules; notes."""
 
     model_config = _FROZEN
@@ -168,7 +149,7 @@ class Explanation(_Model):
         return "\n".join(lines)
 
 
-class Pass(_Model):
+class Pass(ResultModel):
     """The step's permit: which tools the model may call, which one is forced, may it stop."""
 
     model_config = _FROZEN
@@ -191,6 +172,7 @@ class Pass(_Model):
         return dict(reasons)
 
     _explain: Callable[[], Explanation] | None = PrivateAttr(default=None)
+    _tie: Callable[[], ForcedTie | None] | None = PrivateAttr(default=None)
 
     @computed_field  # type: ignore[prop-decorator]
     @cached_property
@@ -219,6 +201,14 @@ class Pass(_Model):
         """Whether ``tool`` may be called at this step."""
         return tool in self.allowed
 
+    @property
+    def forced_tie(self) -> ForcedTie | None:
+        """``explanation.forced_tie`` without building the rest of the explanation (the
+        static checker reads it at every state)."""
+        if self._tie is None:
+            return None
+        return self._tie()
+
     @classmethod
     def _trusted(
         cls,
@@ -229,14 +219,16 @@ class Pass(_Model):
         tool_choice: str,
         reasons: Mapping[str, str],
         explain: Callable[[], Explanation],
+        tie: Callable[[], ForcedTie | None] | None = None,
     ) -> Pass:
         """A pass from values that are right by construction (the aggregator's), unvalidated.
 
         The same object ``model_construct`` builds, at a fraction of its cost (the per-step
-        decision builds one per cache miss): every field set, no extras, ``explain`` as the
-        private explainer. This is the one place that writes pydantic's instance layout; at
-        import the layout is compared with ``model_construct``'s, and if a pydantic release
-        changed it, ``model_construct`` is used instead (``_TRUSTED_LAYOUT``).
+        decision builds one per cache miss): every field set, no extras, ``explain`` and
+        ``tie`` as the private explainers. This is the one place that writes pydantic's
+        instance layout; at import the layout is compared with ``model_construct``'s, and if
+        a pydantic release changed it, ``model_construct`` is used instead
+        (``_TRUSTED_LAYOUT``).
         """
         values: dict[str, Any] = {
             "allowed": allowed,
@@ -250,13 +242,14 @@ class Pass(_Model):
         if not _TRUSTED_LAYOUT:
             p = cls.model_construct(**values)
             p._explain = explain
+            p._tie = tie
             return p
         p = cls.__new__(cls)
         setter = object.__setattr__
         setter(p, "__dict__", values)
         setter(p, "__pydantic_fields_set__", _PASS_FIELDS)
         setter(p, "__pydantic_extra__", None)
-        setter(p, "__pydantic_private__", {"_explain": explain})
+        setter(p, "__pydantic_private__", {"_explain": explain, "_tie": tie})
         return p
 
 
@@ -276,6 +269,7 @@ def _layout_matches() -> bool:
     try:
         reference = Pass.model_construct(**sample)
         reference._explain = None
+        reference._tie = None
         slots = ("__dict__", "__pydantic_fields_set__", "__pydantic_extra__")
         expected = {a: getattr(reference, a) for a in slots}
         expected["__pydantic_private__"] = reference.__pydantic_private__
@@ -284,7 +278,7 @@ def _layout_matches() -> bool:
         setter(probe, "__dict__", dict(sample))
         setter(probe, "__pydantic_fields_set__", _PASS_FIELDS)
         setter(probe, "__pydantic_extra__", None)
-        setter(probe, "__pydantic_private__", {"_explain": None})
+        setter(probe, "__pydantic_private__", {"_explain": None, "_tie": None})
         got = {a: getattr(probe, a) for a in (*slots, "__pydantic_private__")}
         return got == expected and probe == reference and probe.allowed == ("a",)
     except Exception:

@@ -6,7 +6,9 @@ The requirement reads its history through ``ConditionalMonitor``, whose view is
 
 * ``count`` — counted calls of the target, saturated at the largest of ``min_invocations``
   and ``max_invocations``;
-* ``last`` — the last counted tool if it is the target or in ``force_after``, else ``None``;
+* ``last`` — what a rule reads of the last counted tool: the target (when
+  ``consecutive_allowed`` is false), or, for any ``force_after`` tool, the first of them (they
+  all force alike); ``None`` for every other tool;
 * ``after`` — bit mask of the ``only_after`` tools called so far;
 * ``before`` — whether some ``only_before`` tool has been called;
 * ``step`` — counted steps + 1, saturated just past ``force_at_step``.
@@ -69,7 +71,12 @@ class ConditionalMonitor(Monitor):
         self.check_names = check_names or tuple(f"#{i + 1}" for i in range(checks))
         self._cap = max(min_invocations, max_invocations or 0)
         self._step_cap = force_at_step + 1 if force_at_step is not None else 1
-        self._remembered = frozenset((target, *force_after))
+        # `last` is kept only as far as a rule reads it: the target itself when it may not
+        # run twice in a row, and "one of the force_after tools" (all of them force alike, so
+        # they share one view: the first of them). Every other last tool is the same view.
+        self._last: dict[str, str] = {t: force_after[0] for t in force_after}
+        if not consecutive_allowed:
+            self._last[target] = target
         self._after_bit = {t: 1 << i for i, t in enumerate(only_after)}
         self._after_all = (1 << len(only_after)) - 1
         self._before = frozenset(only_before)
@@ -89,7 +96,7 @@ class ConditionalMonitor(Monitor):
             count = min(count + 1, self._cap)
         return (
             count,
-            tool if tool in self._remembered else None,
+            self._last.get(tool),
             after | self._after_bit.get(tool, 0),
             before or tool in self._before,
             min(step + 1, self._step_cap),
@@ -113,7 +120,7 @@ class ConditionalMonitor(Monitor):
         step = summary.length + 1
         return (
             count if count < self._cap else self._cap,
-            last if last in self._remembered else None,
+            self._last.get(last) if last is not None else None,
             after,
             before,
             step if step < self._step_cap else self._step_cap,

@@ -53,9 +53,15 @@ class Monitor(ABC):
         """
         return replay(self, ((s.tool, s.status) for s in state.steps))
 
-    def tools(self) -> frozenset[str]:
-        """The tools whose calls can change the view (others leave it unchanged or merge)."""
-        return frozenset()
+    def tools(self) -> frozenset[str] | None:
+        """The tools whose calls act on the view each in its own way, or ``None`` for all.
+
+        Calls of every tool *not* listed must act alike: the same view after any of them with
+        the same status (they may still change it, e.g. reset a "last tool" or count a step).
+        The static checker relies on this to explore one representative of the others;
+        ``None`` (the default) makes it explore every tool.
+        """
+        return None
 
 
 def replay(monitor: Monitor, trace: Iterable[tuple[str, Status]]) -> Hashable:

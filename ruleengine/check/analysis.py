@@ -1,0 +1,54 @@
+"""What an engine answers about a system: witnesses and verdicts, before they become findings.
+
+Both engines (``explicit`` and ``symbolic``) fill an ``Analysis``; ``properties`` turns it into
+``Finding`` objects, computing cores with the runtime's reasoner. A *witness* is a shortest
+trace (the lexicographically smallest one, tools in declared order and statuses ``ok`` <
+``error`` < ``denied``) and the records the last state emits under the first check values
+that show the finding.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ruleengine.check.system import Event
+from ruleengine.rules import Emitted
+
+__all__ = ["Analysis", "Witness"]
+
+
+@dataclass(frozen=True, slots=True)
+class Witness:
+    """A shortest history reaching a finding, and what its last state emits."""
+
+    trace: tuple[Event, ...]
+    records: tuple[Emitted, ...] = ()
+    depends_on_checks: bool = False
+    """Whether the history, or the finding at its end, needs particular check values."""
+
+
+@dataclass(slots=True)
+class Analysis:
+    """An engine's verdicts on one system."""
+
+    states: int = 0
+    """How many states the engine explored (explicit) or found reachable (symbolic)."""
+    complete: bool = True
+    reason: str | None = None
+    """Why the analysis is incomplete."""
+    depth_done: int = -1
+    """Every state within this many steps was decided (``budget`` is exact up to it)."""
+    deadlock: Witness | None = None
+    forced_conflicts: dict[str, Witness] = field(default_factory=dict)
+    """Per hard-forced tool that cannot be honoured somewhere, its first witness."""
+    tie: Witness | None = None
+    no_finish: Witness | None = None
+    """A shortest trace to a state from which ``final_answer`` is never reached."""
+    finish_depth: int | None = None
+    """The fewest steps after which ``final_answer`` is allowed (None: never, or unknown)."""
+    allowed_tools: set[str] = field(default_factory=set)
+    """Every tool some reachable pass allows."""
+    live: set[str] = field(default_factory=set)
+    """Every requirement that changes some reachable pass (or asks about an allowed tool)."""
+    depends_on_checks: bool = False
+    """Whether some component has opaque checks (requirement-level findings may need them)."""

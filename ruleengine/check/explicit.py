@@ -1,0 +1,249 @@
+"""The explicit engine: breadth-first search over the states of a ``System``.
+
+Every reached state is decided by the runtime's ``Reasoner`` (once per distinct set of
+records, under every value of the opaque checks), so static and runtime semantics are one.
+States are expanded in breadth-first order with tools in declared order and statuses in the
+order ``ok``, ``error``, ``denied``: the first state found with a property is reached by the
+lexicographically smallest shortest trace, which is the witness reported.
+
+It handles every policy whose requirements have monitors (priority mode, formulas, custom
+checks included), and stops, incomplete, at ``max_states`` or the deadline.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass
+
+from ruleengine.check.analysis import Analysis, Witness
+from ruleengine.check.system import Event, State, System
+from ruleengine.errors import ConflictError
+from ruleengine.ir import FINAL_ANSWER
+from ruleengine.passes import Pass
+from ruleengine.requirements.permission import AskPermissionRequirement
+from ruleengine.rules import Emitted
+from ruleengine.state import STATUSES
+
+__all__ = ["Outcome", "analyse", "decide", "same_pass"]
+
+Outcome = Pass | ConflictError
+"""A decided state: its pass, or the conflict that leaves it without one."""
+
+
+def decide(system: System, records: tuple[Emitted, ...]) -> Outcome:
+    """The runtime's decision for ``records``."""
+    try:
+        return system.reasoner.resolve(records)
+    except ConflictError as exc:
+        return exc
+
+
+def same_pass(a: Outcome, b: Outcome) -> bool:
+    """Whether two decisions agree on what SPEC §8 compares (reasons and cores aside)."""
+    if isinstance(a, ConflictError) or isinstance(b, ConflictError):
+        return isinstance(a, ConflictError) and isinstance(b, ConflictError)
+    return (
+        a.allowed == b.allowed
+        and a.hidden == b.hidden
+        and a.forced == b.forced
+        and a.can_stop == b.can_stop
+    )
+
+
+@dataclass(slots=True)
+class _Node:
+    state: State
+    depth: int
+    parent: int
+    """The index of the node it was first reached from (-1 for the initial state)."""
+    event: Event | None
+    depends: bool
+    """Whether its trace needs particular check values."""
+
+
+def analyse(
+    system: System,
+    *,
+    max_states: int | None = None,
+    deadline: float | None = None,
+    live: bool = True,
+) -> Analysis:
+    """Explore ``system`` breadth-first and collect every verdict (``live``: also which
+    requirements change some pass, which costs one more decision per requirement and state
+    until each is found live)."""
+    return _Explorer(system, max_states, deadline, live).run()
+
+
+class _Explorer:
+    def __init__(
+        self, system: System, max_states: int | None, deadline: float | None, live: bool
+    ) -> None:
+        self.system = system
+        self.max_states = max_states
+        self.deadline = deadline
+        self.want_live = live
+        self.nodes: list[_Node] = [_Node(system.initial, 0, -1, None, False)]
+        self.index: dict[State, int] = {system.initial: 0}
+        self.edges: list[list[int]] = []
+        self.finishing: list[bool] = []
+        self.deciding: list[bool] = []
+        """Per node, whether some check values give it a pass (it does not conflict)."""
+        self.result = Analysis(depends_on_checks=any(c.opaque for c in system.components))
+        self.asking = {
+            c.requirement.name: c.requirement
+            for c in system.components
+            if isinstance(c.requirement, AskPermissionRequirement)
+        }
+
+    def run(self) -> Analysis:
+        result = self.result
+        queue = deque([0])
+        while queue:
+            i = queue.popleft()
+            if self._out_of_time(i):
+                break
+            self._expand(i, queue)
+            if result.reason is not None:
+                break
+        if result.reason is None:
+            result.depth_done = self.nodes[-1].depth
+            self._no_finish()
+        result.complete = result.reason is None
+        result.states = len(self.nodes)
+        return result
+
+    def _out_of_time(self, i: int) -> bool:
+        if self.deadline is not None and i % 64 == 0 and time.monotonic() > self.deadline:
+            self._stop(i, "the time limit ran out")
+            return True
+        return False
+
+    def _stop(self, i: int, reason: str) -> None:
+        self.result.reason = f"{reason} after {len(self.nodes)} states"
+        self.result.depth_done = self.nodes[i].depth - 1
+
+    def _expand(self, i: int, queue: deque[int]) -> None:
+        system, node = self.system, self.nodes[i]
+        outcomes = [
+            (records, decide(system, records)) for records, _ in system.variants(node.state)
+        ]
+        several = len(outcomes) > 1
+        callable_by_all: set[str] | None = None
+        callable_by_some: set[str] = set()
+        finishing = deciding = False
+        for records, outcome in outcomes:
+            if isinstance(outcome, ConflictError):
+                self._conflict(node, records, outcome, outcomes)
+                callable_by_all = set()
+                if self.want_live:
+                    self._liveness(records, outcome)
+                continue
+            deciding = True
+            here = {t for t in outcome.allowed if t != FINAL_ANSWER}
+            self.result.allowed_tools.update(outcome.allowed)
+            callable_by_some |= here
+            callable_by_all = here if callable_by_all is None else callable_by_all & here
+            if outcome.can_stop:
+                finishing = True
+            if self.result.tie is None and outcome.forced_tie is not None:
+                self.result.tie = self._witness(node, records, several)
+            if self.want_live:
+                self._liveness(records, outcome)
+        if finishing and self.result.finish_depth is None:
+            self.result.finish_depth = node.depth
+        self.finishing.append(finishing)
+        self.deciding.append(deciding)
+        self.edges.append(self._successors(i, callable_by_some, callable_by_all or set(), queue))
+
+    def _successors(self, i: int, some: set[str], every: set[str], queue: deque[int]) -> list[int]:
+        system, node = self.system, self.nodes[i]
+        found: list[int] = []
+        for tool in system.callable:
+            if tool not in some:
+                continue
+            depends = node.depends or tool not in every
+            for status in STATUSES:
+                after = system.successor(node.state, (tool, status))
+                j = self.index.get(after)
+                if j is None:
+                    if self.max_states is not None and len(self.nodes) >= self.max_states:
+                        self._stop(i, f"the state limit ({self.max_states}) was reached")
+                        return found
+                    j = self.index[after] = len(self.nodes)
+                    self.nodes.append(_Node(after, node.depth + 1, i, (tool, status), depends))
+                    queue.append(j)
+                elif (
+                    self.nodes[j].depends and not depends and self.nodes[j].depth == node.depth + 1
+                ):
+                    # As short, and without check values: the trace to report from now on.
+                    self.nodes[j] = _Node(after, node.depth + 1, i, (tool, status), False)
+                if j not in found:
+                    found.append(j)
+        return found
+
+    def _conflict(
+        self,
+        node: _Node,
+        records: tuple[Emitted, ...],
+        exc: ConflictError,
+        outcomes: list[tuple[tuple[Emitted, ...], Outcome]],
+    ) -> None:
+        result = self.result
+        if exc.kind == "deadlock":
+            if result.deadlock is None:
+                everywhere = all(
+                    isinstance(o, ConflictError) and o.kind == "deadlock" for _, o in outcomes
+                )
+                result.deadlock = self._witness(node, records, not everywhere)
+            return
+        for tool in exc.forced:
+            if tool not in result.forced_conflicts:
+                everywhere = all(
+                    isinstance(o, ConflictError) and tool in o.forced for _, o in outcomes
+                )
+                result.forced_conflicts[tool] = self._witness(node, records, not everywhere)
+
+    def _witness(self, node: _Node, records: tuple[Emitted, ...], partial: bool) -> Witness:
+        trace: list[Event] = []
+        walk = node
+        while walk.event is not None:
+            trace.append(walk.event)
+            walk = self.nodes[walk.parent]
+        return Witness(tuple(reversed(trace)), records, node.depends or partial)
+
+    def _liveness(self, records: tuple[Emitted, ...], outcome: Outcome) -> None:
+        """Mark the requirements whose records change ``outcome`` (SPEC §8), and the
+        ask-permission ones that cover a tool it allows (SPEC §11)."""
+        live = self.result.live
+        if isinstance(outcome, Pass):
+            for name, req in self.asking.items():
+                if name not in live and any(req.covers(t) for t in outcome.allowed):
+                    live.add(name)
+        emitting = {e.requirement for e in records} - live
+        for name in sorted(emitting):
+            rest = tuple(e for e in records if e.requirement != name)
+            if not same_pass(outcome, decide(self.system, rest)):
+                live.add(name)
+
+    def _no_finish(self) -> None:
+        """The first state (breadth-first) from which no path reaches a finishing state."""
+        nodes = self.nodes
+        back: list[list[int]] = [[] for _ in nodes]
+        for i, successors in enumerate(self.edges):
+            for j in successors:
+                back[j].append(i)
+        reaches = [False] * len(nodes)
+        todo = [i for i, f in enumerate(self.finishing) if f]
+        for i in todo:
+            reaches[i] = True
+        while todo:
+            j = todo.pop()
+            for i in back[j]:
+                if not reaches[i]:
+                    reaches[i] = True
+                    todo.append(i)
+        for i, node in enumerate(nodes):
+            if self.deciding[i] and not reaches[i]:
+                self.result.no_finish = self._witness(node, (), False)
+                return

@@ -1,0 +1,340 @@
+"""SPEC §8/§11: from an engine's verdicts to findings, each with its core and shortest trace.
+
+Conflict cores (deadlock, forced-conflict) come from the runtime's reasoner at the witness's
+last state; a forced-tie's core is the tied forcing rules. The other findings get a
+*requirement-level* core: requirements for which the finding holds when the policy keeps
+only them, and disappears when any one of them is dropped (``requirement_core``), each
+checked by running the same engine on the smaller system.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from functools import reduce
+from operator import or_
+from typing import Any, Protocol
+
+from ruleengine._search import quickxplain
+from ruleengine.check.analysis import Analysis, Witness
+from ruleengine.check.report import FINDING_IDS, SEVERITY, Finding, FindingId, TraceStep
+from ruleengine.check.system import Component
+from ruleengine.errors import ConflictError
+from ruleengine.ir import FINAL_ANSWER, Forced
+from ruleengine.passes import CoreEntry
+from ruleengine.reasoner import Reasoner
+from ruleengine.requirements.base import Requirement
+from ruleengine.rules import Emitted
+
+__all__ = ["Engine", "findings", "requirement_core", "requirement_entry"]
+
+
+class Checked(Protocol):
+    """What findings read of a system (``System``, or ``ConcreteSystem`` for bounded search)."""
+
+    reasoner: Reasoner
+    tools: tuple[str, ...]
+    requirements: tuple[Requirement, ...]
+
+    @property
+    def components(self) -> Sequence[Component]: ...
+
+    def subsystem(self, keep: Sequence[str]) -> Any: ...
+
+
+Engine = Callable[[Any, str | None], Analysis]
+"""Analyses a (sub)system; used again for requirement-level cores. The second argument
+says which verdict the caller needs (``"finish"``, ``"no-finish"``, ``"tool:T"``,
+``"live:R"``; None: all), so an engine may skip the rest."""
+
+
+def findings(
+    system: Checked, analysis: Analysis, *, max_iterations: int, engine: Engine
+) -> list[Finding]:
+    """Every finding of ``analysis``, in SPEC order, once per subject."""
+    out: list[Finding] = []
+    if analysis.deadlock is not None:
+        out.append(_deadlock(system, analysis.deadlock))
+    for tool in system.tools:
+        witness = analysis.forced_conflicts.get(tool)
+        if witness is not None:
+            out.append(_forced_conflict(system, tool, witness))
+    if analysis.complete and analysis.no_finish is not None:
+        out.append(_no_finish(system, analysis.no_finish, engine))
+    if analysis.depth_done >= max_iterations - 1 or analysis.complete:
+        budget = _budget(system, analysis, max_iterations, engine)
+        if budget is not None:
+            out.append(budget)
+    if analysis.complete:
+        out.extend(_dead_tools(system, analysis, engine))
+        out.extend(_dead_requirements(system, analysis, engine))
+    if analysis.tie is not None:
+        out.append(_tie(system, analysis.tie))
+    rank = {finding_id: i for i, finding_id in enumerate(FINDING_IDS)}
+    return sorted(out, key=lambda f: rank[f.id])  # stable: subjects keep declared order
+
+
+def _finding(
+    finding_id: FindingId,
+    message: str,
+    *,
+    witness: Witness | None = None,
+    core: Sequence[CoreEntry] = (),
+    tool: str | None = None,
+    requirement: str | None = None,
+    depends: bool = False,
+    min_steps: int | None = None,
+) -> Finding:
+    trace = tuple(TraceStep(tool=t, status=s) for t, s in witness.trace) if witness else ()
+    return Finding(
+        id=finding_id,
+        severity=SEVERITY[finding_id],
+        tool=tool,
+        requirement=requirement,
+        message=message,
+        trace=trace,
+        core=tuple(core),
+        depends_on_custom_checks=depends or (witness is not None and witness.depends_on_checks),
+        min_steps=min_steps,
+    )
+
+
+def _after(witness: Witness) -> str:
+    n = len(witness.trace)
+    return "at the first step" if n == 0 else f"after {n} step{'s' if n != 1 else ''}"
+
+
+def _deadlock(system: Checked, witness: Witness) -> Finding:
+    exc = _conflict_of(system, witness.records)
+    core = exc.core
+    who = ", ".join(sorted({f"`{c.requirement}`" for c in core}))
+    return _finding(
+        "deadlock",
+        f"{_after(witness)} no tool is allowed: {who} leave nothing to call",
+        witness=witness,
+        core=core,
+    )
+
+
+def _forced_conflict(system: Checked, tool: str, witness: Witness) -> Finding:
+    core = forced_core(system, witness.records, tool)
+    return _finding(
+        "forced-conflict",
+        f"{_after(witness)} the hard force on `{tool}` cannot be honoured",
+        witness=witness,
+        core=core,
+        tool=tool,
+    )
+
+
+def _tie(system: Checked, witness: Witness) -> Finding:
+    outcome = system.reasoner.resolve(witness.records)
+    tie = outcome.forced_tie
+    # INVARIANT: the engine reported a tie at this state.
+    assert tie is not None
+    tools = " and ".join(f"`{t}`" for t in tie.tools)
+    return _finding(
+        "forced-tie",
+        f"{_after(witness)} {tools} are forced at the same priority {tie.priority}: "
+        f"`{tie.tools[0]}` wins by declared order",
+        witness=witness,
+        core=tie.rules,
+    )
+
+
+def _no_finish(system: Checked, witness: Witness, engine: Engine) -> Finding:
+    core = requirement_core(system, lambda a: a.no_finish is not None, engine, "no-finish")
+    return _finding(
+        "no-finish",
+        f"{_after(witness)} the run reaches a state from which `final_answer` can never be reached",
+        witness=witness,
+        core=core_entries(system, core),
+        depends=_opaque(system, core),
+    )
+
+
+def _budget(
+    system: Checked, analysis: Analysis, max_iterations: int, engine: Engine
+) -> Finding | None:
+    least = analysis.finish_depth
+    if least is not None and least <= max_iterations - 1:
+        return None
+
+    def fails(a: Analysis) -> bool:
+        return a.finish_depth is None or a.finish_depth > max_iterations - 1
+
+    core = requirement_core(system, fails, engine, "finish")
+    if least is None:
+        why = "`final_answer` is never allowed"
+    else:
+        why = f"`final_answer` needs at least {least} steps first"
+    return _finding(
+        "budget",
+        f"{why}: more than max_iterations={max_iterations} allows (at most "
+        f"{max_iterations - 1} steps before the final answer)",
+        core=core_entries(system, core),
+        depends=_opaque(system, core),
+        min_steps=least,
+    )
+
+
+def _dead_tools(system: Checked, analysis: Analysis, engine: Engine) -> list[Finding]:
+    out = []
+    for tool in system.tools:
+        if tool == FINAL_ANSWER or tool in analysis.allowed_tools:
+            continue
+        core = requirement_core(system, _never_allowed(tool), engine, f"tool:{tool}")
+        out.append(
+            _finding(
+                "dead-tool",
+                f"`{tool}` is allowed in no reachable state",
+                core=core_entries(system, core),
+                tool=tool,
+                depends=_opaque(system, core),
+            )
+        )
+    return out
+
+
+def _dead_requirements(system: Checked, analysis: Analysis, engine: Engine) -> list[Finding]:
+    out = []
+    for req in system.requirements:
+        name = req.name
+        if name in analysis.live:
+            continue
+        core = requirement_core(system, _never_live(name), engine, f"live:{name}", keep=(name,))
+        out.append(
+            _finding(
+                "dead-requirement",
+                f"`{name}` changes the pass in no reachable state",
+                core=core_entries(system, core),
+                requirement=name,
+                depends=_opaque(system, core),
+            )
+        )
+    return out
+
+
+def _never_allowed(tool: str) -> Callable[[Analysis], bool]:
+    return lambda a: tool not in a.allowed_tools
+
+
+def _never_live(name: str) -> Callable[[Analysis], bool]:
+    return lambda a: name not in a.live
+
+
+# -- cores -------------------------------------------------------------------------------------
+
+
+def _conflict_of(system: Checked, records: tuple[Emitted, ...]) -> ConflictError:
+    try:
+        system.reasoner.resolve(records)
+    except ConflictError as exc:
+        return exc
+    raise AssertionError("the engine's witness state does not conflict")  # pragma: no cover
+
+
+def forced_core(system: Checked, records: tuple[Emitted, ...], tool: str) -> tuple[CoreEntry, ...]:
+    """A minimal core at a forced-conflict state that contains the violated force on ``tool``.
+
+    Either ``tool`` cannot be honoured against the other rules (the core of the rules with
+    no other hard force), or it clashes only with another hard force: then the two forces
+    are a core on their own (two hard forces on different tools never hold together).
+    """
+    forces = [e for e in records if isinstance(e.item, Forced)]
+    others = [e for e in forces if e.item.tool != tool]  # type: ignore[union-attr]
+    alone = tuple(e for e in records if e not in others)
+    try:
+        system.reasoner.resolve(alone)
+    except ConflictError as exc:
+        return tuple(exc.core)
+    own = next(e for e in forces if e.item.tool == tool)  # type: ignore[union-attr]
+    other = min(others, key=lambda e: system.tools.index(e.item.tool))  # type: ignore[union-attr]
+    return tuple(_conflict_of(system, (own, other)).core)
+
+
+def requirement_core(
+    system: Checked,
+    holds: Callable[[Analysis], bool],
+    engine: Engine,
+    focus: str | None = None,
+    *,
+    keep: Sequence[str] = (),
+) -> list[Requirement]:
+    """Requirements for which ``holds`` when the policy keeps only them (with ``keep``), and
+    not when any one of them (other than ``keep``) is dropped.
+
+    QuickXplain over the requirements in canonical order (priority, then name), with "the
+    finding holds" as its "unsat"; then each member is tried once more, since findings like
+    no-finish need not be monotone in the requirements. Each question analyses the smaller
+    system with ``engine`` (answers memoised).
+    """
+    reqs = sorted(system.requirements, key=lambda r: (-r.priority, r.name))
+    bit = {r.name: 1 << i for i, r in enumerate(reqs)}
+    keep_mask = reduce(or_, (bit[n] for n in keep), 0)
+    memo: dict[int, bool] = {}
+
+    def holds_for(mask: int) -> bool:
+        mask |= keep_mask
+        found = memo.get(mask)
+        if found is None:
+            names = [r.name for r in reqs if bit[r.name] & mask]
+            analysis = engine(system.subsystem(names), focus)
+            # An analysis cut short answers "no": nothing is dropped on partial evidence.
+            found = memo[mask] = analysis.complete and holds(analysis)
+        return found
+
+    candidates = [r.name for r in reqs if r.name not in keep]
+    if holds_for(0):
+        core_names: list[str] = []
+    else:
+        full = reduce(or_, (bit[n] for n in candidates), 0)
+        if not holds_for(full):  # pragma: no cover - the finding was found on the full system
+            return [r for r in reqs if r.name in keep]
+        core_names = quickxplain(candidates, bit, lambda m: not holds_for(m))
+        if not holds_for(reduce(or_, (bit[n] for n in core_names), 0)):
+            core_names = list(candidates)  # not monotone: start from everything
+    changed = True
+    while changed:
+        changed = False
+        for name in list(core_names):
+            rest = reduce(or_, (bit[n] for n in core_names if n != name), 0)
+            if holds_for(rest):
+                core_names.remove(name)
+                changed = True
+    chosen = set(core_names) | set(keep)
+    return [r for r in reqs if r.name in chosen]
+
+
+def requirement_entry(req: Requirement) -> CoreEntry:
+    """How a requirement-level core cites a requirement: ``requirement NAME (TYPE)``."""
+    return CoreEntry(
+        requirement=req.name,
+        priority=req.priority,
+        rule=f"requirement {req.name} ({requirement_type(req)})",
+    )
+
+
+def core_entries(system: Checked, reqs: Sequence[Requirement]) -> tuple[CoreEntry, ...]:
+    return tuple(requirement_entry(r) for r in reqs)
+
+
+def requirement_type(req: Requirement) -> str:
+    """The policy-file type of a built-in, else the class name."""
+    from ruleengine.requirements import (
+        AskPermissionRequirement,
+        ConditionalRequirement,
+        CycleGuard,
+    )
+
+    if isinstance(req, ConditionalRequirement):
+        return "conditional"
+    if isinstance(req, AskPermissionRequirement):
+        return "ask_permission"
+    if isinstance(req, CycleGuard):
+        return "cycle_guard"
+    return type(req).__name__
+
+
+def _opaque(system: Checked, reqs: Sequence[Requirement]) -> bool:
+    names = {r.name for r in reqs}
+    return any(c.opaque for c in system.components if c.requirement.name in names)

@@ -1,0 +1,173 @@
+"""What a check returns: findings, their traces and cores, as models whose JSON is SPEC §10's.
+
+``Report.model_dump(mode="json")`` is exactly the object ``ruleengine check --format json``
+prints; ``DiffReport`` likewise for ``ruleengine diff``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import model_serializer
+
+from ruleengine._model import ResultModel
+from ruleengine.passes import CoreEntry
+from ruleengine.state import Status
+
+__all__ = [
+    "FINDING_IDS",
+    "SEVERITY",
+    "DiffReport",
+    "Finding",
+    "FindingId",
+    "PassView",
+    "Report",
+    "Severity",
+    "Stats",
+    "TraceStep",
+]
+
+FindingId = Literal[
+    "deadlock",
+    "forced-conflict",
+    "no-finish",
+    "budget",
+    "dead-tool",
+    "dead-requirement",
+    "forced-tie",
+]
+FINDING_IDS: tuple[FindingId, ...] = (
+    "deadlock",
+    "forced-conflict",
+    "no-finish",
+    "budget",
+    "dead-tool",
+    "dead-requirement",
+    "forced-tie",
+)
+"""Every finding, in the order reports list them."""
+
+Severity = Literal["error", "warning"]
+SEVERITY: dict[FindingId, Severity] = {
+    "deadlock": "error",
+    "forced-conflict": "error",
+    "no-finish": "error",
+    "budget": "error",
+    "dead-tool": "warning",
+    "dead-requirement": "warning",
+    "forced-tie": "warning",
+}
+"""SPEC §8: errors break a policy; warnings point at rules that do nothing or tie."""
+
+
+class TraceStep(ResultModel):
+    """One step of a trace: a tool call and how it ended."""
+
+    tool: str
+    status: Status = "ok"
+
+    def __str__(self) -> str:
+        return self.tool if self.status == "ok" else f"{self.tool}:{self.status}"
+
+
+class Finding(ResultModel):
+    """One thing wrong with a policy, with the shortest history that shows it."""
+
+    id: FindingId
+    """What kind of finding (SPEC §8)."""
+    severity: Severity
+    tool: str | None = None
+    """The tool, for ``dead-tool`` and ``forced-conflict``."""
+    requirement: str | None = None
+    """The requirement, for ``dead-requirement``."""
+    message: str
+    """What is wrong, in one line."""
+    trace: tuple[TraceStep, ...] = ()
+    """A shortest history reaching the finding (before the failing step); empty for
+    ``budget``, ``dead-tool`` and ``dead-requirement``."""
+    core: tuple[CoreEntry, ...] = ()
+    """The clashing rules (deadlock, forced-conflict, forced-tie), or the requirements the
+    finding needs (the others: ``rule`` reads ``requirement NAME (TYPE)``)."""
+    depends_on_custom_checks: bool = False
+    """Whether the finding needs particular values of opaque custom checks."""
+    min_steps: int | None = None
+    """``budget`` only: the least number of steps before ``final_answer`` (None: never)."""
+
+    @model_serializer(mode="wrap")
+    def _spec_shape(self, handler: Any) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if self.id != "budget":
+            data.pop("min_steps", None)
+        return data
+
+
+class Stats(ResultModel):
+    """How much the check explored."""
+
+    states: int
+    seconds: float
+
+
+class Report(ResultModel):
+    """The findings of one policy (``ruleengine check``)."""
+
+    policy: str
+    """Where the policy came from: a file path, ``module:attr``, or ``<python>``."""
+    complete: bool
+    """True when the verdicts hold for histories of every length."""
+    findings: tuple[Finding, ...] = ()
+    stats: Stats
+    reason: str | None = None
+    """Why the check is incomplete (only present when ``complete`` is false)."""
+
+    @model_serializer(mode="wrap")
+    def _spec_shape(self, handler: Any) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if data.get("reason") is None:
+            data.pop("reason", None)
+        return data
+
+    def at_or_above(self, severity: Severity) -> tuple[Finding, ...]:
+        """The findings of ``severity`` or worse (``warning`` includes errors)."""
+        if severity == "warning":
+            return self.findings
+        return tuple(f for f in self.findings if f.severity == "error")
+
+
+class PassView(ResultModel):
+    """A pass as ``diff`` compares it (reasons and cores do not count), or a conflict."""
+
+    conflict: bool
+    allowed: tuple[str, ...] | None = None
+    hidden: tuple[str, ...] | None = None
+    forced: str | None = None
+    can_stop: bool | None = None
+
+    @model_serializer(mode="wrap")
+    def _spec_shape(self, handler: Any) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if self.conflict:
+            return {"conflict": True}
+        return data
+
+
+class DiffReport(ResultModel):
+    """Whether two policies ever give different passes (``ruleengine diff``)."""
+
+    old: str
+    new: str
+    equivalent: bool
+    complete: bool
+    trace: tuple[TraceStep, ...] = ()
+    """A shortest history after which the passes differ (empty when equivalent)."""
+    difference: dict[str, PassView] | None = None
+    """``{"old": …, "new": …}``: the two passes after ``trace``; None when equivalent."""
+    stats: Stats
+    reason: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _spec_shape(self, handler: Any) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if data.get("reason") is None:
+            data.pop("reason", None)
+        return data

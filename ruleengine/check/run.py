@@ -1,0 +1,149 @@
+"""``check``: pick an engine, analyse, and turn the verdicts into a ``Report``.
+
+Engines: ``explicit`` (breadth-first over the monitors' product, every state decided by the
+runtime reasoner; any policy whose requirements have monitors) and ``symbolic`` (binary
+decision diagrams over the same tabulated monitors; strict-mode policies whose rules are
+literals, which covers every built-in). ``auto`` takes the symbolic engine when it applies.
+Policies with requirements that have no monitor get a bounded search of concrete histories,
+reported as incomplete.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, Literal, Protocol
+
+from ruleengine import _validate
+from ruleengine.check.analysis import Analysis
+from ruleengine.check.concrete import ConcreteSystem, analyse_concrete
+from ruleengine.check.explicit import analyse
+from ruleengine.check.properties import Checked, findings
+from ruleengine.check.report import Report, Stats
+from ruleengine.check.system import System, Unexplorable
+from ruleengine.errors import PolicyError
+from ruleengine.passes import Mode
+from ruleengine.requirements.base import Requirement
+
+__all__ = ["CheckTarget", "EngineName", "check", "check_policy"]
+
+EngineName = Literal["auto", "explicit", "symbolic"]
+
+
+class CheckTarget(Protocol):
+    """What ``check_policy`` reads of a policy (``ruleengine.Policy`` has it all)."""
+
+    @property
+    def tools(self) -> Sequence[str]: ...
+
+    @property
+    def requirements(self) -> Sequence[Requirement]: ...
+
+    @property
+    def max_iterations(self) -> int: ...
+
+    @property
+    def mode(self) -> Mode: ...
+
+    @property
+    def source(self) -> str: ...
+
+
+def check_policy(
+    policy: CheckTarget,
+    *,
+    max_iterations: int | None = None,
+    timeout: float | None = None,
+    max_states: int | None = None,
+    engine: EngineName = "auto",
+) -> Report:
+    """``check`` on a policy's tools, requirements, mode and budget."""
+    return check(
+        policy.tools,
+        policy.requirements,
+        mode=policy.mode,
+        max_iterations=policy.max_iterations if max_iterations is None else max_iterations,
+        name=policy.source,
+        timeout=timeout,
+        max_states=max_states,
+        engine=engine,
+    )
+
+
+def check(
+    tools: Sequence[object],
+    requirements: Sequence[Requirement],
+    *,
+    mode: Mode = "strict",
+    max_iterations: int = 20,
+    name: str = "<python>",
+    timeout: float | None = None,
+    max_states: int | None = None,
+    engine: EngineName = "auto",
+) -> Report:
+    """Every finding of SPEC §8 for these tools and requirements, each with its core and a
+    shortest trace. ``complete`` is true when the verdicts hold for histories of any length;
+    ``timeout`` (seconds) and ``max_states`` stop the search early, and the report says so."""
+    _validate.integer(max_iterations, name="max_iterations", least=1)
+    if timeout is not None:
+        _validate.number(timeout, name="timeout")
+    if max_states is not None:
+        _validate.integer(max_states, name="max_states", least=1)
+    _validate.one_of(engine, ("auto", "explicit", "symbolic"), name="engine")
+    started = time.monotonic()
+    deadline = started + timeout if timeout is not None else None
+    system: Checked
+    run: Callable[[Any, str | None], Analysis]
+    try:
+        system = System(tools, requirements, mode=mode)
+    except Unexplorable as exc:
+        system = ConcreteSystem(tools, requirements, mode)
+        why = str(exc)
+
+        def concrete(sub: Any, focus: str | None = None) -> Analysis:
+            found = analyse_concrete(
+                sub.reasoner, depth=max_iterations, max_states=max_states, deadline=deadline
+            )
+            found.reason = f"{why}: {found.reason}"
+            return found
+
+        run = concrete
+
+    else:
+        run = _engine(system, engine, max_states=max_states, deadline=deadline)
+
+    analysis = run(system, None)
+    found = findings(system, analysis, max_iterations=max_iterations, engine=run)
+    return Report(
+        policy=name,
+        complete=analysis.complete,
+        findings=tuple(found),
+        stats=Stats(states=analysis.states, seconds=round(time.monotonic() - started, 3)),
+        reason=None if analysis.complete else analysis.reason,
+    )
+
+
+def _engine(
+    system: System, name: EngineName, *, max_states: int | None, deadline: float | None
+) -> Callable[[Any, str | None], Analysis]:
+    """The engine ``name`` picks for ``system``, as a function of a (sub)system and a focus."""
+    from ruleengine.check.symbolic import Encoding, analyse_symbolic, supports
+
+    problem = supports(system)
+    if name == "symbolic" and problem is not None:
+        raise PolicyError(f"the symbolic engine cannot check this policy: {problem}")
+    if name == "explicit" or problem is not None:
+
+        def explicit(sub: Any, focus: str | None = None) -> Analysis:
+            live = focus is None or focus.startswith("live:")
+            return analyse(sub, max_states=max_states, deadline=deadline, live=live)
+
+        return explicit
+    encoding = Encoding(system)
+
+    def symbolic(sub: Any, focus: str | None = None) -> Analysis:
+        return analyse_symbolic(
+            sub, max_states=max_states, deadline=deadline, encoding=encoding, focus=focus
+        )
+
+    return symbolic

@@ -1,0 +1,683 @@
+"""The symbolic engine: breadth-first reachability over binary decision diagrams.
+
+It checks strict-mode systems whose rules are literals (every built-in emits only those):
+there, a state's pass is a fixed boolean function of which tools the records deny, hide,
+require allowed or visible, and force (the literal fast path of ``Layout.literal_pass``,
+and the forced-tool choice of ``_resolve.soft_forced``). Each component's contribution to
+those facts is read off its tabulated monitor (``System``): a BDD over its view bits and
+its opaque check bits. Sets of states are BDDs over the view bits of all components, so
+the (often astronomically many) reachable states are never enumerated: a chain of 20 tools
+with retry caps has 4^20 of them and a BDD of a few hundred nodes.
+
+Layers are kept: ``L[d]`` holds the states first reached after ``d`` steps. A witness is
+built forward from the initial state, taking at each step the smallest event (tools in
+declared order, statuses ``ok`` < ``error`` < ``denied``) whose successor can still reach
+the target in the steps left: the lexicographically smallest shortest trace, the one the
+explicit engine reports. Its states are concrete, so its last state is decided by the
+runtime reasoner like the explicit engine's.
+
+Binary decision diagrams come from ``dd`` (CUDD through ``dd.cudd``; ``dd.autoref``, pure
+Python, where CUDD is unavailable).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ruleengine._units import literal_masks
+from ruleengine.check.analysis import Analysis, Witness
+from ruleengine.check.explicit import Outcome, decide
+from ruleengine.check.system import Component, Event, State, System
+from ruleengine.errors import ConflictError
+from ruleengine.ir import FINAL_ANSWER
+from ruleengine.passes import Pass
+from ruleengine.requirements.permission import AskPermissionRequirement
+from ruleengine.rules import Emitted, literals_of, lower
+from ruleengine.state import STATUSES
+
+_dd: Any
+_and_exists: Callable[[Any, Any, Iterable[str]], Any] | None
+try:  # pragma: no cover - which one depends on the platform's wheels
+    import dd.cudd
+
+    _dd, _and_exists = dd.cudd, dd.cudd.and_exists
+except ImportError:  # pragma: no cover
+    import dd.autoref
+
+    _dd, _and_exists = dd.autoref, None
+
+__all__ = ["Encoding", "analyse_symbolic", "supports"]
+
+Node = Any
+"""A BDD node of the ``dd`` manager."""
+
+
+def supports(system: System) -> str | None:
+    """Why the symbolic engine cannot check ``system`` (None: it can)."""
+    if system.mode != "strict":
+        return "it decides strict mode only"
+    for comp in system.components:
+        for variants in comp.variants:
+            for variant in variants:
+                for e in variant.records:
+                    lowered = lower(e.item)
+                    if lowered.hard_force is None and literals_of(lowered.restrict) is None:
+                        return (
+                            f"requirement `{comp.requirement.name}` emits the formula "
+                            f"`{e.item!r}`, which is not a conjunction of literals"
+                        )
+    return None
+
+
+@dataclass(slots=True)
+class _Facts:
+    """One component's contribution: per tool, where it denies, hides, … (over its bits)."""
+
+    deny: dict[str, Node] = field(default_factory=dict)
+    hide: dict[str, Node] = field(default_factory=dict)
+    allow: dict[str, Node] = field(default_factory=dict)
+    show: dict[str, Node] = field(default_factory=dict)
+    hard: dict[str, Node] = field(default_factory=dict)
+    soft: dict[str, Node] = field(default_factory=dict)
+    """Where it soft-forces each tool (at the requirement's priority)."""
+
+
+class Encoding:
+    """The BDD variables of a system's components, and what each component contributes.
+
+    Shared by the analyses of a system and of its subsystems (requirement-level cores), so
+    every component is encoded once.
+    """
+
+    def __init__(self, system: System) -> None:
+        self.tools = system.tools
+        self.bdd = _dd.BDD()
+        self.bits: dict[int, tuple[str, ...]] = {}
+        self.next_bits: dict[int, tuple[str, ...]] = {}
+        self.check_bits: dict[int, tuple[str, ...]] = {}
+        self._facts: dict[int, _Facts] = {}
+        self._moves: dict[tuple[int, int], Node] = {}
+        names: list[str] = []
+        for n, comp in enumerate(_variable_order(system)):
+            key = id(comp)
+            width = max(0, (len(comp.views) - 1).bit_length())
+            self.bits[key] = tuple(f"x{n}_{b}" for b in range(width))
+            self.next_bits[key] = tuple(f"y{n}_{b}" for b in range(width))
+            checks = max(
+                (len(v) for vs in comp.variants for var in vs for v in var.checks), default=0
+            )
+            self.check_bits[key] = tuple(f"c{n}_{b}" for b in range(checks))
+            for b in range(width):
+                names += [f"x{n}_{b}", f"y{n}_{b}"]
+            names += list(self.check_bits[key])
+        self.bdd.declare(*names)
+        self._components = {id(c): c for c in system.components}
+
+    def cube(self, names: Sequence[str], value: int) -> Node:
+        """The conjunction saying that the bits ``names`` spell ``value`` (lowest bit first)."""
+        return self.bdd.cube({name: bool(value >> b & 1) for b, name in enumerate(names)})
+
+    def state_bits(self, components: Sequence[Component], state: State) -> dict[str, bool]:
+        """The assignment of every view bit for a concrete state."""
+        out: dict[str, bool] = {}
+        for comp, view in zip(components, state, strict=True):
+            for b, name in enumerate(self.bits[id(comp)]):
+                out[name] = bool(view >> b & 1)
+        return out
+
+    def facts(self, comp: Component) -> _Facts:
+        key = id(comp)
+        found = self._facts.get(key)
+        if found is None:
+            found = self._facts[key] = self._encode(comp)
+        return found
+
+    def _encode(self, comp: Component) -> _Facts:
+        bdd, key = self.bdd, id(comp)
+        bit = {t: 1 << i for i, t in enumerate(self.tools)}
+        facts = _Facts()
+        for view, variants in enumerate(comp.variants):
+            here = self.cube(self.bits[key], view)
+            for variant in variants:
+                when = here & self._checks(key, variant.checks)
+                denies = hides = allows = shows = 0
+                hard: set[str] = set()
+                soft: set[str] = set()
+                for e in variant.records:
+                    lowered = lower(e.item)
+                    if lowered.hard_force is not None:
+                        hard.add(lowered.hard_force)
+                    else:
+                        literals = literals_of(lowered.restrict)
+                        # INVARIANT: supports() refused systems with general formulas.
+                        assert literals is not None
+                        d, h, a, s = literal_masks(literals, bit)
+                        denies, hides, allows, shows = denies | d, hides | h, allows | a, shows | s
+                    if lowered.soft_force is not None:
+                        soft.add(lowered.soft_force)
+                for t in self.tools:
+                    b = bit[t]
+                    for mask, table in (
+                        (denies, facts.deny),
+                        (hides, facts.hide),
+                        (allows, facts.allow),
+                        (shows, facts.show),
+                    ):
+                        if mask & b:
+                            table[t] = table.get(t, bdd.false) | when
+                    if t in hard:
+                        facts.hard[t] = facts.hard.get(t, bdd.false) | when
+                    if t in soft:
+                        facts.soft[t] = facts.soft.get(t, bdd.false) | when
+        return facts
+
+    def _checks(self, key: int, valuations: Sequence[tuple[bool, ...]]) -> Node:
+        names = self.check_bits[key]
+        if not names:
+            return self.bdd.true
+        out = self.bdd.false
+        for values in valuations:
+            out |= self.bdd.cube(dict(zip(names, values, strict=True)))
+        return out
+
+    def move(self, comp: Component, table_index: int) -> Node:
+        """The relation ``x → y`` of one of the component's move tables."""
+        key = (id(comp), table_index)
+        found = self._moves.get(key)
+        if found is None:
+            table = comp.moves[table_index]
+            bits, nexts = self.bits[id(comp)], self.next_bits[id(comp)]
+            found = self.bdd.false
+            for view, after in enumerate(table):
+                found |= self.cube(bits, view) & self.cube(nexts, after)
+            self._moves[key] = found
+        return found
+
+
+def _variable_order(system: System) -> list[Component]:
+    """The components in the order their bits are declared: the ones whose views every tool
+    moves (a "last tool", a step counter) first, then the others grouped by the tools they
+    watch, in declared order.
+
+    A reachable set correlates each tool's counters with such global views ("the last tool
+    was `a`, so `a` ran once"); with the global bits on top, each of their values leaves a
+    small function of the per-tool bits below, where the other order would need one node per
+    pattern of the per-tool bits.
+    """
+    position = {t: i for i, t in enumerate(system.tools)}
+
+    def key(comp: Component) -> tuple[int, int, str]:
+        moved_by = sum(not still for still in comp.still)
+        watched = [position[t] for t in comp.classes if not comp.still[comp.classes[t] * 3]]
+        return (-moved_by, min(watched, default=len(position)), comp.requirement.name)
+
+    return sorted(system.components, key=key)
+
+
+@dataclass(slots=True)
+class _Pass:
+    """A system's pass as BDDs over view and check bits (strict mode, literal rules)."""
+
+    consistent: Node
+    stuck: Node
+    """The items without their hard forces already clash (a deadlock when inconsistent)."""
+    hard: dict[str, Node]
+    allowed: dict[str, Node]
+    """After the forced projection: what ``Pass.allowed`` holds."""
+    hidden: dict[str, Node]
+    forced: dict[str, Node]
+    can_stop: Node
+    callable: dict[str, Node]
+    """Tools a step may call (``allowed`` without ``final_answer``)."""
+    tie: Node
+
+
+def _pass(enc: Encoding, components: Sequence[Component], priorities: dict[int, int]) -> _Pass:
+    """SPEC §4 for literal rules in strict mode, as BDDs (mirrors ``Layout.literal_pass`` and
+    ``_resolve.soft_forced``)."""
+    bdd, tools = enc.bdd, enc.tools
+    false, true = bdd.false, bdd.true
+
+    def union(table: str, t: str) -> Node:
+        out = false
+        for comp in components:
+            out |= getattr(enc.facts(comp), table).get(t, false)
+        return out
+
+    deny = {t: union("deny", t) for t in tools}
+    hide = {t: union("hide", t) for t in tools}
+    allow_lit = {t: union("allow", t) for t in tools}
+    show = {t: union("show", t) for t in tools}
+    hard = {t: union("hard", t) for t in tools}
+    stuck = true
+    for t in tools:
+        stuck &= deny[t]
+    clash = false
+    for t in tools:
+        clash |= (allow_lit[t] & deny[t]) | (hide[t] & show[t])
+    stuck |= clash
+    any_hard = false
+    two_hard = false
+    for t in tools:
+        two_hard |= any_hard & hard[t]
+        any_hard |= hard[t]
+    force_denied = false
+    for t in tools:
+        force_denied |= hard[t] & deny[t]
+    consistent = ~(stuck | two_hard | force_denied)
+    allowed_pre = {t: ~deny[t] for t in tools}
+    # Soft forces: the highest priority among allowed forced tools, ties by declared order.
+    levels = sorted({priorities[id(c)] for c in components if enc.facts(c).soft}, reverse=True)
+    bids: dict[int, dict[str, Node]] = {}
+    for p in levels:
+        bids[p] = {t: false for t in tools}
+        for comp in components:
+            if priorities[id(comp)] == p:
+                for t, where in enc.facts(comp).soft.items():
+                    bids[p][t] |= where
+    soft = {t: false for t in tools}
+    tie = false
+    above = false  # some allowed tool bids higher
+    for p in levels:
+        at_level = {t: allowed_pre[t] & bids[p][t] for t in tools}
+        any_here = false
+        first_seen = false
+        pair = false
+        for t in tools:
+            soft[t] |= ~above & at_level[t] & ~first_seen
+            pair |= first_seen & at_level[t]
+            first_seen |= at_level[t]
+            any_here |= at_level[t]
+        tie |= ~above & pair
+        above |= any_here
+    tie &= ~any_hard
+    forced = {t: hard[t] | (~any_hard & soft[t]) for t in tools}
+    any_forced = any_hard | above
+    can_stop = consistent & allowed_pre[FINAL_ANSWER]
+    allowed: dict[str, Node] = {}
+    for t in tools:
+        if t == FINAL_ANSWER:
+            allowed[t] = can_stop
+        else:
+            allowed[t] = consistent & ((any_forced & forced[t]) | (~any_forced & allowed_pre[t]))
+    return _Pass(
+        consistent=consistent,
+        stuck=stuck,
+        hard=hard,
+        allowed=allowed,
+        hidden={t: consistent & hide[t] for t in tools},
+        forced={t: consistent & forced[t] for t in tools},
+        can_stop=can_stop,
+        callable={t: allowed[t] for t in tools if t != FINAL_ANSWER},
+        tie=consistent & tie,
+    )
+
+
+class _OutOfTime(Exception):
+    """The deadline passed in the middle of an analysis."""
+
+
+class _Group:
+    """Events with the same effect on every component: one relation, one guard."""
+
+    def __init__(self, enc: Encoding, moved: tuple[tuple[Component, int], ...]) -> None:
+        self.moved = moved
+        self.relation = enc.bdd.true
+        self.current: list[str] = []
+        self.renamed: dict[str, str] = {}
+        self.forward: dict[str, str] = {}
+        for comp, table in moved:
+            self.relation &= enc.move(comp, table)
+            bits, nexts = enc.bits[id(comp)], enc.next_bits[id(comp)]
+            self.current += bits
+            self.renamed.update(zip(nexts, bits, strict=True))
+            self.forward.update(zip(bits, nexts, strict=True))
+        self.guard = enc.bdd.false
+        self.events: list[Event] = []
+
+
+class _Symbolic:
+    def __init__(
+        self,
+        system: System,
+        enc: Encoding,
+        max_states: int | None,
+        deadline: float | None,
+        focus: str | None,
+    ) -> None:
+        self.system = system
+        self.enc = enc
+        self.bdd = enc.bdd
+        self.max_states = max_states
+        self.deadline = deadline
+        self.focus = focus
+        comps = system.components
+        self.priorities = {id(c): c.requirement.priority for c in comps}
+        self.pass_ = _pass(enc, comps, self.priorities)
+        self.check_names = [n for c in comps for n in enc.check_bits[id(c)]]
+        self.groups = self._groups()
+        self.result = Analysis(depends_on_checks=any(c.opaque for c in comps))
+        self.layers: list[Node] = []
+        self.layered = self.reach = self.start = self.bdd.false
+
+    def _groups(self) -> list[_Group]:
+        system, enc = self.system, self.enc
+        by_effect: dict[tuple[tuple[int, int], ...], _Group] = {}
+        for tool in system.callable:
+            guard = self.some(self.pass_.callable[tool])
+            for s, status in enumerate(STATUSES):
+                moved = []
+                for i, comp in enumerate(system.components):
+                    index = comp.classes[tool] * 3 + s
+                    if not comp.still[index]:
+                        moved.append((i, index))
+                key = tuple(moved)
+                group = by_effect.get(key)
+                if group is None:
+                    group = by_effect[key] = _Group(
+                        enc, tuple((system.components[i], index) for i, index in moved)
+                    )
+                group.guard |= guard
+                group.events.append((tool, status))
+        return [g for g in by_effect.values() if g.moved]
+
+    def some(self, u: Node) -> Node:
+        """``u`` with the check bits quantified away: true under some check values."""
+        return self.bdd.exist(self.check_names, u) if self.check_names else u
+
+    # -- images ------------------------------------------------------------------------------
+
+    def image(self, states: Node) -> Node:
+        """The states one step after ``states``."""
+        out = self.bdd.false
+        for g in self.groups:
+            out |= self._image(states, g)
+        return out
+
+    def preimage(self, states: Node) -> Node:
+        """The states with a step (allowed under some check values) into ``states``."""
+        bdd, out = self.bdd, self.bdd.false
+        for g in self.groups:
+            primed = bdd.let(g.forward, states)
+            nexts = [g.forward[name] for name in g.current]
+            if _and_exists is not None:
+                back = _and_exists(g.relation, primed, nexts)
+            else:  # pragma: no cover
+                back = bdd.exist(nexts, g.relation & primed)
+            out |= back & g.guard
+        # Steps that move no component (e.g. a failed call nothing counts) keep the state.
+        stay = self._staying()
+        return out | (states & stay)
+
+    def _staying(self) -> Node:
+        found = getattr(self, "_stay", None)
+        if found is None:
+            stay = self.bdd.false
+            moving = {e for g in self.groups for e in g.events}
+            for tool in self.system.callable:
+                if any((tool, s) not in moving for s in STATUSES):
+                    stay |= self.some(self.pass_.callable[tool])
+            found = self._stay = stay
+        return found
+
+    # -- the search ----------------------------------------------------------------------------
+
+    def run(self) -> Analysis:
+        result = self.result
+        self.start = self.enc.cube(
+            [b for c in self.system.components for b in self.enc.bits[id(c)]], 0
+        )
+        self.layers = [self.start]
+        self.layered = self.start
+        self.reach = self._reach()
+        if result.reason is None:
+            result.states = self._count(self.reach)
+            if self.max_states is not None and result.states > self.max_states:
+                result.reason = f"the state limit ({self.max_states}) was reached"
+        try:
+            if result.reason is not None:
+                # Only what breadth-first layers explored so far is known for sure.
+                self.reach = self.layered
+                result.depth_done = len(self.layers) - 1
+                self._existential()
+            else:
+                self._existential()
+                self._universal()
+                result.depth_done = max(len(self.layers) - 1, result.depth_done)
+        except _OutOfTime:
+            result.reason = "the time limit ran out"
+        result.complete = result.reason is None
+        return result
+
+    def _tick(self) -> None:
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise _OutOfTime
+
+    def _reach(self) -> Node:
+        """Every reachable state, by chaining: each group's image joins the set at once, so a
+        fixpoint takes a few sweeps instead of one image per breadth-first layer."""
+        bdd, reach = self.bdd, self.start
+        changed = True
+        try:
+            while changed:
+                changed = False
+                for g in self.groups:
+                    self._tick()
+                    new = self._image(reach, g) & ~reach
+                    if new != bdd.false:
+                        reach |= new
+                        changed = True
+        except _OutOfTime:
+            self.result.reason = "the time limit ran out"
+        return reach
+
+    def _image(self, states: Node, g: _Group) -> Node:
+        bdd = self.bdd
+        source = states & g.guard
+        if source == bdd.false:
+            return bdd.false
+        if _and_exists is not None:
+            moved = _and_exists(source, g.relation, g.current)
+        else:  # pragma: no cover
+            moved = bdd.exist(g.current, source & g.relation)
+        return bdd.let(g.renamed, moved)
+
+    def _layer(self, d: int) -> Node | None:
+        """The states first reached after ``d`` steps (computed on demand), or None past the
+        last non-empty layer."""
+        bdd = self.bdd
+        while len(self.layers) <= d:
+            self._tick()
+            frontier = self.image(self.layers[-1]) & ~self.layered
+            if frontier == bdd.false:
+                return None
+            self.layers.append(frontier)
+            self.layered |= frontier
+        return self.layers[d]
+
+    def _count(self, u: Node) -> int:
+        names = [b for c in self.system.components for b in self.enc.bits[id(c)]]
+        if not names:
+            return 0 if u == self.bdd.false else 1
+        return int(self.bdd.count(u, nvars=len(names)))
+
+    def _first_layer(self, target: Node) -> int | None:
+        """The fewest steps reaching ``target`` (None: it is unreachable)."""
+        bdd = self.bdd
+        if self.reach & target == bdd.false:
+            return None
+        d = 0
+        while True:
+            layer = self._layer(d)
+            if layer is None:
+                return None
+            if layer & target != bdd.false:
+                return d
+            d += 1
+
+    def _existential(self) -> None:
+        """Findings with a witness: conflicts, ties, the finishing depth."""
+        p, some, result = self.pass_, self.some, self.result
+        focus = self.focus
+        if focus in (None, "finish"):
+            result.finish_depth = self._first_layer(some(p.can_stop))
+        if focus is not None:
+            return
+        inconsistent = ~p.consistent
+        deadlock = some(inconsistent & p.stuck)
+        if self._first_layer(deadlock) is not None:
+            result.deadlock = self._witness(deadlock, _conflict_kind("deadlock"))
+        forcing = inconsistent & ~p.stuck
+        for t in self.enc.tools:
+            target = some(forcing & p.hard[t])
+            if self._first_layer(target) is not None:
+                result.forced_conflicts[t] = self._witness(target, _forced_on(t))
+        tie = some(p.tie)
+        if self._first_layer(tie) is not None:
+            result.tie = self._witness(tie, _has_tie)
+
+    def _universal(self) -> None:
+        """Verdicts over every reachable state: allowed tools, no-finish, live requirements."""
+        bdd, p, some, result, reach = self.bdd, self.pass_, self.some, self.result, self.reach
+        focus = self.focus
+        if focus is None or focus.startswith("tool:") or focus.startswith("live:"):
+            for t in self.enc.tools:
+                if reach & some(p.allowed[t]) != bdd.false:
+                    result.allowed_tools.add(t)
+        if focus in (None, "no-finish"):
+            self._no_finish()
+        if focus is None:
+            self._liveness(self.system.requirements)
+        elif focus.startswith("live:"):
+            name = focus[5:]
+            self._liveness([r for r in self.system.requirements if r.name == name])
+
+    def _no_finish(self) -> None:
+        bdd, p, some, reach = self.bdd, self.pass_, self.some, self.reach
+        finish = reach & some(p.can_stop)
+        deciding = reach & some(p.consistent)
+        reaches = finish
+        while True:
+            self._tick()
+            more = reaches | (deciding & self.preimage(reaches))
+            if more == reaches:
+                break
+            reaches = more
+        stuck = deciding & ~reaches
+        if stuck != bdd.false:
+            self.result.no_finish = self._witness(stuck, None)
+
+    def _liveness(self, requirements: Sequence[object]) -> None:
+        bdd, some, reach, result = self.bdd, self.some, self.reach, self.result
+        comps = self.system.components
+        for req in requirements:
+            self._tick()
+            name = req.name  # type: ignore[attr-defined]
+            comp = next(c for c in comps if c.requirement.name == name)
+            if isinstance(comp.requirement, AskPermissionRequirement):
+                covered = [t for t in result.allowed_tools if comp.requirement.covers(t)]
+                if covered:
+                    result.live.add(name)
+                    continue
+            facts = self.enc.facts(comp)
+            if not any((facts.deny, facts.hide, facts.allow, facts.show, facts.hard, facts.soft)):
+                continue  # it restricts nothing anywhere: it cannot change a pass
+            others = [c for c in comps if c is not comp]
+            without = _pass(self.enc, others, self.priorities)
+            if reach & some(_differ(self.pass_, without, self.enc.tools)) != bdd.false:
+                result.live.add(name)
+
+    # -- witnesses -------------------------------------------------------------------------------
+
+    def _witness(self, target: Node, finding: Callable[[Outcome], bool] | None) -> Witness:
+        """The lexicographically smallest shortest trace into ``target`` (over view bits)."""
+        system, enc, bdd = self.system, self.enc, self.bdd
+        depth = self._first_layer(target)
+        assert depth is not None
+        back = [bdd.false] * (depth + 1)
+        back[depth] = self.layers[depth] & target
+        for d in range(depth - 1, -1, -1):
+            self._tick()
+            back[d] = self.layers[d] & self.preimage(back[d + 1])
+        state = system.initial
+        trace: list[Event] = []
+        depends = False
+        comps = system.components
+        for d in range(depth):
+            outcomes = [decide(system, records) for records, _ in system.variants(state)]
+            some_tools = {t for o in outcomes if isinstance(o, Pass) for t in o.allowed}
+            every = set.intersection(
+                *({t for t in o.allowed} if isinstance(o, Pass) else set() for o in outcomes)
+            )
+            chosen: tuple[Event, State] | None = None
+            for tool in system.callable:
+                if tool not in some_tools:
+                    continue
+                for status in STATUSES:
+                    after = system.successor(state, (tool, status))
+                    if bdd.let(enc.state_bits(comps, after), back[d + 1]) == bdd.true:
+                        chosen = ((tool, status), after)
+                        break
+                if chosen is not None:
+                    depends = depends or tool not in every
+                    break
+            # INVARIANT: back[d] holds `state`, so some step leads into back[d + 1].
+            assert chosen is not None
+            trace.append(chosen[0])
+            state = chosen[1]
+        records: tuple[Emitted, ...] = ()
+        if finding is not None:
+            decided = [(rs, decide(system, rs)) for rs, _ in system.variants(state)]
+            showing = [rs for rs, o in decided if finding(o)]
+            # INVARIANT: the target set holds this state under some check values.
+            assert showing
+            records = showing[0]
+            depends = depends or len(showing) < len(decided)
+        return Witness(tuple(trace), records, depends)
+
+
+def _differ(a: _Pass, b: _Pass, tools: Sequence[str]) -> Node:
+    """Where two passes differ on what SPEC §8 compares (allowed, hidden, forced, can_stop,
+    conflict-or-not)."""
+
+    def xor(u: Node, v: Node) -> Node:
+        return (u & ~v) | (~u & v)
+
+    out = xor(a.consistent, b.consistent)
+    both = a.consistent & b.consistent
+    change = xor(a.can_stop, b.can_stop)
+    for t in tools:
+        change |= xor(a.allowed[t], b.allowed[t]) | xor(a.hidden[t], b.hidden[t])
+        change |= xor(a.forced[t], b.forced[t])
+    return out | (both & change)
+
+
+def _conflict_kind(kind: str) -> Callable[[Outcome], bool]:
+    return lambda o: isinstance(o, ConflictError) and o.kind == kind
+
+
+def _forced_on(tool: str) -> Callable[[Outcome], bool]:
+    return lambda o: (
+        isinstance(o, ConflictError) and o.kind == "forced-conflict" and tool in o.forced
+    )
+
+
+def _has_tie(o: Outcome) -> bool:
+    return isinstance(o, Pass) and o.forced_tie is not None
+
+
+def analyse_symbolic(
+    system: System,
+    *,
+    max_states: int | None = None,
+    deadline: float | None = None,
+    encoding: Encoding | None = None,
+    focus: str | None = None,
+) -> Analysis:
+    """Every verdict ``analyse`` gives, over BDDs (``focus``: only what one question needs:
+    ``"finish"``, ``"no-finish"``, ``"tool:T"`` or ``"live:R"``)."""
+    enc = encoding if encoding is not None else Encoding(system)
+    return _Symbolic(system, enc, max_states, deadline, focus).run()

@@ -1,0 +1,256 @@
+"""The transition system of a policy, built from its requirements' own monitors.
+
+Each enabled requirement with a monitor becomes a ``Component``: its monitor's finite view
+space, explored once from ``initial()`` through ``advance`` (one representative for the tools
+its monitor does not name, see ``Monitor.tools``), and what ``emit`` returns for every view
+and every value of its opaque checks, wrapped as the runtime wraps it (``Reasoner.wrap``).
+A *state* of the system is a tuple of view indices, one per component; a *step* is a tool
+call with its status. Nothing here re-implements a requirement: views, steps and rules all
+come from the monitors, and passes from the runtime's ``Reasoner``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterator, Sequence
+from dataclasses import dataclass
+from itertools import product
+
+from ruleengine.errors import PolicyError
+from ruleengine.ir import FINAL_ANSWER
+from ruleengine.passes import Mode
+from ruleengine.reasoner import Reasoner
+from ruleengine.requirements.base import Requirement
+from ruleengine.requirements.monitor import Monitor
+from ruleengine.rules import Emitted
+from ruleengine.state import STATUSES, Status
+
+__all__ = ["Component", "Event", "State", "System", "Unexplorable", "Variant"]
+
+State = tuple[int, ...]
+"""One view index per component."""
+
+Event = tuple[str, Status]
+"""A step: the tool called and how the call ended."""
+
+MAX_VIEWS = 200_000
+"""Bound on one monitor's views (a monitor past it is not explored)."""
+
+MAX_CHECKS = 12
+"""Bound on one requirement's opaque checks (2**12 valuations)."""
+
+
+class Unexplorable(Exception):
+    """A requirement the engines cannot abstract: no monitor, or one too large to tabulate.
+
+    The check falls back to a bounded search of concrete histories and says why.
+    """
+
+
+@dataclass(frozen=True, slots=True)
+class Variant:
+    """What one component emits at one view under some values of its opaque checks."""
+
+    records: tuple[Emitted, ...]
+    checks: tuple[tuple[bool, ...], ...]
+    """Every check valuation under which the component emits ``records``."""
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Component:
+    """One requirement's monitor, tabulated."""
+
+    requirement: Requirement
+    """The requirement (bound to the declared tools)."""
+    views: tuple[Hashable, ...]
+    """The monitor's reachable views; a state holds an index into this tuple."""
+    classes: dict[str, int]
+    """Per tool, the class of tools it acts like on this monitor (``Monitor.tools``)."""
+    moves: tuple[tuple[int, ...], ...]
+    """``moves[class * 3 + status][view]``: the view after such a step."""
+    variants: tuple[tuple[Variant, ...], ...]
+    """Per view, the distinct rule sets the monitor emits (one unless it has opaque checks)."""
+    still: tuple[bool, ...]
+    """Per move table, whether it leaves every view as it is."""
+
+    @property
+    def opaque(self) -> bool:
+        """Whether some view emits differently depending on opaque checks."""
+        return any(len(vs) > 1 for vs in self.variants)
+
+    def move(self, view: int, tool: str, status: Status) -> int:
+        """The view index after a step."""
+        return self.moves[self.classes[tool] * 3 + STATUSES.index(status)][view]
+
+
+def tabulate(
+    requirement: Requirement, monitor: Monitor, tools: Sequence[str], reasoner: Reasoner
+) -> Component:
+    """Explore ``monitor``'s views from its initial one over every step on ``tools``."""
+    callable_tools = [t for t in tools if t != FINAL_ANSWER]
+    named = monitor.tools()
+    if named is None:
+        representatives = list(callable_tools)
+    else:
+        representatives = [t for t in callable_tools if t in named]
+        others = [t for t in callable_tools if t not in named]
+        if others:
+            representatives.append(others[0])
+    classes: dict[str, int] = {}
+    for t in callable_tools:
+        if t in representatives:
+            classes[t] = representatives.index(t)
+        else:
+            classes[t] = len(representatives) - 1  # the "others" representative
+    start = monitor.initial()
+    index: dict[Hashable, int] = {start: 0}
+    views: list[Hashable] = [start]
+    moves: list[list[int]] = [[] for _ in range(len(representatives) * 3)]
+    i = 0
+    while i < len(views):
+        view = views[i]
+        for c, tool in enumerate(representatives):
+            for s, status in enumerate(STATUSES):
+                after = monitor.advance(view, tool, status)
+                found = index.get(after)
+                if found is None:
+                    found = index[after] = len(views)
+                    views.append(after)
+                    if len(views) > MAX_VIEWS:
+                        raise Unexplorable(
+                            f"requirement `{requirement.name}`: its monitor has more than "
+                            f"{MAX_VIEWS} views"
+                        )
+                moves[c * 3 + s].append(found)
+        i += 1
+    tables = tuple(tuple(m) for m in moves)
+    return Component(
+        requirement,
+        tuple(views),
+        classes,
+        tables,
+        tuple(_variants(requirement, monitor, v, reasoner) for v in views),
+        tuple(all(after == view for view, after in enumerate(t)) for t in tables),
+    )
+
+
+def _variants(
+    requirement: Requirement, monitor: Monitor, view: Hashable, reasoner: Reasoner
+) -> tuple[Variant, ...]:
+    checks = monitor.checks
+    if checks > MAX_CHECKS:
+        raise Unexplorable(
+            f"requirement `{requirement.name}` has more than {MAX_CHECKS} custom checks"
+        )
+    by_records: dict[tuple[Emitted, ...], list[tuple[bool, ...]]] = {}
+    # True first: the valuation "every check passes" is the first one tried.
+    for values in product((True, False), repeat=checks):
+        records = tuple(reasoner.wrap(requirement, monitor.emit(view, values)))
+        by_records.setdefault(records, []).append(values)
+    return tuple(Variant(records, tuple(vals)) for records, vals in by_records.items())
+
+
+class System:
+    """The product of the components: states, steps, and the records a state emits."""
+
+    def __init__(
+        self,
+        tools: Sequence[object],
+        requirements: Sequence[Requirement],
+        *,
+        mode: Mode = "strict",
+        components: Sequence[Component] | None = None,
+        reasoner: Reasoner | None = None,
+    ) -> None:
+        if reasoner is None:
+            reasoner = Reasoner(tools, requirements, mode=mode, cache_size=65536)
+        self.reasoner = reasoner
+        """The runtime's reasoner: it decides every state (a subsystem shares its parent's,
+        which decides any set of records of the same tools)."""
+        self.tools = self.reasoner.tools
+        """The declared tools, ``final_answer`` last."""
+        self.mode: Mode = mode
+        if components is None:
+            self.requirements = tuple(r for r in reasoner.requirements if r.enabled)
+        else:
+            self.requirements = tuple(c.requirement for c in components)
+        """The enabled requirements (bound), in name order."""
+        unmonitored = [r.name for r in self.requirements if _monitor(r) is None]
+        if unmonitored:
+            raise Unexplorable(f"requirement `{unmonitored[0]}` has no monitor")
+        if components is None:
+            components = [
+                tabulate(r, _monitor_of(r), self.tools, self.reasoner) for r in self.requirements
+            ]
+        self.components = tuple(components)
+        self.callable = tuple(t for t in self.tools if t != FINAL_ANSWER)
+        """The tools a step may call (``final_answer`` ends the run instead)."""
+        self.initial: State = tuple(0 for _ in self.components)
+        # Per event, the components it moves (others keep their view: identity moves).
+        self._effects: dict[Event, tuple[tuple[int, tuple[int, ...]], ...]] = {}
+        for tool in self.callable:
+            for s, status in enumerate(STATUSES):
+                effects = []
+                for i, comp in enumerate(self.components):
+                    index = comp.classes[tool] * 3 + s
+                    if not comp.still[index]:
+                        effects.append((i, comp.moves[index]))
+                self._effects[(tool, status)] = tuple(effects)
+
+    def subsystem(self, keep: Sequence[str]) -> System:
+        """The same system with only the requirements named in ``keep`` (tables reused)."""
+        kept = [c for c in self.components if c.requirement.name in keep]
+        return System(
+            self.tools,
+            [c.requirement for c in kept],
+            mode=self.mode,
+            components=kept,
+            reasoner=self.reasoner,
+        )
+
+    def successor(self, state: State, event: Event) -> State:
+        """The state after ``event``."""
+        effects = self._effects[event]
+        if not effects:
+            return state
+        after = list(state)
+        for i, table in effects:
+            after[i] = table[state[i]]
+        return tuple(after)
+
+    def variants(self, state: State) -> Iterator[tuple[tuple[Emitted, ...], bool]]:
+        """Every distinct set of records ``state`` may emit, with whether it is the only one.
+
+        One set when no component has opaque checks at this state; otherwise one per
+        combination of the components' variants (the static checker explores every value
+        of every opaque check).
+        """
+        per_component = [self.components[i].variants[v] for i, v in enumerate(state)]
+        if all(len(vs) == 1 for vs in per_component):
+            records: tuple[Emitted, ...] = ()
+            for vs in per_component:
+                records += vs[0].records
+            yield records, True
+            return
+        for combination in product(*per_component):
+            records = ()
+            for variant in combination:
+                records += variant.records
+            yield records, False
+
+    def views(self, state: State) -> dict[str, Hashable]:
+        """Per requirement name, its monitor's view at ``state`` (for messages and tests)."""
+        return {c.requirement.name: c.views[v] for c, v in zip(self.components, state, strict=True)}
+
+
+def _monitor(requirement: Requirement) -> Monitor | None:
+    try:
+        return requirement.monitor()
+    except PolicyError:
+        return None
+
+
+def _monitor_of(requirement: Requirement) -> Monitor:
+    monitor = _monitor(requirement)
+    # INVARIANT: System.__init__ refused requirements without a monitor.
+    assert monitor is not None
+    return monitor

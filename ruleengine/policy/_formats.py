@@ -1,0 +1,460 @@
+"""TOML, JSON and YAML text → plain data, plus the line of every key and list item.
+
+Each ``parse_*`` returns ``(data, places)``: ``places`` maps key paths (``""`` for the top,
+``requirements[2].max_invocations``) to ``(line, column)``, both from 1, so errors and reports
+can cite ``file:line``. YAML nodes carry their marks. ``tomllib`` and ``json`` give no
+positions, so after they have accepted the text a small scanner of our own walks it again,
+following only its structure (tables, keys, arrays, inline tables) and skipping values.
+
+Every problem with the text is a ``FormatError`` with a line. YAML is read safely: a
+``SafeLoader`` that refuses anchors and aliases (no alias bombs) and every tag but the plain
+data types, and duplicate keys in any format are refused.
+"""
+
+from __future__ import annotations
+
+import bisect
+import contextlib
+import json
+import re
+import tomllib
+from collections.abc import Callable
+from typing import Any
+
+import yaml
+
+__all__ = ["FormatError", "Places", "child", "parse_json", "parse_toml", "parse_yaml"]
+
+Places = dict[str, tuple[int, int]]
+"""Key path → (line, column), from 1."""
+
+
+class FormatError(Exception):
+    """The text is not valid in its format (or uses what policy files refuse)."""
+
+    def __init__(self, message: str, line: int, *, path: str = "", hint: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.line = line
+        self.path = path
+        self.hint = hint
+
+
+def child(path: str, key: str | int) -> str:
+    """The path of ``key`` inside ``path``: ``tools[1]``, ``requirements[0].target``."""
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    return f"{path}.{key}" if path else key
+
+
+class _Text:
+    """Positions in a text: offsets → (line, column)."""
+
+    def __init__(self, text: str) -> None:
+        self._starts = [0] + [m.end() for m in re.finditer("\n", text)]
+
+    def place(self, offset: int) -> tuple[int, int]:
+        line = bisect.bisect_right(self._starts, offset)
+        return line, offset - self._starts[line - 1] + 1
+
+
+def _lowered(message: str) -> str:
+    """A parser's message in our style: lowercase start (unless it starts with an acronym)."""
+    return message[:1].lower() + message[1:] if message[1:2].islower() else message
+
+
+# -- TOML ----------------------------------------------------------------------------------
+
+_TOML_AT = re.compile(r"\s*\(at line (\d+), column (\d+)\)$|\s*\(at end of document\)$")
+
+
+def parse_toml(text: str) -> tuple[object, Places]:
+    """``text`` as TOML, with the place of every key, table and array item."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        message = str(exc)
+        found = _TOML_AT.search(message)
+        line = int(found.group(1)) if found and found.group(1) else text.count("\n") + 1
+        problem = _lowered(_TOML_AT.sub("", message))
+        raise FormatError(f"invalid TOML: {problem}", line) from None
+    return data, _TomlScanner(text).places()
+
+
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+_TOML_SCALAR = re.compile(r"[^,\]}\n#]*")
+
+
+class _Scanner:
+    """A cursor over text that tomllib or json has already accepted."""
+
+    toml = False
+    """Whether TOML's comments and its other string quotes apply (JSON has neither)."""
+
+    def __init__(self, text: str) -> None:
+        self.s = text
+        self.i = 0
+        self._text = _Text(text)
+        self.found: Places = {"": (1, 1)}
+
+    def record(self, path: str, offset: int) -> None:
+        self.found.setdefault(path, self._text.place(offset))
+
+    def at(self, token: str) -> bool:
+        return self.s.startswith(token, self.i)
+
+    def skip(self, newlines: bool) -> None:
+        """Skip blanks and comments, and line ends too when ``newlines``."""
+        s, n = self.s, len(self.s)
+        while self.i < n:
+            c = s[self.i]
+            if c in " \t\r" or (newlines and c == "\n"):
+                self.i += 1
+            elif c == "#" and self.toml:
+                end = s.find("\n", self.i)
+                self.i = n if end < 0 else end
+            else:
+                return
+
+    def quoted(self) -> str:
+        """The raw text of the string at the cursor, quotes included; moves past it."""
+        s, start = self.s, self.i
+        quotes = ('"""', "'''", '"', "'") if self.toml else ('"',)
+        quote = next(q for q in quotes if s.startswith(q, start))
+        escapes = quote[0] == '"'
+        i = start + len(quote)
+        while True:
+            end = s.index(quote, i)
+            if escapes and _escaped(s, end):
+                i = end + 1
+                continue
+            if len(quote) == 3:
+                # TOML: up to two more quotes right before the closing ones are content.
+                extra = 0
+                while extra < 2 and s.startswith(quote[0], end + 3 + extra):
+                    extra += 1
+                end += extra
+            self.i = end + len(quote)
+            return s[start : self.i]
+
+
+def _escaped(s: str, index: int) -> bool:
+    """Whether the quote at ``index`` is escaped (an odd number of backslashes before it)."""
+    count = 0
+    while index - count - 1 >= 0 and s[index - count - 1] == "\\":
+        count += 1
+    return count % 2 == 1
+
+
+class _TomlScanner(_Scanner):
+    """Walks TOML structure: headers, dotted keys, arrays and inline tables."""
+
+    toml = True
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self._arrays: dict[str, int] = {}
+
+    def places(self) -> Places:
+        # tomllib accepted the text, so the walk cannot fail; were it to, the places found
+        # so far still stand and the rest fall back to their enclosing keys.
+        with contextlib.suppress(ValueError, IndexError):
+            self._document()
+        return self.found
+
+    def _document(self) -> None:
+        table = ""
+        while True:
+            self.skip(newlines=True)
+            if self.i >= len(self.s):
+                return
+            start = self.i
+            if self.at("["):
+                array = self.at("[[")
+                self.i += 2 if array else 1
+                table = self._table(self._keys(), array=array, offset=start)
+                self.i = self.s.index("]", self.i) + (2 if array else 1)
+            else:
+                self._key_value(table)
+
+    def _table(self, keys: list[str], *, array: bool, offset: int) -> str:
+        path = ""
+        for n, key in enumerate(keys):
+            path = child(path, key)
+            if array and n == len(keys) - 1:
+                self.record(path, offset)
+                count = self._arrays.get(path, 0)
+                self._arrays[path] = count + 1
+                path = child(path, count)
+            elif path in self._arrays:
+                path = child(path, self._arrays[path] - 1)
+            self.record(path, offset)
+        return path
+
+    def _keys(self) -> list[str]:
+        keys = []
+        while True:
+            self.skip(newlines=False)
+            if self.at('"') or self.at("'"):
+                keys.append(_key_text(self.quoted()))
+            else:
+                found = _BARE_KEY.match(self.s, self.i)
+                if found is None:
+                    raise ValueError(self.i)
+                keys.append(found.group())
+                self.i = found.end()
+            self.skip(newlines=False)
+            if not self.at("."):
+                return keys
+            self.i += 1
+
+    def _key_value(self, table: str) -> None:
+        start = self.i
+        path = table
+        for key in self._keys():
+            path = child(path, key)
+            self.record(path, start)
+        self.skip(newlines=False)
+        self.i += 1  # `=`
+        self.skip(newlines=False)
+        self._value(path)
+
+    def _value(self, path: str) -> None:
+        if self.at("["):
+            self.i += 1
+            index = 0
+            while True:
+                self.skip(newlines=True)
+                if self.at("]"):
+                    self.i += 1
+                    return
+                if self.at(","):
+                    self.i += 1
+                    continue
+                self.record(child(path, index), self.i)
+                self._value(child(path, index))
+                index += 1
+        elif self.at("{"):
+            self.i += 1
+            while True:
+                self.skip(newlines=False)
+                if self.at("}"):
+                    self.i += 1
+                    return
+                if self.at(","):
+                    self.i += 1
+                    continue
+                self._key_value(path)
+        elif self.at('"') or self.at("'"):
+            self.quoted()
+        else:
+            found = _TOML_SCALAR.match(self.s, self.i)
+            assert found is not None  # INVARIANT: the pattern matches the empty string
+            if found.end() == self.i:
+                raise ValueError(self.i)
+            self.i = found.end()
+
+
+def _key_text(raw: str) -> str:
+    """A quoted TOML key's text (basic strings decode their escapes; literal ones do not)."""
+    if raw.startswith("'"):
+        return raw[1:-1]
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return raw[1:-1]
+    return value if isinstance(value, str) else raw[1:-1]
+
+
+# -- JSON ----------------------------------------------------------------------------------
+
+_JSON_SCALAR = re.compile(r"[^,\]}\s]+")
+_NOT_JSON = frozenset({"NaN", "Infinity", "-Infinity"})
+
+
+def parse_json(text: str) -> tuple[object, Places]:
+    """``text`` as JSON (no duplicate keys, no ``NaN``), with the place of every key and item."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        problem = _lowered(exc.msg)
+        raise FormatError(f"invalid JSON: {problem} (column {exc.colno})", exc.lineno) from None
+    scanner = _JsonScanner(text)
+    scanner.skip(newlines=True)
+    scanner.value("")
+    return data, scanner.found
+
+
+class _JsonScanner(_Scanner):
+    """Walks JSON structure; refuses a key given twice in one object."""
+
+    def value(self, path: str) -> None:
+        if self.at("{"):
+            self.i += 1
+            seen: set[str] = set()
+            while True:
+                self.skip(newlines=True)
+                if self.at("}"):
+                    self.i += 1
+                    return
+                if self.at(","):
+                    self.i += 1
+                    continue
+                start = self.i
+                key = json.loads(self.quoted())
+                key_path = child(path, key)
+                if key in seen:
+                    raise FormatError(
+                        f"duplicate key `{key}`",
+                        self._text.place(start)[0],
+                        path=key_path,
+                        hint="each key may appear once in an object",
+                    )
+                seen.add(key)
+                self.record(key_path, start)
+                self.skip(newlines=True)
+                self.i += 1  # `:`
+                self.skip(newlines=True)
+                self.value(key_path)
+        elif self.at("["):
+            self.i += 1
+            index = 0
+            while True:
+                self.skip(newlines=True)
+                if self.at("]"):
+                    self.i += 1
+                    return
+                if self.at(","):
+                    self.i += 1
+                    continue
+                self.record(child(path, index), self.i)
+                self.value(child(path, index))
+                index += 1
+        elif self.at('"'):
+            self.quoted()
+        else:
+            found = _JSON_SCALAR.match(self.s, self.i)
+            assert found is not None  # INVARIANT: json accepted a value here
+            if found.group() in _NOT_JSON:
+                # Python's json reads these; JSON has no such values.
+                raise FormatError(
+                    f"invalid JSON: `{found.group()}` is not a JSON value",
+                    self._text.place(self.i)[0],
+                    path=path,
+                )
+            self.i = found.end()
+
+
+# -- YAML ----------------------------------------------------------------------------------
+
+_PLAIN_TAGS = frozenset(
+    f"tag:yaml.org,2002:{name}"
+    for name in ("str", "int", "float", "bool", "null", "seq", "map", "timestamp")
+)
+
+
+class _PolicyLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, without anchors or aliases: a file is plain data, written out."""
+
+    def compose_node(self, parent: yaml.Node | None, index: object) -> yaml.Node | None:
+        event = self.peek_event()  # type: ignore[no-untyped-call]
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+            raise FormatError(
+                "YAML anchors and aliases are not allowed in policy files",
+                event.start_mark.line + 1,
+                hint="write the value out in full",
+            )
+        return super().compose_node(parent, index)  # type: ignore[arg-type]
+
+
+def parse_yaml(text: str) -> tuple[object, Places]:
+    """``text`` as one YAML document of plain data, with the place of every key and item."""
+    try:
+        loader = _PolicyLoader(text)
+    except yaml.reader.ReaderError as exc:
+        line = _Text(text).place(exc.position)[0]
+        raise FormatError(
+            f"invalid YAML: {exc.reason} (character {exc.character!r})", line
+        ) from None
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None, {"": (1, 1)}
+        places: Places = {"": _mark(node)}
+        return _YamlWalk(loader, places).value(node, ""), places
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark is not None else 1
+        problem = exc.problem or "not YAML"
+        if exc.context and exc.problem and not exc.context.startswith("while "):
+            problem = f"{exc.context}, {exc.problem}"
+        raise FormatError(f"invalid YAML: {problem}", line) from None
+    except yaml.YAMLError as exc:  # pragma: no cover - every PyYAML error above has a mark
+        raise FormatError(f"invalid YAML: {exc}", 1) from None
+    finally:
+        loader.dispose()
+
+
+def _mark(node: yaml.Node) -> tuple[int, int]:
+    return node.start_mark.line + 1, node.start_mark.column + 1
+
+
+def _tag(tag: str) -> str:
+    return tag.replace("tag:yaml.org,2002:", "!!")
+
+
+class _YamlWalk:
+    """Nodes → plain data, recording where each key and item starts."""
+
+    def __init__(self, loader: _PolicyLoader, places: Places) -> None:
+        self.loader = loader
+        self.places = places
+
+    def value(self, node: yaml.Node, path: str) -> Any:
+        if node.tag not in _PLAIN_TAGS:
+            raise FormatError(
+                f"the tag `{_tag(node.tag)}` is not allowed in policy files",
+                _mark(node)[0],
+                path=path,
+                hint="policy files hold plain data: text, numbers, booleans, lists, mappings",
+            )
+        if isinstance(node, yaml.MappingNode):
+            return self.mapping(node, path)
+        if isinstance(node, yaml.SequenceNode):
+            items = []
+            for index, item in enumerate(node.value):
+                self.places.setdefault(child(path, index), _mark(item))
+                items.append(self.value(item, child(path, index)))
+            return items
+        construct: Callable[[yaml.Node], Any] = self.loader.construct_object
+        return construct(node)
+
+    def mapping(self, node: yaml.MappingNode, path: str) -> dict[str, Any]:
+        result: dict[str, Any] = {}
+        for key_node, value_node in node.value:
+            line = _mark(key_node)[0]
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                raise FormatError(
+                    "YAML merge keys (`<<`) are not allowed in policy files",
+                    line,
+                    path=path,
+                    hint="write the keys out in full",
+                )
+            if not isinstance(key_node, yaml.ScalarNode):
+                raise FormatError("a key must be text, not a list or a mapping", line, path=path)
+            if key_node.tag != "tag:yaml.org,2002:str":
+                raise FormatError(
+                    f"key `{key_node.value}` is not text", line, path=path, hint="quote the key"
+                )
+            key = key_node.value
+            key_path = child(path, key)
+            if key in result:
+                raise FormatError(
+                    f"duplicate key `{key}`",
+                    line,
+                    path=key_path,
+                    hint="each key may appear once in a mapping",
+                )
+            self.places.setdefault(key_path, _mark(key_node))
+            result[key] = self.value(value_node, key_path)
+        return result

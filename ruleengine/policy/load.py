@@ -1,0 +1,442 @@
+"""Policy files and Python policies → ``Policy``; every mistake a located ``PolicyError``.
+
+A file is read as bytes (at most 10 MB), decoded as strict UTF-8 and parsed by its extension
+(``_formats``), which also gives the line of every key. Its structure is checked by the
+pydantic models of ``schema.py``; then the requirements are built by their own constructors
+and the whole by ``Policy``, so a mistake gets the same message as in Python code. Each error
+reads ``FILE:LINE: KEY.PATH: what is wrong``; ``location`` is ``FILE:LINE``.
+
+``module:attr`` (or ``path/to/file.py:attr``) names a ``Policy`` written in Python, or a
+function of no arguments that returns one. Import failures are ``PolicyError``s naming the
+module, never tracebacks.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import importlib.util
+import os
+import re
+import stat
+import sys
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from ruleengine import _validate
+from ruleengine._validate import _shown
+from ruleengine.errors import PolicyError
+from ruleengine.policy._formats import (
+    FormatError,
+    Places,
+    child,
+    parse_json,
+    parse_toml,
+    parse_yaml,
+)
+from ruleengine.policy.model import Location, Policy
+from ruleengine.policy.schema import REQUIREMENT_MODELS, PolicyFile, ToolEntry, requirement_keys
+from ruleengine.requirements import (
+    AskPermissionRequirement,
+    ConditionalRequirement,
+    CycleGuard,
+    Requirement,
+)
+
+__all__ = ["MAX_BYTES", "load_file", "load_policy"]
+
+MAX_BYTES = 10 * 1024 * 1024
+"""Policy files larger than this are refused (10 MB)."""
+
+PARSERS: dict[str, Callable[[str], tuple[object, Places]]] = {
+    ".toml": parse_toml,
+    ".json": parse_json,
+    ".yaml": parse_yaml,
+    ".yml": parse_yaml,
+}
+
+BUILDERS: dict[str, Callable[..., Requirement]] = {
+    "conditional": ConditionalRequirement,
+    "ask_permission": AskPermissionRequirement,
+    "cycle_guard": CycleGuard,
+}
+
+PYTHON_ONLY = {
+    "custom_checks": (
+        "custom checks cannot be written in a policy file",
+        "custom checks are Python functions: write the policy in Python and load it as "
+        "`module:attr`",
+    ),
+    "handler": (
+        "a permission handler cannot be written in a policy file",
+        "handlers are Python functions: write the policy in Python and load it as `module:attr`",
+    ),
+}
+"""Keys that hold Python functions: refused in files with a pointer to Python policies."""
+
+_SOURCE_HINT = (
+    "give a .toml, .yaml, .yml or .json file, or `module:attr` naming a `Policy` in Python"
+)
+_LAST_PART = re.compile(r"(\.[^.\[\]]+|\[\d+\])$")
+_ENTRIES = ("tools", "requirements")
+
+
+def load_policy(source: object) -> Policy:
+    """The policy ``source`` names: a file path, ``module:attr``, or a function returning one."""
+    if isinstance(source, Policy):
+        return source
+    if not isinstance(source, str | os.PathLike):
+        if callable(source):
+            label = f"{getattr(source, '__module__', '?')}:{getattr(source, '__qualname__', '?')}"
+            return _policy_from(source, label, label)
+        raise PolicyError(f"`{_shown(source)}` is not a policy source", hint=_SOURCE_HINT)
+    text = os.fspath(source)
+    if not isinstance(text, str):
+        raise PolicyError(f"`{_shown(text)}` is not a policy source", hint=_SOURCE_HINT)
+    parser = PARSERS.get(Path(text).suffix.lower())
+    if parser is not None:
+        return load_file(text, parser)
+    if ":" in text:
+        return _load_python(text)
+    raise PolicyError(
+        f"{text}: unknown policy file extension `{Path(text).suffix or '(none)'}`",
+        hint=_SOURCE_HINT,
+        location=text,
+    )
+
+
+# -- files ---------------------------------------------------------------------------------
+
+
+def load_file(file: str, parser: Callable[[str], tuple[object, Places]]) -> Policy:
+    """The policy in ``file``, parsed with ``parser``."""
+    text = _decoded(file, _read(file))
+    if not text.strip():
+        raise _at(file, 1, "", "the file is empty", "a policy lists at least its `tools`")
+    try:
+        data, places = parser(text)
+    except FormatError as exc:
+        raise _at(file, exc.line, exc.path, exc.message, exc.hint) from None
+    except RecursionError:
+        raise _at(file, 1, "", "the file nests too deeply") from None
+    if data is None:
+        raise _at(file, 1, "", "the file is empty", "a policy lists at least its `tools`")
+    if not isinstance(data, dict):
+        raise _at(
+            file,
+            places[""][0],
+            "",
+            f"the top level is `{_shown(data)}`, not a mapping of keys",
+            "a policy is a mapping with `tools`, and usually `requirements`",
+        )
+    return _Builder(file, places).policy(data)
+
+
+def _read(file: str) -> bytes:
+    def fail(problem: str) -> PolicyError:
+        return PolicyError(f"{file}: {problem}", location=file)
+
+    try:
+        info = os.stat(file)
+        if stat.S_ISDIR(info.st_mode):
+            raise fail("is a directory, not a policy file")
+        if not stat.S_ISREG(info.st_mode):
+            raise fail("is not a regular file")
+        if info.st_size > MAX_BYTES:
+            raise fail(f"the file is larger than {MAX_BYTES // (1024 * 1024)} MB")
+        with open(file, "rb") as handle:
+            data = handle.read(MAX_BYTES + 1)
+    except FileNotFoundError:
+        raise fail("no such file") from None
+    except PermissionError:
+        raise fail("permission denied: cannot read the file") from None
+    except OSError as exc:
+        raise fail(f"cannot read the file: {exc.strerror or exc}") from None
+    if len(data) > MAX_BYTES:
+        raise fail(f"the file is larger than {MAX_BYTES // (1024 * 1024)} MB")
+    return data
+
+
+def _decoded(file: str, data: bytes) -> str:
+    data = data.removeprefix(b"\xef\xbb\xbf")  # a UTF-8 byte order mark is still UTF-8
+    try:
+        return data.decode("utf-8", errors="strict")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise _at(
+            file,
+            line,
+            "",
+            f"the file is not UTF-8: byte `0x{data[exc.start]:02x}` at offset {exc.start}",
+            "save the file as UTF-8",
+        ) from None
+
+
+def _at(file: str, line: int, path: str, message: str, hint: str | None = None) -> PolicyError:
+    """An error at ``file:line``, under ``path`` (``""``: the file as a whole)."""
+    where = f"{file}:{line}"
+    text = f"{where}: {path}: {message}" if path else f"{where}: {message}"
+    return PolicyError(text, hint=hint, parameter=path or None, location=where)
+
+
+class _Builder:
+    """Turns one file's data into a ``Policy``, locating every error in the file."""
+
+    def __init__(self, file: str, places: Places) -> None:
+        self.file = file
+        self.places = places
+
+    def nearest(self, path: str) -> str:
+        """``path`` if the file writes it, else the nearest enclosing path it writes."""
+        while path and path not in self.places:
+            shorter = _LAST_PART.sub("", path)
+            path = "" if shorter == path else shorter
+        return path
+
+    def error(self, path: str, message: str, hint: str | None = None) -> PolicyError:
+        path = self.nearest(path)
+        return _at(self.file, self.line(path), path, message, hint)
+
+    def located(self, exc: PolicyError, path: str) -> PolicyError:
+        located = self.error(path, exc.message, exc.hint)
+        located.__cause__ = exc
+        return located
+
+    def policy(self, data: dict[str, Any]) -> Policy:
+        try:
+            spec = PolicyFile.model_validate(data)
+        except ValidationError as exc:
+            raise self._structure_error(exc) from None
+        requirements = [self._requirement(i, entry) for i, entry in enumerate(spec.requirements)]
+        options = {k: getattr(spec, k) for k in ("max_iterations", "mode") if k in data}
+        locations = {
+            path: Location(self.file, line, column) for path, (line, column) in self.places.items()
+        }
+        try:
+            return Policy(
+                [_tool(item) for item in spec.tools],
+                requirements,
+                source=self.file,
+                locations=locations,
+                **options,
+            )
+        except PolicyError as exc:
+            raise self.located(exc, exc.parameter or "") from None
+
+    def _requirement(self, index: int, entry: Any) -> Requirement:
+        at = child("requirements", index)
+        arguments = {key: getattr(entry, key) for key in entry.model_fields_set if key != "type"}
+        try:
+            return BUILDERS[entry.type](**arguments)
+        except PolicyError as exc:
+            parameter = exc.parameter if exc.parameter in arguments else None
+            raise self.located(exc, child(at, parameter) if parameter else at) from None
+
+    def _structure_error(self, exc: ValidationError) -> PolicyError:
+        """One of pydantic's findings, in our words: the first entry at fault in file order,
+        and in it an unknown key before a missing one (a misspelt key is both)."""
+        ranked = []
+        for error in exc.errors():
+            path, message, hint = self._issue(error)
+            loc = error["loc"]
+            entry = _joined(loc[:2]) if len(loc) >= 2 and loc[0] in _ENTRIES else ""
+            rank = {"extra_forbidden": 0, "missing": 2}.get(error["type"], 1)
+            ranked.append((self.line(entry), rank, self.line(path), path, message, hint))
+        *_, path, message, hint = min(ranked, key=lambda r: r[:3])
+        return self.error(path, message, hint)
+
+    def line(self, path: str) -> int:
+        return self.places[self.nearest(path)][0]
+
+    def _issue(self, error: Any) -> tuple[str, str, str | None]:
+        loc = list(error["loc"])
+        tag = None
+        if len(loc) >= 3 and loc[0] in _ENTRIES:
+            tag = loc.pop(2)  # the union member: a requirement type, or a tool entry
+        path = _joined(loc)
+        kind, value = error["type"], error.get("input")
+        if kind == "extra_forbidden":
+            key = str(loc[-1])
+            if key in PYTHON_ONLY:
+                return path, *PYTHON_ONLY[key]
+            what, keys = _model_keys(loc, tag)
+            return path, f"unknown key `{key}`", _suggest(key, keys, f"{what} has {_listed(keys)}")
+        if kind == "missing":
+            return _joined(loc[:-1]), f"missing key `{loc[-1]}`", None
+        if kind == "union_tag_not_found":
+            return path, "missing key `type`", f"`type` is one of {_listed(REQUIREMENT_MODELS)}"
+        if kind == "union_tag_invalid":
+            given = value.get("type") if isinstance(value, dict) else value
+            shown = given if isinstance(given, str) else _shown(given)
+            return (
+                child(path, "type"),
+                f"unknown requirement type `{shown}`",
+                _suggest(str(given), REQUIREMENT_MODELS, f"types: {_listed(REQUIREMENT_MODELS)}"),
+            )
+        if kind == "model_attributes_type":
+            return (
+                path,
+                f"`{_shown(value)}` is not a requirement",
+                "a requirement is a mapping with a `type` and its parameters",
+            )
+        return path, _validate_message(str(loc[-1]), kind, value, error["msg"]), None
+
+
+def _validate_message(name: str, kind: str, value: object, fallback: str) -> str:
+    """What ``_validate`` says of ``value`` (the message a constructor gives), else pydantic's."""
+    checks: dict[str, Callable[..., object]] = {
+        "list_type": _validate.sequence,
+        "string_type": _validate.text,
+    }
+    check = checks.get(kind)
+    if check is not None:
+        try:
+            check(value, name=name)
+        except PolicyError as exc:
+            return exc.message
+    return fallback[:1].lower() + fallback[1:]  # pragma: no cover - the models raise no other
+
+
+def _tool(item: object) -> object:
+    """A tool as ``Policy`` takes it: a name, or a ``(name, description)`` pair."""
+    if isinstance(item, ToolEntry):
+        return (item.name, item.description)
+    return item
+
+
+def _joined(loc: Iterable[object]) -> str:
+    path = ""
+    for part in loc:
+        path = child(path, part if isinstance(part, int) else str(part))
+    return path
+
+
+def _model_keys(loc: list[object], tag: object) -> tuple[str, list[str]]:
+    """What holds the unknown key (in words), and the keys it may hold."""
+    if len(loc) == 1:
+        return "a policy", [f.alias or name for name, f in PolicyFile.model_fields.items()]
+    if loc[0] == "tools":
+        return "a tool", list(ToolEntry.model_fields)
+    return f"a `{tag}` requirement", requirement_keys(str(tag))
+
+
+def _suggest(given: str, choices: Iterable[str], rest: str) -> str:
+    close = difflib.get_close_matches(given, list(choices), n=1)
+    return f"did you mean `{close[0]}`? {rest}" if close else rest
+
+
+def _listed(names: Iterable[str]) -> str:
+    return ", ".join(f"`{n}`" for n in names)
+
+
+# -- Python policies -----------------------------------------------------------------------
+
+
+def _load_python(source: str) -> Policy:
+    module_name, _, attr = source.rpartition(":")
+    if not module_name or not attr:
+        raise PolicyError(
+            f"{source}: name a Python policy as `module:attr`", hint=_SOURCE_HINT, location=source
+        )
+    module = _import(module_name, source)
+    value: object = module
+    for part in attr.split("."):
+        if not hasattr(value, part):
+            names = [n for n in dir(value) if not n.startswith("_")]
+            raise PolicyError(
+                f"{source}: `{module_name}` has no attribute `{attr}`",
+                hint=_suggest(
+                    part, names, "name the `Policy` object (or a function returning one)"
+                ),
+                location=source,
+            )
+        value = getattr(value, part)
+    return _policy_from(value, source, attr)
+
+
+def _import(module_name: str, source: str) -> Any:
+    """The module ``module_name`` (a dotted name or a ``.py`` path), or a ``PolicyError``."""
+    try:
+        if module_name.endswith(".py"):
+            return _import_file(module_name, source)
+        return importlib.import_module(module_name)
+    except PolicyError as exc:
+        if exc.location == source:
+            raise
+        raise PolicyError(
+            f"{source}: {exc.message}", hint=exc.hint, parameter=exc.parameter, location=source
+        ) from exc
+    except ModuleNotFoundError as exc:
+        if exc.name and (module_name == exc.name or module_name.startswith(exc.name + ".")):
+            raise PolicyError(
+                f"{source}: no module named `{exc.name}`",
+                hint="check that the module is importable from here (`sys.path`), "
+                "or name its file: `path/to/policy.py:attr`",
+                location=source,
+            ) from exc
+        raise _import_failed(source, module_name, exc) from exc
+    except Exception as exc:
+        raise _import_failed(source, module_name, exc) from exc
+
+
+def _import_file(path: str, source: str) -> Any:
+    if not os.path.isfile(path):
+        raise PolicyError(f"{source}: no such file `{path}`", location=source)
+    name = "_ruleengine_policy_" + re.sub(r"\W", "_", os.path.abspath(path))
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:  # pragma: no cover - a .py file always has one
+        raise PolicyError(f"{source}: cannot import `{path}`", location=source)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses and pickling look modules up by name
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+    return module
+
+
+def _import_failed(source: str, module_name: str, exc: BaseException) -> PolicyError:
+    first = str(exc).splitlines()[0] if str(exc) else ""
+    return PolicyError(
+        f"{source}: importing `{module_name}` raised `{type(exc).__name__}`"
+        + (f": {first}" if first else ""),
+        hint="the error is in the module's own code: import it in Python to see the traceback",
+        location=source,
+    )
+
+
+def _policy_from(value: object, source: str, name: str) -> Policy:
+    """``value`` if it is a ``Policy``, or what it returns if it is a function returning one."""
+    if isinstance(value, Policy):
+        return value._with_source(source)
+    if callable(value) and not isinstance(value, type):
+        try:
+            made = value()
+        except PolicyError as exc:
+            raise PolicyError(
+                f"{source}: {exc.message}", hint=exc.hint, parameter=exc.parameter, location=source
+            ) from exc
+        except Exception as exc:
+            first = str(exc).splitlines()[0] if str(exc) else ""
+            raise PolicyError(
+                f"{source}: calling `{name}()` raised `{type(exc).__name__}`"
+                + (f": {first}" if first else ""),
+                hint="a policy function takes no arguments and returns a `Policy`",
+                location=source,
+            ) from exc
+        if isinstance(made, Policy):
+            return made._with_source(source)
+        raise PolicyError(
+            f"{source}: `{name}()` returned `{_shown(made)}`, not a `Policy`",
+            hint="a policy function takes no arguments and returns a `Policy`",
+            location=source,
+        )
+    raise PolicyError(
+        f"{source}: `{name}` is `{_shown(value)}`, not a `Policy`",
+        hint="name a `ruleengine.Policy`, or a function of no arguments that returns one",
+        location=source,
+    )
