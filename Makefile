@@ -20,6 +20,7 @@ $(STAMP): pyproject.toml | $(BIN)/python
 
 demo: $(STAMP)
 	$(BIN)/python examples/demo.py
+	$(BIN)/python examples/support_agent.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check $(SRC)

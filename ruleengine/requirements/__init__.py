@@ -4,11 +4,7 @@ from ruleengine.requirements.base import FunctionRequirement, Requirement, requi
 from ruleengine.requirements.conditional import ConditionalMonitor, ConditionalRequirement
 from ruleengine.requirements.cycle import CycleGuard, CycleMonitor, canonical_arguments
 from ruleengine.requirements.monitor import Monitor, replay
-from ruleengine.requirements.permission import (
-    AskPermissionRequirement,
-    PermissionMonitor,
-    terminal_handler,
-)
+from ruleengine.requirements.permission import AskPermissionRequirement, PermissionMonitor
 
 __all__ = [
     "AskPermissionRequirement",
@@ -23,5 +19,4 @@ __all__ = [
     "canonical_arguments",
     "replay",
     "requirement",
-    "terminal_handler",
 ]

@@ -14,6 +14,7 @@ which is what the agent's gate asks.
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
@@ -105,9 +106,24 @@ class CycleGuard(Requirement):
         )
         self.window_size = _validate.integer(window_size, name="window_size", owner=owner, least=1)
         self._monitor = CycleMonitor()
+        self._declared: frozenset[str] | None = None
 
     def monitor(self) -> CycleMonitor:
         return self._monitor
+
+    def bind(self, tools: Sequence[object]) -> CycleGuard:
+        """A copy that knows the declared tools: a cycle of calls to a tool that is not
+        declared (the gate refused them) is not the guard's to deny — there is no such tool
+        to deny."""
+        declared = frozenset(
+            t if isinstance(t, str) else getattr(t, "name", "")
+            for t in _validate.sequence(tools, name="tools", owner=_validate.owner_of(self.name))
+        )
+        if declared == self._declared:
+            return self
+        bound = copy.copy(self)  # subclasses and their settings kept; self is never changed
+        bound._declared = declared
+        return bound
 
     def detect(self, steps: Sequence[Step]) -> str | None:
         """The tool whose identical calls form a cycle at the end of ``steps``, if any."""
@@ -137,4 +153,6 @@ class CycleGuard(Requirement):
 
     def run(self, state: RunState) -> tuple[Item, ...]:
         view = self._monitor.view_of(state)
+        if view is None or (self._declared is not None and view not in self._declared):
+            return ()
         return self._monitor.emit(view, (self.detect(state.steps) is not None,))

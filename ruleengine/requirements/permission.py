@@ -1,9 +1,12 @@
 """``AskPermissionRequirement``: a human (or any handler) approves tool calls (SPEC §5).
 
-Asking happens when a covered tool is about to run: the agent loop calls ``ask`` from a
-blocking listener on the tool's start event. A refusal, a handler that raises, or one that
-times out is a denial (fail closed); the agent records a ``denied`` step and the tool does not
-run. ``final_answer`` is never asked about.
+The requirement is configuration and memory, not the asking: it says which tools are covered
+(``covers``), holds the handler and its options (``timeout``, ``always_allow``), and reads the
+answers a run remembers from its steps (``remembered``, ``run``). The agent asks: a blocking
+listener on the tool's start event (``agent.permission``) calls the handler before a covered
+tool runs. A refusal, a handler that raises, or one that times out is a denial (fail closed);
+the agent records a ``denied`` step and the tool does not run. ``final_answer`` is never asked
+about.
 
 With ``remember_choices`` the first step of a covered tool decides for the rest of the run:
 ``denied`` is a remembered refusal, ``ok``/``error`` a remembered approval. Remembered answers
@@ -14,12 +17,8 @@ hidden=hide_disallowed)``, an approval ``Rule(t, allowed=True)``.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from typing import Any
-
-import anyio
-import anyio.to_thread
 
 from ruleengine import _validate
 from ruleengine.errors import PolicyError
@@ -30,21 +29,12 @@ from ruleengine.requirements.monitor import Monitor
 from ruleengine.rules import Item, Rule
 from ruleengine.state import RunState, Status
 
-__all__ = ["AskPermissionRequirement", "PermissionHandler", "PermissionMonitor", "terminal_handler"]
+__all__ = ["AskPermissionRequirement", "PermissionHandler", "PermissionMonitor"]
 
 PermissionHandler = Callable[[str, Mapping[str, Any]], "bool | Awaitable[bool]"]
 """``handler(tool_name, arguments)`` answers whether the call may run (sync or async)."""
 
 UNDECIDED, APPROVED, REFUSED = 0, 1, 2
-
-
-def terminal_handler(tool: str, arguments: Mapping[str, Any]) -> bool:
-    """The default handler: ask on the terminal; anything but `y`/`yes` is a refusal."""
-    try:
-        answer = input(f"Allow `{tool}` with {dict(arguments)!r}? [y/N] ")
-    except EOFError:
-        return False
-    return answer.strip().lower() in ("y", "yes")
 
 
 class PermissionMonitor(Monitor):
@@ -135,8 +125,8 @@ class AskPermissionRequirement(Requirement):
             raise PolicyError(
                 f"{owner}: handler=`{handler!r}` is not callable", parameter="handler"
             )
-        self.handler: PermissionHandler = handler or terminal_handler
-        """Answers whether a call may run."""
+        self.handler: PermissionHandler | None = handler
+        """Answers whether a call may run; ``None``: the agent's default, a terminal prompt."""
         _validate.flag(remember_choices, name="remember_choices", owner=owner)
         _validate.flag(hide_disallowed, name="hide_disallowed", owner=owner)
         _validate.flag(always_allow, name="always_allow", owner=owner)
@@ -219,35 +209,6 @@ class AskPermissionRequirement(Requirement):
         if status is None:
             return None
         return status != "denied"
-
-    async def ask(self, tool: str, arguments: Mapping[str, Any], state: RunState) -> bool:
-        """Whether this call may run: remembered, always allowed, or the handler's answer.
-
-        Fails closed: a handler that raises, times out, or answers something other than a
-        bool is a refusal.
-        """
-        if not self.covers(tool) or self.always_allow:
-            return True
-        remembered = self.remembered(tool, state)
-        if remembered is not None:
-            return remembered
-        try:
-            with anyio.fail_after(self.timeout):
-                answer = await self._call_handler(tool, arguments)
-        except Exception:
-            return False
-        return answer is True
-
-    async def _call_handler(self, tool: str, arguments: Mapping[str, Any]) -> object:
-        handler = self.handler
-        if inspect.iscoroutinefunction(handler):
-            return await handler(tool, arguments)
-        # Sync handlers (a terminal prompt, a blocking call) run in a worker thread, so the
-        # event loop keeps going and `timeout` can abandon them.
-        answer = await anyio.to_thread.run_sync(handler, tool, arguments, abandon_on_cancel=True)
-        if inspect.isawaitable(answer):
-            return await answer
-        return answer
 
 
 def _covered(include: tuple[str, ...], exclude: tuple[str, ...]) -> tuple[str, ...]:

@@ -245,3 +245,13 @@ def test_invalid_parameters_are_policy_errors(kwargs, parameter, value):
         CycleGuard(**kwargs)
     assert parameter in str(info.value)
     assert value in str(info.value)
+
+
+def test_a_cycle_of_calls_to_an_undeclared_tool_is_not_denied() -> None:
+    # The gate records refused calls to unknown tools as `denied` steps; repeating one is
+    # a cycle, but there is no such tool to deny (the rule would name an unknown tool).
+    reasoner = Reasoner(["a"], [CycleGuard()])
+    steps = (Step(tool="zzz", status="denied"), Step(tool="zzz", status="denied"))
+    assert reasoner.decide(RunState(steps=steps)).allowed == ("a", "final_answer")
+    steps = (Step(tool="a"), Step(tool="a"))
+    assert reasoner.decide(RunState(steps=steps)).allowed == ("final_answer",)

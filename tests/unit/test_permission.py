@@ -1,11 +1,8 @@
-"""AskPermissionRequirement (SPEC §5, §11): coverage, asking a handler (sync, async, raising,
-slow), always_allow, final_answer, and remembered choices read from the run's steps."""
+"""AskPermissionRequirement (SPEC §5, §11): coverage, parameters, and remembered choices read
+from the run's steps. The asking itself lives in the agent: tests/unit/test_agent_permission.py."""
 
 from __future__ import annotations
 
-import time
-
-import anyio
 import pytest
 
 from ruleengine import (
@@ -30,10 +27,6 @@ class Recorder:
     def __call__(self, tool, arguments):
         self.calls.append((tool, dict(arguments)))
         return self.answers.get(tool, True)
-
-
-def ask(req: AskPermissionRequirement, tool: str, arguments=None, state=None) -> bool:
-    return anyio.run(req.ask, tool, arguments or {}, state or RunState())
 
 
 def fields(rule: Rule) -> tuple:
@@ -147,120 +140,8 @@ def test_default_priority_and_name():
     assert req.name == "ask-permission"
 
 
-# -- asking ------------------------------------------------------------------------------------
-
-
-def test_ask_with_a_sync_handler():
-    handler = Recorder({"send_email": False})
-    req = AskPermissionRequirement(handler=handler)
-    assert ask(req, "search", {"q": "x"}) is True
-    assert ask(req, "send_email", {"to": "bob"}) is False
-    assert handler.calls == [("search", {"q": "x"}), ("send_email", {"to": "bob"})]
-
-
-def test_ask_with_an_async_handler():
-    calls = []
-
-    async def handler(tool, arguments):
-        await anyio.sleep(0)
-        calls.append(tool)
-        return tool != "send_email"
-
-    req = AskPermissionRequirement(handler=handler)
-    assert ask(req, "search") is True
-    assert ask(req, "send_email") is False
-    assert calls == ["search", "send_email"]
-
-
-def test_ask_with_a_sync_handler_returning_an_awaitable():
-    async def answer():
-        return True
-
-    req = AskPermissionRequirement(handler=lambda tool, arguments: answer())
-    assert ask(req, "search") is True
-
-
-def test_a_raising_handler_is_a_denial():
-    def handler(tool, arguments):
-        raise RuntimeError("the human went home")
-
-    assert ask(AskPermissionRequirement(handler=handler), "search") is False
-
-
-def test_a_raising_async_handler_is_a_denial():
-    async def handler(tool, arguments):
-        raise RuntimeError("nope")
-
-    assert ask(AskPermissionRequirement(handler=handler), "search") is False
-
-
-@pytest.mark.parametrize("answer", [1, "yes", None, [True]])
-def test_a_non_bool_answer_is_a_denial(answer):
-    req = AskPermissionRequirement(handler=lambda tool, arguments: answer)
-    assert ask(req, "search") is False
-
-
-def test_a_slow_async_handler_times_out_as_a_denial():
-    finished = []
-
-    async def handler(tool, arguments):
-        await anyio.sleep(30)
-        finished.append(tool)
-        return True
-
-    req = AskPermissionRequirement(handler=handler, timeout=0.05)
-    assert ask(req, "search") is False
-    assert finished == []
-
-
-def test_a_fast_async_handler_within_its_timeout_is_answered():
-    async def handler(tool, arguments):
-        await anyio.sleep(0)
-        return True
-
-    assert ask(AskPermissionRequirement(handler=handler, timeout=5), "search") is True
-
-
-def test_a_slow_sync_handler_times_out_as_a_denial():
-    def handler(tool, arguments):
-        time.sleep(0.2)
-        return True
-
-    req = AskPermissionRequirement(handler=handler, timeout=0.05)
-    assert ask(req, "search") is False
-
-
-def test_always_allow_approves_without_calling_the_handler():
-    handler = Recorder({"search": False})
-    req = AskPermissionRequirement(handler=handler, always_allow=True)
-    assert ask(req, "search") is True
-    assert handler.calls == []
-
-
-def test_final_answer_is_never_asked_about():
-    handler = Recorder({FINAL_ANSWER: False})
-    req = AskPermissionRequirement(include=["search", FINAL_ANSWER], handler=handler)
-    assert ask(req, FINAL_ANSWER, {"answer": "42"}) is True
-    assert ask(req.bind(TOOLS), FINAL_ANSWER) is True
-    assert handler.calls == []
-
-
-def test_an_uncovered_tool_is_not_asked_about():
-    handler = Recorder({"search": False})
-    req = AskPermissionRequirement(include="send_email", handler=handler)
-    assert ask(req, "search") is True
-    assert handler.calls == []
-
-
-def test_without_remember_choices_every_call_is_asked():
-    handler = Recorder({"search": True})
-    req = AskPermissionRequirement(handler=handler)
-    state = RunState.from_trace([("search", "denied"), "search"])
-    assert ask(req, "search", state=state) is True
-    assert ask(req, "search", state=state) is True
-    assert len(handler.calls) == 2
-    assert req.remembered("search", state) is None
-    assert tuple(req.bind(TOOLS).run(state)) == ()
+def test_the_default_handler_is_left_to_the_agent():
+    assert AskPermissionRequirement().handler is None
 
 
 def test_without_remember_choices_no_rules_even_unbound():
@@ -269,33 +150,6 @@ def test_without_remember_choices_no_rules_even_unbound():
 
 
 # -- remember_choices --------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("trace", "remembered"),
-    [
-        ([], None),
-        (["think"], None),
-        ([("search", "denied")], False),
-        ([("search", "ok")], True),
-        ([("search", "error")], True),
-        ([("search", "denied"), "search"], False),
-        (["search", ("search", "denied")], True),
-        ([("think", "denied"), ("search", "error"), ("search", "denied")], True),
-    ],
-)
-def test_the_first_step_of_a_covered_tool_decides(trace, remembered):
-    handler = Recorder({"search": True})
-    req = AskPermissionRequirement(handler=handler, remember_choices=True)
-    state = RunState.from_trace(trace)
-    assert req.remembered("search", state) is remembered
-    answer = ask(req, "search", state=state)
-    if remembered is None:
-        assert answer is True
-        assert handler.calls == [("search", {})]
-    else:
-        assert answer is remembered
-        assert handler.calls == []
 
 
 def test_remembered_refusal_and_approval_become_rules():
@@ -337,30 +191,6 @@ def test_uncovered_tools_give_no_remembered_rules():
     req = AskPermissionRequirement(include="send_email", remember_choices=True).bind(TOOLS)
     assert tuple(req.run(RunState.from_trace([("search", "denied")]))) == ()
     assert req.remembered("search", RunState.from_trace([("search", "denied")])) is None
-
-
-def test_remembered_answers_come_from_each_state():
-    handler = Recorder({"search": True, "send_email": True})
-    req = AskPermissionRequirement(handler=handler, remember_choices=True).bind(TOOLS)
-    refused = RunState.from_trace([("search", "denied")])
-    approved = RunState.from_trace([("search", "ok"), ("send_email", "denied")])
-    fresh = RunState()
-
-    assert ask(req, "search", state=refused) is False
-    assert ask(req, "search", state=approved) is True
-    assert ask(req, "send_email", state=approved) is False
-    assert ask(req, "send_email", state=refused) is True  # asked: undecided in that run
-    assert ask(req, "search", state=fresh) is True  # asked
-    assert handler.calls == [("send_email", {}), ("search", {})]
-
-    assert [fields(r) for r in req.run(refused)] == [("search", False, False, False, False)]
-    assert [fields(r) for r in req.run(approved)] == [
-        ("search", True, False, False, False),
-        ("send_email", False, False, False, False),
-    ]
-    assert tuple(req.run(fresh)) == ()
-    # asking never wrote anything to the requirement: the first state still decides alone
-    assert ask(req, "search", state=refused) is False
 
 
 def test_bound_copy_keeps_the_handler_and_flags():

@@ -66,7 +66,9 @@ def test_requirements_may_name_tools_by_class() -> None:
 
 def test_one_requirement_alone_is_accepted() -> None:
     guard = CycleGuard()
-    assert Policy(["a"], guard).requirements == (guard,)
+    alone = Policy(["a"], guard)
+    assert alone == Policy(["a"], [guard])
+    assert [r.name for r in alone.requirements] == [guard.name]
 
 
 def test_requirements_keep_their_declared_order() -> None:

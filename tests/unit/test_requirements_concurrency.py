@@ -10,6 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import anyio
 
+from agent import permission
 from ruleengine import (
     FINAL_ANSWER,
     AskPermissionRequirement,
@@ -204,7 +205,7 @@ async def permission_run(req: AskPermissionRequirement, run: int, yields: bool =
     for attempt, tool in enumerate(plan(run)):
         if yields:
             await anyio.sleep(0)
-        ok = await req.ask(tool, {"run": run, "attempt": attempt}, state)
+        ok = await permission.ask(req, tool, {"run": run, "attempt": attempt}, state)
         answers.append(ok)
         state = state.with_step(Step(tool=tool, status="ok" if ok else "denied"))
     return answers, [(s.tool, s.status) for s in state.steps], tuple(req.run(state))

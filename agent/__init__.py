@@ -1,0 +1,70 @@
+"""agent: the thin agent loop — tools, the gate, events — where every step obeys the pass."""
+
+from agent.context import AgentOutput
+from agent.errors import ListenerError, MaxIterationsError, RetryLimitError, ToolArgumentsError
+from agent.events import (
+    ConflictEvent,
+    Deny,
+    Emitter,
+    Event,
+    EventKind,
+    FinalAnswerEvent,
+    Listener,
+    ModelRequestEvent,
+    ModelResponseEvent,
+    RetryEvent,
+    RunFinishEvent,
+    RunStartEvent,
+    StepStartEvent,
+    ToolDeniedEvent,
+    ToolErrorEvent,
+    ToolStartEvent,
+    ToolSuccessEvent,
+)
+from agent.gate import Admitted, Gate, Refused
+from agent.handoff import HandoffInput, HandoffTool
+from agent.memory import Memory
+from agent.permission import PermissionListener, ask, terminal_handler
+from agent.runner import RequirementAgent
+from agent.tools import FinalAnswerInput, FinalAnswerTool, Tool, tool
+from agent.trajectory import TrajectoryLogger
+
+__all__ = [
+    "Admitted",
+    "AgentOutput",
+    "ConflictEvent",
+    "Deny",
+    "Emitter",
+    "Event",
+    "EventKind",
+    "FinalAnswerEvent",
+    "FinalAnswerInput",
+    "FinalAnswerTool",
+    "Gate",
+    "HandoffInput",
+    "HandoffTool",
+    "Listener",
+    "ListenerError",
+    "MaxIterationsError",
+    "Memory",
+    "ModelRequestEvent",
+    "ModelResponseEvent",
+    "PermissionListener",
+    "Refused",
+    "RequirementAgent",
+    "RetryEvent",
+    "RetryLimitError",
+    "RunFinishEvent",
+    "RunStartEvent",
+    "StepStartEvent",
+    "Tool",
+    "ToolArgumentsError",
+    "ToolDeniedEvent",
+    "ToolErrorEvent",
+    "ToolStartEvent",
+    "ToolSuccessEvent",
+    "TrajectoryLogger",
+    "ask",
+    "terminal_handler",
+    "tool",
+]

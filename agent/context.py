@@ -1,0 +1,73 @@
+"""What a run is given and gives back: its budgets, the call a nested run sits in, its output.
+
+``CURRENT`` is set while a tool runs; a run started inside that tool (a handoff) reads it and
+nests under the call: its events carry the outer path and reach the outer listeners.
+"""
+
+from __future__ import annotations
+
+import threading
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+from agent.events import RunEvents
+from backends import Message, Usage
+from ruleengine import Pass, RunState, Step
+
+__all__ = ["CURRENT", "AgentOutput", "Frame", "Limits"]
+
+OutputT = TypeVar("OutputT")
+
+
+@dataclass(frozen=True, slots=True)
+class AgentOutput(Generic[OutputT]):
+    """What a run gives back."""
+
+    answer: OutputT
+    """The final answer: text, or the ``expected_output`` model."""
+    steps: tuple[Step, ...]
+    """Every recorded call attempt (``ok``, ``error`` or ``denied``), oldest first."""
+    passes: tuple[Pass, ...]
+    """The pass each step was checked against (``passes[i]`` decided ``steps[i]``)."""
+    usage: Usage
+    """Tokens used by every model call of the run."""
+    messages: tuple[Message, ...]
+    """The conversation: system prompt, memory, prompt, replies, tool results, step notes."""
+    iterations: int
+    """How many model rounds the run took."""
+    retries: int
+    """How many replies could not be used and were asked again."""
+    run_id: str
+    """The run's id, as its events carry it."""
+
+    @property
+    def state(self) -> RunState:
+        """The run state at the end (the steps, as requirements read them)."""
+        return RunState(steps=self.steps, iteration=self.iterations)
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """A run's budgets, checked once."""
+
+    max_iterations: int
+    max_retries_per_step: int
+    total_max_retries: int
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """The run and tool call a tool is executing in (read by runs nested in it)."""
+
+    events: RunEvents
+    run_id: str
+    path: tuple[str, ...]
+    call_id: str
+    thread: int = field(default_factory=threading.get_ident)
+    """The thread of the run's event loop: a run in another thread (a sync tool starting its
+    own event loop) cannot share the outer run's task group, so it does not nest."""
+
+
+CURRENT: ContextVar[Frame | None] = ContextVar("agent_current_call", default=None)
+"""Set while a tool runs: a run started inside it (a handoff) nests under that call."""

@@ -1,0 +1,124 @@
+"""The execution gate: whether one call the model asked for may run, now.
+
+The gate answers for one call against the pass decided for the run state *at that moment*
+(the runner recomputes it after every recorded call of a batch, so a parallel batch is
+admitted call by call). In order, a call is refused when:
+
+1. its arguments are not a JSON object (the backend could not read them);
+2. its tool is unknown, or hidden at this step (both read "there is no tool": a hidden tool
+   is absent everywhere, refusals included);
+3. the pass does not allow it (``final_answer``: stopping is not allowed yet);
+4. its arguments fail the tool's input model;
+5. the cycle guard says it would repeat the same call once too often.
+
+A refused call never runs: the runner records it as a ``denied`` step, with the reason as
+its error and as the tool message the model reads. An admitted call still goes through the
+blocking ``tool.start`` listeners (permission) before it runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel
+
+from agent.errors import ToolArgumentsError
+from agent.tools import Tool
+from backends import AnyToolCall, InvalidToolCall
+from ruleengine import FINAL_ANSWER, CycleGuard, Pass, PolicyError, Rule, RunState, Step
+
+__all__ = ["Admitted", "Gate", "Refused"]
+
+
+@dataclass(frozen=True, slots=True)
+class Admitted:
+    """The call may run (pending the ``tool.start`` listeners)."""
+
+    tool: Tool
+    """The tool to run."""
+    input: BaseModel
+    """The validated arguments."""
+
+
+@dataclass(frozen=True, slots=True)
+class Refused:
+    """The call must not run."""
+
+    reason: str
+    """Why, in one line the model reads."""
+
+
+class Gate:
+    """Checks calls against a pass, the tools' input models and the cycle guard.
+
+    Holds only configuration (the tools and the guard), so one gate serves every run of an
+    agent at once.
+    """
+
+    def __init__(self, tools: Mapping[str, Tool], cycle_guard: CycleGuard | None) -> None:
+        if not isinstance(tools, Mapping) or not all(
+            isinstance(t, Tool) and t.name == name for name, t in tools.items()
+        ):
+            raise PolicyError("Gate: tools must map each tool's name to the `Tool`")
+        if cycle_guard is not None and not isinstance(cycle_guard, CycleGuard):
+            raise PolicyError(f"Gate: cycle_guard=`{cycle_guard!r:.60}` is not a `CycleGuard`")
+        self.tools = dict(tools)
+        """Every tool by name, ``final_answer`` included."""
+        self.cycle_guard = cycle_guard
+        """The guard asked about repeated calls, or ``None``."""
+
+    def admit(self, call: AnyToolCall, pass_: Pass, state: RunState) -> Admitted | Refused:
+        """Whether ``call`` may run under ``pass_`` after the steps of ``state``."""
+        name = call.name
+        if isinstance(call, InvalidToolCall):
+            return Refused(f"`{name}` did not run: {call.error}")
+        tool = self.tools.get(name)
+        if tool is None or name in pass_.hidden:
+            return Refused(f"there is no tool `{name}`: {self._listing(pass_)}")
+        if name not in pass_.allowed:
+            return Refused(self._not_allowed(name, pass_))
+        try:
+            validated = tool.validate(call.arguments)
+        except ToolArgumentsError as exc:
+            return Refused(f"`{name}` did not run: {exc.message}")
+        if self._would_cycle(state.steps, name, call.arguments):
+            return Refused(self._cycle_reason(state, name, call.arguments))
+        return Admitted(tool, validated)
+
+    def _listing(self, pass_: Pass) -> str:
+        visible = [t for t in self.tools if t not in pass_.hidden]
+        return "the tools are " + ", ".join(f"`{t}`" for t in visible)
+
+    def _not_allowed(self, name: str, pass_: Pass) -> str:
+        reason = pass_.reasons.get(name)
+        if name == FINAL_ANSWER:
+            text = "`final_answer` did not run: you cannot finish yet"
+        else:
+            text = f"`{name}` did not run: it is not allowed at this step"
+        if reason:
+            text += f" ({reason})"
+        if pass_.forced is not None and pass_.forced != name:
+            return f"{text}; call `{pass_.forced}` now"
+        allowed = [t for t in pass_.allowed if t != name]
+        if allowed:
+            text += "; allowed now: " + ", ".join(f"`{t}`" for t in allowed)
+        return text
+
+    def _would_cycle(self, steps: Sequence[Step], name: str, arguments: Mapping[str, Any]) -> bool:
+        guard = self.cycle_guard
+        if guard is None or not guard.enabled or name == FINAL_ANSWER:
+            return False
+        return guard.would_cycle(steps, name, arguments)
+
+    def _cycle_reason(self, state: RunState, name: str, arguments: Mapping[str, Any]) -> str:
+        guard = self.cycle_guard
+        # INVARIANT: only called when the guard said the call would cycle
+        assert guard is not None
+        # The guard's own words: what it would emit once the call is in the history.
+        after = state.with_step(Step(tool=name, arguments=dict(arguments), status="denied"))
+        for item in guard.run(after):
+            if isinstance(item, Rule) and item.reason:
+                return f"`{name}` did not run: {item.reason}"
+        return f"`{name}` did not run: it would repeat the same call once too often"

@@ -1,0 +1,152 @@
+"""The request layout: a prefix that stays put, and one short note per step at the end.
+
+Providers cache prompts by prefix, so the request is laid out to keep its prefix the same
+bytes from step to step:
+
+* the **tool definitions** and the **system prompt** (role, instructions, tool descriptions,
+  how steps work) depend only on the agent and on which tools are hidden, never on the rest
+  of the pass; they are rendered once per hidden set (hidden tools are absent everywhere, so a
+  step that hides a new tool changes them);
+* the **history** only grows: user prompt, assistant replies, tool results;
+* what changes per step travels at the end: the pass goes in ``tool_choice`` and in one short
+  **step note** (a user message: what may be called now, what must be, may the model finish,
+  and why not).
+
+When the backend honours an allowed subset (``Capabilities.supports("allowed")``), every
+visible tool stays offered and the pass is sent as ``ToolChoiceAllowed`` (or a named tool);
+otherwise only the allowed tools are sent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+from agent.tools import Tool
+from backends import (
+    ToolChoice,
+    ToolChoiceAllowed,
+    ToolChoiceAuto,
+    ToolChoiceNone,
+    ToolChoiceRequired,
+    ToolChoiceTool,
+    ToolDefinition,
+)
+from ruleengine import FINAL_ANSWER, Pass
+
+__all__ = ["DEFAULT_ROLE", "plan_tools", "step_note", "system_prompt"]
+
+DEFAULT_ROLE = "You are a helpful assistant. You solve the user's task by calling tools."
+
+
+def system_prompt(
+    *,
+    role: str | None,
+    instructions: Sequence[str],
+    tools: Sequence[Tool],
+    final_answer_as_tool: bool,
+    answer_schema: str | None = None,
+) -> str:
+    """The system prompt: the same text for the same agent and visible tools."""
+    parts = [role or DEFAULT_ROLE]
+    if instructions:
+        parts.append("# Instructions\n" + "\n".join(f"- {line}" for line in instructions))
+    listed = [t for t in tools if final_answer_as_tool or t.name != FINAL_ANSWER]
+    if listed:
+        lines = [f"- `{t.name}`: {_one_line(t.description) or 'no description'}" for t in listed]
+        parts.append("# Tools\n" + "\n".join(lines))
+    finish = (
+        "- Finish by calling `final_answer`; it is the only way to finish."
+        if final_answer_as_tool
+        else "- Finish by answering in plain text, when the note says you may."
+    )
+    parts.append(
+        "# How each step works\n"
+        "- Before each of your turns, a short note says which tools you may call now, which"
+        " one you must call, and whether you may finish. Follow it: a call it does not allow"
+        " is refused and does not run.\n"
+        "- Every call is answered: with the tool's output, or with why it failed or was"
+        " refused. Take it into account before going on.\n" + finish
+    )
+    if answer_schema is not None:
+        parts.append(
+            f"# Final answer\nThe final answer is one JSON object matching: {answer_schema}"
+        )
+    return "\n\n".join(parts)
+
+
+def step_note(pass_: Pass, offered: Sequence[str], *, final_answer_as_tool: bool) -> str:
+    """The per-step message: what the pass allows now, in a line or two."""
+    reasons = pass_.reasons
+    forced = pass_.forced
+    finish = "finish with `final_answer`" if final_answer_as_tool else "answer in plain text"
+    if forced == FINAL_ANSWER:
+        return "Now: give your final answer" + (
+            " with `final_answer`." if final_answer_as_tool else "."
+        )
+    if forced is not None:
+        why = reasons.get(forced)
+        note = f"Now: call `{forced}`" + (f" ({why})." if why else ".")
+    else:
+        tools = [t for t in pass_.allowed if t != FINAL_ANSWER and t in offered]
+        if tools and pass_.can_stop:
+            note = f"Now: you may call {_listed(tools)}, or {finish}."
+        elif tools:
+            note = f"Now: you may call {_listed(tools)}."
+        else:
+            note = "Now: give your final answer" + (
+                " with `final_answer`." if final_answer_as_tool else "."
+            )
+        blocked = [
+            f"`{t}` ({reasons[t]})" if t in reasons else f"`{t}`"
+            for t in offered
+            if t != FINAL_ANSWER and t not in pass_.allowed
+        ]
+        if blocked:
+            note += " Not now: " + ", ".join(blocked) + "."
+    if not pass_.can_stop:
+        why = reasons.get(FINAL_ANSWER)
+        note += " You cannot finish yet" + (f" ({why})." if why else ".")
+    return note
+
+
+def plan_tools(
+    pass_: Pass,
+    visible: Sequence[Tool],
+    *,
+    supports_allowed: bool,
+    final_answer_as_tool: bool,
+) -> tuple[tuple[ToolDefinition, ...], ToolChoice]:
+    """The tools to offer and the ``tool_choice`` for ``pass_``.
+
+    ``visible`` are the tools not hidden at this step, in declared order (``final_answer``
+    among them only when it is offered as a tool).
+    """
+    offered = [t for t in visible if final_answer_as_tool or t.name != FINAL_ANSWER]
+    allowed = [t for t in offered if t.name in pass_.allowed]
+    choice = pass_.tool_choice
+    if choice not in ("auto", "required") and choice not in {t.name for t in offered}:
+        # Only `final_answer` without the tool: the model must answer in text.
+        choice = "none"
+    if not allowed and choice != "none":
+        choice = "none"
+    tools = offered if supports_allowed else allowed
+    if choice == "none":
+        if supports_allowed and offered:
+            return tuple(t.definition for t in offered), ToolChoiceNone()
+        return (), ToolChoiceAuto()
+    if choice not in ("auto", "required"):
+        return tuple(t.definition for t in tools), ToolChoiceTool(choice)
+    mode: Literal["auto", "required"] = "required" if choice == "required" else "auto"
+    definitions = tuple(t.definition for t in tools)
+    if not supports_allowed or len(allowed) == len(offered):
+        return definitions, ToolChoiceRequired() if mode == "required" else ToolChoiceAuto()
+    return definitions, ToolChoiceAllowed(tuple(t.name for t in allowed), mode)
+
+
+def _listed(names: Sequence[str]) -> str:
+    return ", ".join(f"`{n}`" for n in names)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())

@@ -1,0 +1,379 @@
+"""``RequirementAgent``: an LLM agent whose every step obeys the pass (SPEC §6).
+
+The agent object is configuration: the model, the tools (``final_answer`` last), one
+``Reasoner`` over the requirements, the gate, the emitter and its listeners. It holds no run
+state, so one agent serves any number of concurrent runs; each ``run`` builds a ``RunLoop``
+(``agent/loop.py``) that owns that run's state and walks the phases decide → render →
+request → gate → execute → record.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import uuid
+from collections.abc import Callable, Sequence
+from typing import Any, Generic, TypeVar, overload
+
+import anyio
+from pydantic import BaseModel
+
+from agent.context import CURRENT, AgentOutput, Limits
+from agent.events import Emitter, RunEvents
+from agent.gate import Gate
+from agent.handoff import HandoffTool
+from agent.loop import RunLoop
+from agent.memory import Memory
+from agent.permission import PermissionListener
+from agent.prompt import system_prompt
+from agent.tools import FinalAnswerTool, Tool, tool
+from backends import ChatModel
+from ruleengine import (
+    FINAL_ANSWER,
+    AskPermissionRequirement,
+    CycleGuard,
+    PolicyError,
+    Reasoner,
+    Requirement,
+    _validate,
+)
+from ruleengine.passes import Mode
+
+__all__ = ["AgentOutput", "RequirementAgent"]
+
+OutputT = TypeVar("OutputT")
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+
+class RequirementAgent(Generic[OutputT]):
+    """An agent whose tool calls are decided by requirements and checked by a gate.
+
+    ``llm`` is a chat model (``backends``); ``tools`` are ``Tool`` objects (plain functions
+    are made tools with ``@tool``); ``requirements`` are ruleengine requirements. The
+    ``final_answer`` tool is added last; its input is ``{"response": str}``, or the fields of
+    ``expected_output`` when it is a pydantic model (then ``run`` answers that model).
+
+    ``tool_call_checker``: ``True`` (a default ``CycleGuard``), ``False``, or a ``CycleGuard``
+    with your thresholds; a ``CycleGuard`` among the requirements is used instead.
+    ``final_answer_as_tool=False`` lets the model answer in plain text instead of calling
+    ``final_answer``. ``memory`` carries the conversation from run to run;
+    ``save_intermediate_steps`` also saves tool calls and results into it.
+    """
+
+    @overload
+    def __init__(
+        self: RequirementAgent[str],
+        llm: ChatModel,
+        tools: Sequence[Tool | Callable[..., Any]] = (),
+        requirements: Sequence[Requirement] = (),
+        *,
+        instructions: str | Sequence[str] | None = None,
+        role: str | None = None,
+        expected_output: type[str] | None = None,
+        memory: Memory | None = None,
+        tool_call_checker: bool | CycleGuard = True,
+        final_answer_as_tool: bool = True,
+        save_intermediate_steps: bool = True,
+        name: str = "agent",
+        description: str | None = None,
+        mode: Mode = "strict",
+    ) -> None: ...
+
+    @overload
+    def __init__(
+        self: RequirementAgent[ModelT],
+        llm: ChatModel,
+        tools: Sequence[Tool | Callable[..., Any]] = (),
+        requirements: Sequence[Requirement] = (),
+        *,
+        instructions: str | Sequence[str] | None = None,
+        role: str | None = None,
+        expected_output: type[ModelT],
+        memory: Memory | None = None,
+        tool_call_checker: bool | CycleGuard = True,
+        final_answer_as_tool: bool = True,
+        save_intermediate_steps: bool = True,
+        name: str = "agent",
+        description: str | None = None,
+        mode: Mode = "strict",
+    ) -> None: ...
+
+    def __init__(
+        self,
+        llm: ChatModel,
+        tools: Sequence[Tool | Callable[..., Any]] = (),
+        requirements: Sequence[Requirement] = (),
+        *,
+        instructions: str | Sequence[str] | None = None,
+        role: str | None = None,
+        expected_output: type[Any] | None = None,
+        memory: Memory | None = None,
+        tool_call_checker: bool | CycleGuard = True,
+        final_answer_as_tool: bool = True,
+        save_intermediate_steps: bool = True,
+        name: str = "agent",
+        description: str | None = None,
+        mode: Mode = "strict",
+    ) -> None:
+        if not isinstance(llm, ChatModel):
+            raise PolicyError(
+                f"llm=`{llm!r:.60}` is not a chat model",
+                hint="pass a `backends.OpenAIChatModel` or `backends.ScriptedChatModel`",
+                parameter="llm",
+            )
+        self.llm = llm
+        """The chat model."""
+        self.name = _validate.text(name, name="name", owner="agent")
+        """The agent's name: its events' path, its default name as a tool."""
+        self.description = _validate.optional_text(description, name="description")
+        """What the agent does (its description as a tool)."""
+        self.role = _validate.optional_text(role, name="role")
+        """Who the model is, the system prompt's first line (a default when ``None``)."""
+        self.instructions = _instructions(instructions)
+        """The instructions listed in the system prompt."""
+        self.expected_output: type[BaseModel] | None = _expected_output(expected_output)
+        """The model of a typed answer, or ``None`` for text."""
+        self.final_answer_as_tool = _validate.flag(
+            final_answer_as_tool, name="final_answer_as_tool"
+        )
+        """Whether the model finishes by calling ``final_answer`` (else with plain text)."""
+        self.save_intermediate_steps = _validate.flag(
+            save_intermediate_steps, name="save_intermediate_steps"
+        )
+        """Whether ``memory`` also keeps tool calls and results."""
+        if memory is not None and not isinstance(memory, Memory):
+            raise PolicyError(f"memory=`{memory!r:.60}` is not a `Memory`", parameter="memory")
+        self.memory = memory
+        """The conversation carried from run to run, if any."""
+        self.final_tool = FinalAnswerTool(self.expected_output)
+        """The ``final_answer`` tool."""
+        self.tools: tuple[Tool, ...] = (*_tools(tools), self.final_tool)
+        """Every tool, in declared order, ``final_answer`` last."""
+        reqs = _requirements(requirements)
+        guard = _cycle_guard(tool_call_checker, reqs)
+        if guard is not None:
+            # Bound to the declared tools: calls of unknown tools (refused, recorded as
+            # `denied`) are not the guard's to deny.
+            bound = guard.bind(self.tools)
+            reqs = [r for r in reqs if r is not guard] + [bound]
+            guard = bound
+        self.reasoner = Reasoner(
+            self.tools, reqs, mode=mode, final_answer_as_tool=self.final_answer_as_tool
+        )
+        """Decides each step's pass (one per agent; it serialises its solver)."""
+        self.gate = Gate({t.name: t for t in self.tools}, guard)
+        """Checks every call against the pass before it runs."""
+        self.emitter = Emitter()
+        """Where listeners attach: ``agent.emitter.on("tool.start", ...)``."""
+        for req in self.reasoner.requirements:
+            if isinstance(req, AskPermissionRequirement):
+                self.emitter.on("tool.start", PermissionListener(req), blocking=True, nested=False)
+        self._prompts: dict[tuple[str, ...], str] = {}
+
+    def __repr__(self) -> str:
+        names = [t.name for t in self.tools]
+        return f"RequirementAgent(name={self.name!r}, tools={names!r})"
+
+    # -- running ----------------------------------------------------------------------------
+
+    async def run(
+        self,
+        prompt: str,
+        *,
+        max_iterations: int = 20,
+        max_retries_per_step: int = 3,
+        total_max_retries: int = 20,
+    ) -> AgentOutput[OutputT]:
+        """Run the agent on ``prompt`` until ``final_answer`` runs.
+
+        ``max_iterations`` bounds the model rounds that reach the gate (``MaxIterationsError``
+        past it); ``max_retries_per_step`` and ``total_max_retries`` bound the replies that
+        could not be used and were asked again (``RetryLimitError``). A ``ConflictError``
+        (the requirements contradict each other) ends the run as it is, with its core.
+        """
+        _validate.text(prompt, name="prompt", owner="run")
+        limits = Limits(
+            _validate.integer(max_iterations, name="max_iterations", owner="run", least=1),
+            _validate.integer(max_retries_per_step, name="max_retries_per_step", owner="run"),
+            _validate.integer(total_max_retries, name="total_max_retries", owner="run"),
+        )
+        parent = CURRENT.get()
+        if parent is not None and parent.thread != threading.get_ident():
+            parent = None  # another event loop: the run cannot nest in the outer one
+        run_id = uuid.uuid4().hex[:12]
+        path = (*parent.path, self.name) if parent is not None else (self.name,)
+        output: AgentOutput[Any] | None = None
+        failure: Exception | None = None
+        async with anyio.create_task_group() as background:
+            events = (
+                parent.events.nested(self.emitter, background)
+                if parent is not None
+                else RunEvents(((self.emitter, 0),), background)
+            )
+            loop = RunLoop(self, prompt, limits, events, run_id=run_id, path=path, parent=parent)
+            try:
+                output = await loop.execute()
+            except Exception as exc:  # raised after the background listeners finished
+                failure = exc
+        if failure is not None:
+            raise failure
+        assert output is not None
+        return output
+
+    def run_sync(
+        self,
+        prompt: str,
+        *,
+        max_iterations: int = 20,
+        max_retries_per_step: int = 3,
+        total_max_retries: int = 20,
+    ) -> AgentOutput[OutputT]:
+        """``run`` from synchronous code (starts an event loop; not from inside one)."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            pass
+        else:
+            raise PolicyError(
+                "run_sync was called inside a running event loop",
+                hint="`await agent.run(...)` there instead",
+            )
+
+        async def main() -> AgentOutput[OutputT]:
+            return await self.run(
+                prompt,
+                max_iterations=max_iterations,
+                max_retries_per_step=max_retries_per_step,
+                total_max_retries=total_max_retries,
+            )
+
+        return anyio.run(main)
+
+    def as_tool(
+        self,
+        name: str | None = None,
+        description: str | None = None,
+        *,
+        max_iterations: int = 20,
+        max_retries_per_step: int = 3,
+        total_max_retries: int = 20,
+    ) -> HandoffTool:
+        """This agent as a tool of another: its input is a task, its output the answer.
+
+        The outer agent's requirements decide when it may be called; this agent's own
+        requirements govern its run; a failed run is an ``error`` step; its events nest under
+        the outer step.
+        """
+        return HandoffTool(
+            self,
+            name=name,
+            description=description,
+            max_iterations=max_iterations,
+            max_retries_per_step=max_retries_per_step,
+            total_max_retries=total_max_retries,
+        )
+
+    # -- rendering (shared by runs: depends only on configuration) ---------------------------
+
+    def system_prompt(self, visible: Sequence[str]) -> str:
+        """The system prompt for these visible tools (the same text each time)."""
+        key = tuple(visible)
+        found = self._prompts.get(key)
+        if found is None:
+            schema = None
+            if self.expected_output is not None and not self.final_answer_as_tool:
+                schema = json.dumps(self.final_tool.definition.parameters, separators=(",", ":"))
+            found = system_prompt(
+                role=self.role,
+                instructions=self.instructions,
+                tools=[t for t in self.tools if t.name in key],
+                final_answer_as_tool=self.final_answer_as_tool,
+                answer_schema=schema,
+            )
+            self._prompts[key] = found
+        return found
+
+
+def _instructions(value: object) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,) if value.strip() else ()
+    items = _validate.sequence(value, name="instructions")
+    for item in items:
+        _validate.text(item, name="an instruction")
+    return tuple(items)
+
+
+def _expected_output(value: object) -> type[BaseModel] | None:
+    if value is None or value is str:
+        return None
+    if isinstance(value, type) and issubclass(value, BaseModel):
+        return value
+    raise PolicyError(
+        f"expected_output=`{value!r:.60}` must be `str`, a pydantic model class, or None",
+        parameter="expected_output",
+    )
+
+
+def _tools(tools: object) -> tuple[Tool, ...]:
+    items = _validate.sequence(tools, name="tools")
+    found: list[Tool] = []
+    names: set[str] = set()
+    for item in items:
+        if not isinstance(item, Tool):
+            if not callable(item) or isinstance(item, type):
+                raise PolicyError(
+                    f"tools holds `{item!r:.60}`, which is not a tool",
+                    hint="pass `Tool` objects, or functions decorated with `@tool`",
+                    parameter="tools",
+                )
+            item = tool(item)
+        if item.name == FINAL_ANSWER:
+            raise PolicyError(
+                f"tools: `{FINAL_ANSWER}` is built in",
+                hint="use `expected_output=` to shape the final answer",
+                parameter="tools",
+            )
+        if item.name in names:
+            raise PolicyError(f"tools: `{item.name}` is declared twice", parameter="tools")
+        names.add(item.name)
+        found.append(item)
+    return tuple(found)
+
+
+def _requirements(value: object) -> list[Requirement]:
+    if isinstance(value, Requirement):
+        return [value]
+    items = _validate.sequence(value, name="requirements")
+    for item in items:
+        if not isinstance(item, Requirement):
+            raise PolicyError(
+                f"requirements holds `{item!r:.60}`, which is not a requirement",
+                hint="subclass `Requirement` or decorate a function with `@requirement`",
+                parameter="requirements",
+            )
+    return list(items)
+
+
+def _cycle_guard(checker: object, requirements: Sequence[Requirement]) -> CycleGuard | None:
+    guards = [r for r in requirements if isinstance(r, CycleGuard)]
+    if len(guards) > 1:
+        raise PolicyError("requirements hold two cycle guards", hint="keep one `CycleGuard`")
+    if isinstance(checker, CycleGuard):
+        if guards and guards[0] is not checker:
+            raise PolicyError(
+                "tool_call_checker is a `CycleGuard` and the requirements hold another",
+                hint="pass the guard once, either way",
+                parameter="tool_call_checker",
+            )
+        return checker
+    if checker is not True and checker is not False:
+        raise PolicyError(
+            f"tool_call_checker=`{checker!r:.60}` must be true, false or a `CycleGuard`",
+            parameter="tool_call_checker",
+        )
+    if guards:
+        return guards[0]
+    return CycleGuard() if checker else None

@@ -1,0 +1,173 @@
+"""A customer-support agent that may issue refunds, under requirements and a refund approval.
+
+Offline (the default, what `make demo` runs): a scripted model plays a hasty support agent —
+it tries to refund before looking the order up, then before checking the policy, and refunds
+twice — and the run log shows what the gate let through, what it refused and why, and the
+manager approving the refund.
+
+Against any OpenAI-compatible server, give a model name (the server and key come from
+OPENAI_BASE_URL and OPENAI_API_KEY)::
+
+    OPENAI_BASE_URL=http://localhost:11434/v1 python examples/support_agent.py --model qwen2.5:7b
+
+``--ask`` asks you on the terminal instead of the scripted manager; ``--prompt`` changes the
+customer's message.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+import anyio
+
+from agent import RequirementAgent, TrajectoryLogger, tool
+from backends import ChatModel, OpenAIChatModel, ScriptedChatModel
+from ruleengine import AskPermissionRequirement, ConditionalRequirement
+
+ORDERS = {
+    "1042": {"item": "espresso machine", "price": 80.0, "status": "delivered, damaged in transit"},
+    "1043": {"item": "coffee beans", "price": 12.5, "status": "in transit"},
+}
+PROMPT = "My order 1042 arrived broken. I want my money back."
+
+
+@tool
+def lookup_order(order_id: str) -> dict[str, Any]:
+    """Look an order up: the item, its price, and where it is.
+
+    Args:
+        order_id: the order number, e.g. "1042"
+    """
+    order = ORDERS.get(order_id)
+    if order is None:
+        raise KeyError(f"no order {order_id}")
+    return {"order_id": order_id, **order}
+
+
+@tool
+def refund_policy(order_id: str) -> str:
+    """Check whether an order may be refunded, and how much.
+
+    Args:
+        order_id: the order number
+    """
+    order = ORDERS[order_id]
+    if "damaged" in str(order["status"]):
+        return f"refundable in full: {order['price']:.2f} EUR (damaged in transit)"
+    return "not refundable yet: the order has not been delivered"
+
+
+@tool
+def issue_refund(order_id: str, amount: float) -> str:
+    """Refund an amount to the customer's card.
+
+    Args:
+        order_id: the order number
+        amount: the amount in EUR
+    """
+    return f"refunded {amount:.2f} EUR for order {order_id}"
+
+
+REQUIREMENTS = [
+    # Look the order up before anything else.
+    ConditionalRequirement(lookup_order, force_at_step=1),
+    # Refund only after looking the order up and checking the policy, and only once.
+    ConditionalRequirement(
+        issue_refund,
+        only_after=[lookup_order, refund_policy],
+        max_invocations=1,
+        reason="look the order up and check the policy first; refund once",
+    ),
+    # Do not answer before the policy was checked.
+    ConditionalRequirement(refund_policy, min_invocations=1, reason="check the policy first"),
+]
+
+
+def manager(tool_name: str, arguments: Mapping[str, Any]) -> bool:
+    """The scripted refund approval: refunds up to 100 EUR are approved."""
+    amount = float(arguments.get("amount", 0))
+    approved = amount <= 100
+    print(f"  manager: refund {amount:.2f} EUR? {'approved' if approved else 'refused'}")
+    return approved
+
+
+def call(name: str, **arguments: Any) -> dict[str, Any]:
+    return {"name": name, "arguments": arguments}
+
+
+SCRIPT = [
+    # Hasty: refunds before looking anything up (in the same reply as the lookup).
+    {
+        "tool_calls": [
+            call("issue_refund", order_id="1042", amount=80),
+            call("lookup_order", order_id="1042"),
+        ]
+    },
+    # Still hasty: refunds before checking the policy.
+    {
+        "tool_calls": [
+            call("issue_refund", order_id="1042", amount=80),
+            call("refund_policy", order_id="1042"),
+        ]
+    },
+    {"tool_calls": [call("issue_refund", order_id="1042", amount=80)]},
+    # Refunds twice, then answers.
+    {
+        "tool_calls": [
+            call("issue_refund", order_id="1042", amount=80),
+            call(
+                "final_answer",
+                response="Sorry about the espresso machine! I refunded 80.00 EUR for order"
+                " 1042; it will show on your card within 5 days.",
+            ),
+        ]
+    },
+]
+
+
+def build(llm: ChatModel, *, ask_on_terminal: bool) -> RequirementAgent[str]:
+    approval = AskPermissionRequirement(
+        include=[issue_refund],
+        handler=None if ask_on_terminal else manager,
+        name="refund-approval",
+    )
+    return RequirementAgent(
+        llm,
+        [lookup_order, refund_policy, issue_refund],
+        [*REQUIREMENTS, approval],
+        role="You are a friendly support agent for an online coffee shop.",
+        instructions=[
+            "Look the order up, check the refund policy, then refund when the policy allows.",
+            "Answer the customer briefly, with what you did.",
+        ],
+        name="support",
+    )
+
+
+async def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default=os.environ.get("OPENAI_MODEL"), help="online model")
+    parser.add_argument("--prompt", default=PROMPT, help="the customer's message")
+    parser.add_argument("--ask", action="store_true", help="approve refunds on the terminal")
+    args = parser.parse_args(argv)
+    if args.model:
+        llm: ChatModel = OpenAIChatModel(args.model)
+        print(f"online: {args.model} at {os.environ.get('OPENAI_BASE_URL', 'the default API')}")
+    else:
+        llm = ScriptedChatModel(SCRIPT)
+        print("offline: a scripted model plays a hasty support agent")
+    agent = build(llm, ask_on_terminal=args.ask)
+    TrajectoryLogger().attach(agent)
+    out = await agent.run(args.prompt, max_iterations=10)
+    print()
+    print("answer:", out.answer)
+    refused = sum(1 for s in out.steps if s.status == "denied")
+    print(f"{len(out.steps)} steps, {refused} refused by the gate or the manager")
+
+
+if __name__ == "__main__":
+    anyio.run(main, sys.argv[1:])

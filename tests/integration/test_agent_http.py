@@ -1,0 +1,136 @@
+"""The agent over real HTTP: the real ``openai`` client (``OpenAIChatModel``) against the real
+test server on 127.0.0.1, nothing patched. What the server receives at each step (a stable
+prefix, the pass as ``allowed_tools``), and the forcing fallback: a server that rejects or
+ignores ``tool_choice`` still gets the forced tool called, and the agent never sees the
+difference."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from typing import Any
+
+import anyio
+import pytest
+
+from agent import RequirementAgent, tool
+from backends import Capabilities, OpenAIChatModel
+from backends.testing import OpenAICompatibleServer
+from ruleengine import FINAL_ANSWER, ConditionalRequirement
+
+KEY = "sk-agent-test-0123456789abcdef"
+
+thoughts: list[str] = []
+
+
+@tool
+def think(thought: str) -> str:
+    """Write down a thought before acting."""
+    thoughts.append(thought)
+    return "noted"
+
+
+@tool
+def search(query: str) -> str:
+    """Search the web."""
+    return f"results for {query}"
+
+
+def call(name: str, **arguments: Any) -> dict[str, Any]:
+    return {"tool_calls": [{"name": name, "arguments": arguments}]}
+
+
+REQUIREMENTS = [
+    ConditionalRequirement(think, force_at_step=1, consecutive_allowed=False),
+    ConditionalRequirement(search, min_invocations=1),
+]
+
+
+@pytest.fixture(autouse=True)
+def _clear() -> None:
+    thoughts.clear()
+
+
+def run_against(server: OpenAICompatibleServer, capabilities: Capabilities | None = None):
+    async def main():
+        async with OpenAIChatModel(
+            "test-model", base_url=server.base_url, api_key=KEY, capabilities=capabilities
+        ) as llm:
+            agent = RequirementAgent(llm, [think, search], REQUIREMENTS)
+            return await agent.run("What is Z3?")
+
+    return anyio.run(main)
+
+
+def test_a_run_over_http_keeps_its_prefix_and_sends_the_pass():
+    script = [
+        call("think", thought="search first"),
+        call("search", query="z3"),
+        call(FINAL_ANSWER, response="Z3 is an SMT solver."),
+    ]
+    with OpenAICompatibleServer(script, api_key=KEY) as server:
+        out = run_against(server)
+    assert out.answer == "Z3 is an SMT solver."
+    assert [s.tool for s in out.steps] == ["think", "search", FINAL_ANSWER]
+    bodies = server.requests
+    assert len(bodies) == 3
+    for before, after in itertools.pairwise(bodies):
+        assert after["tools"] == before["tools"]
+        assert after["messages"][: len(before["messages"])] == before["messages"]
+    assert bodies[0]["tool_choice"] == {"type": "function", "function": {"name": "think"}}
+    # step 2: `think` may not run twice in a row and the agent may not stop: `search` alone
+    assert bodies[1]["tool_choice"] == {"type": "function", "function": {"name": "search"}}
+    # step 3: everything is allowed, a call is required (final_answer is a tool)
+    assert bodies[2]["tool_choice"] == "required"
+
+
+def test_the_forcing_fallback_through_a_server_that_rejects_tool_choice():
+    script = [
+        '{"thought": "search first"}',  # the structured-output rung: the forced tool's input
+        call("search", query="z3"),
+        call(FINAL_ANSWER, response="Z3 is an SMT solver."),
+    ]
+    caps = Capabilities(tool_choice=frozenset({"auto", "none"}))
+    with OpenAICompatibleServer(script, api_key=KEY, reject_tool_choice=True) as server:
+        out = run_against(server, caps)
+    assert [(s.tool, s.status) for s in out.steps] == [
+        ("think", "ok"),
+        ("search", "ok"),
+        (FINAL_ANSWER, "ok"),
+    ]
+    assert thoughts == ["search first"]
+    first = server.requests[0]
+    assert "tools" not in first  # forced through response_format, with the tool's schema
+    schema = first["response_format"]["json_schema"]["schema"]
+    assert schema["required"] == ["thought"]
+    assert all("tool_choice" not in body for body in server.requests)
+
+
+def test_the_forcing_fallback_learns_a_server_that_ignores_tool_choice():
+    def script(body: dict[str, Any]) -> object:
+        response_format = body.get("response_format")
+        if response_format is None:
+            return "I would rather chat."  # whatever tool_choice says
+        schema = json.dumps(response_format["json_schema"]["schema"])
+        if "anyOf" in schema:  # one of several tools: the union of {name, arguments}
+            return json.dumps({"name": FINAL_ANSWER, "arguments": {"response": "Z3."}})
+        if '"thought"' in schema:
+            return json.dumps({"thought": "plan"})
+        return json.dumps({"query": "z3"})
+
+    async def main():
+        async with OpenAIChatModel("test-model", base_url=server.base_url, api_key=KEY) as llm:
+            agent = RequirementAgent(llm, [think, search], REQUIREMENTS)
+            return await agent.run("What is Z3?"), llm.lacking
+
+    with OpenAICompatibleServer(script, api_key=KEY, ignore_tool_choice=True) as server:
+        out, lacking = anyio.run(main)
+    assert [(s.tool, s.status) for s in out.steps] == [
+        ("think", "ok"),
+        ("search", "ok"),
+        (FINAL_ANSWER, "ok"),
+    ]
+    assert thoughts == ["plan"]
+    assert out.answer == "Z3."
+    assert {"tool", "required"} <= lacking  # learned once, then straight to structured output
+    assert server.requests[0]["tool_choice"] == {"type": "function", "function": {"name": "think"}}

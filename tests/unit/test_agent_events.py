@@ -1,0 +1,279 @@
+"""agent.events: the emitter (kinds, namespaces, catch-all, order, blocking or not, sync or async,
+Deny, failing listeners), the events of a run in order, and the trajectory logger."""
+
+from __future__ import annotations
+
+import functools
+import io
+
+import anyio
+import pytest
+
+from agent import (
+    Deny,
+    Emitter,
+    ListenerError,
+    RequirementAgent,
+    StepStartEvent,
+    ToolStartEvent,
+    TrajectoryLogger,
+    tool,
+)
+from agent.events import KINDS, RunEvents
+from backends import ScriptedChatModel
+from ruleengine import FINAL_ANSWER, ConditionalRequirement, PolicyError
+
+ran: list[str] = []
+
+
+@tool
+def search(query: str) -> str:
+    """Search the web."""
+    ran.append(query)
+    return f"found {query}"
+
+
+def call(name: str, **arguments) -> dict:
+    return {"tool_calls": [{"name": name, "arguments": arguments}]}
+
+
+def script() -> list[dict]:
+    return [call("search", query="z3"), call(FINAL_ANSWER, response="Z3 is a solver.")]
+
+
+def run(agent, prompt: str = "what is z3?", **kwargs):
+    return anyio.run(functools.partial(agent.run, prompt, **kwargs))
+
+
+@pytest.fixture(autouse=True)
+def _clear():
+    ran.clear()
+
+
+def test_a_run_emits_its_events_in_order():
+    agent = RequirementAgent(ScriptedChatModel(script()), [search], name="researcher")
+    kinds: list[str] = []
+    agent.emitter.on("*", lambda event: kinds.append(event.kind))
+    out = run(agent)
+    assert kinds == [
+        "run.start",
+        "step.start",
+        "model.request",
+        "model.response",
+        "tool.start",
+        "tool.success",
+        "step.start",
+        "model.request",
+        "model.response",
+        "tool.start",
+        "tool.success",
+        "final_answer",
+        "run.finish",
+    ]
+    assert out.answer == "Z3 is a solver."
+
+
+def test_events_carry_the_run_and_its_path():
+    agent = RequirementAgent(ScriptedChatModel(script()), [search], name="researcher")
+    events = []
+    agent.emitter.on("*", events.append)
+    out = run(agent)
+    assert {e.run_id for e in events} == {out.run_id}
+    assert {e.path for e in events} == {("researcher",)}
+    step = next(e for e in events if isinstance(e, StepStartEvent))
+    assert step.pass_.allowed == ("search", FINAL_ANSWER)
+    start = next(e for e in events if isinstance(e, ToolStartEvent))
+    assert (start.tool, dict(start.arguments), start.iteration) == ("search", {"query": "z3"}, 1)
+
+
+def test_namespaces_and_order():
+    agent = RequirementAgent(ScriptedChatModel(script()), [search])
+    seen: list[str] = []
+    agent.emitter.on("tool.*", lambda e: seen.append(f"a:{e.kind}"))
+    agent.emitter.on("tool.success", lambda e: seen.append(f"b:{e.kind}"))
+    run(agent)
+    assert seen == [
+        "a:tool.start",
+        "a:tool.success",
+        "b:tool.success",
+        "a:tool.start",
+        "a:tool.success",
+        "b:tool.success",
+    ]
+
+
+def test_a_blocking_async_listener_is_awaited_before_the_tool_runs():
+    order: list[str] = []
+
+    async def slow_first(event):
+        await anyio.sleep(0.001)
+        order.append(f"listener:{event.tool}")
+
+    agent = RequirementAgent(ScriptedChatModel(script()), [search])
+    agent.emitter.on("tool.start", slow_first, blocking=True)
+    agent.emitter.on("tool.success", lambda e: order.append(f"ran:{e.step.tool}"))
+    run(agent)
+    assert order == [
+        "listener:search",
+        "ran:search",
+        f"listener:{FINAL_ANSWER}",
+        f"ran:{FINAL_ANSWER}",
+    ]
+
+
+def test_non_blocking_listeners_finish_before_run_returns_and_cannot_deny():
+    finished: list[str] = []
+
+    async def background(event):
+        await anyio.sleep(0.001)
+        finished.append(event.kind)
+        return Deny("ignored: not blocking")
+
+    agent = RequirementAgent(ScriptedChatModel(script()), [search])
+    agent.emitter.on("tool.start", background)
+    out = run(agent)
+    assert [s.status for s in out.steps] == ["ok", "ok"]
+    assert finished == ["tool.start", "tool.start"]
+
+
+def test_a_blocking_listener_may_deny_a_call():
+    def no_search(event):
+        return Deny("searching is paused") if event.tool == "search" else None
+
+    llm = ScriptedChatModel(script())
+    agent = RequirementAgent(llm, [search])
+    agent.emitter.on("tool.start", no_search, blocking=True)
+    out = run(agent)
+    assert out.steps[0].status == "denied"
+    assert out.steps[0].error == "`search` did not run: searching is paused"
+    assert ran == []
+
+
+def test_a_failing_blocking_listener_denies_the_call_it_guards():
+    def broken(event):
+        if event.tool == "search":
+            raise KeyError("oops")
+
+    agent = RequirementAgent(ScriptedChatModel(script()), [search])
+    agent.emitter.on("tool.start", broken, blocking=True)
+    out = run(agent)
+    assert [s.status for s in out.steps] == ["denied", "ok"]
+    assert "KeyError" in out.steps[0].error
+    assert ran == []
+
+
+def test_a_failing_blocking_listener_elsewhere_ends_the_run():
+    def broken(event):
+        raise ValueError("bad listener")
+
+    agent = RequirementAgent(ScriptedChatModel(script()), [search])
+    agent.emitter.on("step.start", broken, blocking=True)
+    finishes = []
+    agent.emitter.on("run.finish", finishes.append)
+    with pytest.raises(ListenerError) as info:
+        run(agent)
+    assert "bad listener" in info.value.message
+    assert isinstance(info.value.__cause__, ValueError)
+    assert isinstance(finishes[0].error, ListenerError)
+
+
+def test_a_failing_non_blocking_listener_is_logged_and_ignored(caplog):
+    async def broken(event):
+        raise ValueError("oops")
+
+    def also_broken(event):
+        raise ValueError("oops too")
+
+    agent = RequirementAgent(ScriptedChatModel(script()), [search])
+    agent.emitter.on("tool.success", broken)
+    agent.emitter.on("tool.success", also_broken)
+    assert run(agent).answer == "Z3 is a solver."
+    assert "failed on tool.success" in caplog.text
+
+
+def test_off_detaches_and_listeners_lists():
+    emitter = Emitter()
+    seen: list[str] = []
+
+    def listener(event):
+        seen.append(event.kind)
+
+    off = emitter.on("tool.start", listener)
+    assert emitter.listeners("tool.start") == (listener,)
+    off()
+    off()  # twice is fine
+    assert emitter.listeners("tool.start") == ()
+
+
+@pytest.mark.parametrize("kind", ["tool", "tool.begin", "x.*", "", 3])
+def test_unknown_kinds_are_refused(kind):
+    with pytest.raises(PolicyError) as info:
+        Emitter().on(kind, print)
+    assert "kind=" in str(info.value)
+
+
+def test_bad_listener_arguments():
+    for kwargs in ({"blocking": "yes"}, {"nested": 1}):
+        with pytest.raises(PolicyError):
+            Emitter().on("*", print, **kwargs)
+    with pytest.raises(PolicyError):
+        Emitter().on("*", 3)  # type: ignore[arg-type]
+    with pytest.raises(PolicyError):
+        Emitter().listeners("nope")
+
+
+def test_every_kind_is_namespaced_or_top_level():
+    assert all(kind.count(".") <= 1 for kind in KINDS)
+    assert isinstance(RunEvents((), None), RunEvents)
+
+
+# -- the trajectory logger ---------------------------------------------------------------------
+
+
+def test_the_trajectory_logger_prints_a_readable_run():
+    llm = ScriptedChatModel(
+        [
+            {
+                "tool_calls": [
+                    {"name": FINAL_ANSWER, "arguments": {"response": "too early"}},
+                    {"name": "search", "arguments": {"query": "z3"}},
+                ]
+            },
+            call(FINAL_ANSWER, response="Z3 is a solver."),
+        ]
+    )
+    agent = RequirementAgent(
+        llm, [search], [ConditionalRequirement(search, min_invocations=1)], name="researcher"
+    )
+    out = io.StringIO()
+    TrajectoryLogger(out).attach(agent)
+    run(agent)
+    assert out.getvalue().splitlines() == [
+        "[researcher] run: what is z3?",
+        "[researcher] round 1: may call search; may not finish",
+        "[researcher]   denied: `final_answer` did not run: you cannot finish yet; allowed now:"
+        " `search`",
+        '[researcher]   -> search {"query": "z3"}',
+        "[researcher]   ok search: found z3",
+        "[researcher] round 2: may call search; may finish",
+        "[researcher] answer: Z3 is a solver.",
+        "[researcher] done: 3 steps, 0 tokens",
+    ]
+
+
+def test_the_trajectory_logger_takes_a_function_and_shows_the_model():
+    lines: list[str] = []
+    agent = RequirementAgent(ScriptedChatModel(script()), [search])
+    detach = TrajectoryLogger(lines.append, show_model=True, width=30).attach(agent)
+    run(agent)
+    assert any(line.startswith("[agent]   model <- 3 messages") for line in lines)
+    assert any("model -> calls search" in line for line in lines)
+    detach()
+    lines.clear()
+    agent2 = RequirementAgent(ScriptedChatModel(script()), [search])
+    run(agent2)
+    assert lines == []
+    with pytest.raises(PolicyError):
+        TrajectoryLogger(lines.append).attach("nothing")
+    with pytest.raises(PolicyError):
+        TrajectoryLogger(3)  # type: ignore[arg-type]

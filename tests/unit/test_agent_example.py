@@ -1,0 +1,41 @@
+"""examples/support_agent.py runs offline (what `make demo` shows): the gate refuses the hasty
+refunds, the manager approves the one that may run, and the agent answers."""
+
+from __future__ import annotations
+
+import runpy
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "support_agent.py"
+
+
+def test_the_support_agent_runs_offline(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    monkeypatch.delenv("OPENAI_MODEL", raising=False)
+    monkeypatch.setattr(sys, "argv", [str(EXAMPLE)])
+    runpy.run_path(str(EXAMPLE), run_name="__main__")
+    out = capsys.readouterr().out
+    assert out.startswith("offline: a scripted model plays a hasty support agent")
+    assert out.count("denied: `issue_refund` did not run") == 3
+    assert "manager: refund 80.00 EUR? approved" in out
+    assert "ok issue_refund: refunded 80.00 EUR for order 1042" in out
+    assert "answer: Sorry about the espresso machine!" in out
+    assert out.rstrip().endswith("7 steps, 3 refused by the gate or the manager")
+
+
+def test_the_example_runs_as_a_script() -> None:
+    done = subprocess.run(
+        [sys.executable, str(EXAMPLE)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PATH": "", "PYTHONPATH": str(ROOT)},
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "answer:" in done.stdout
