@@ -19,7 +19,7 @@ from collections.abc import Callable
 from ruleengine import AskPermissionRequirement, ConditionalRequirement, CycleGuard, Policy
 from ruleengine.requirements.base import Requirement
 
-__all__ = ["FAMILIES", "make_policy"]
+__all__ = ["FAMILIES", "make_policy", "policy_file"]
 
 
 def chain(tools: int, reqs: int, seed: int) -> Policy:
@@ -38,27 +38,29 @@ def chain(tools: int, reqs: int, seed: int) -> Policy:
             ConditionalRequirement(t, max_invocations=rng.randint(1, 3), name=f"retries-{t}")
         )
     out.append(ConditionalRequirement("final_answer", only_after=names[-1], name="answer-last"))
-    return Policy(names, out[:reqs], source=f"chain-{tools}-{reqs}-{seed}")
+    # A chain of n steps needs n calls before the answer: a budget that allows them.
+    return Policy(
+        names, out[:reqs], max_iterations=3 * tools, source=f"chain-{tools}-{reqs}-{seed}"
+    )
 
 
 def counters(tools: int, reqs: int, seed: int) -> Policy:
     rng = random.Random(seed)
     names = [f"tool{i}" for i in range(tools)]
     out: list[Requirement] = []
-    i = 0
-    while len(out) < reqs:
-        t = names[i % tools]
+    for t in names[:reqs]:
         low = rng.randint(0, 2)
         high = rng.choice([None, low + rng.randint(0, 2)])
-        if high == 0:
-            high = None
+        if high == 0 or (low == 0 and high is None):
+            low, high = 0, rng.randint(1, 3)  # a counter that counts
         out.append(
-            ConditionalRequirement(
-                t, min_invocations=low, max_invocations=high, name=f"count-{t}-{i}"
-            )
+            ConditionalRequirement(t, min_invocations=low, max_invocations=high, name=f"count-{t}")
         )
-        i += 1
-    return Policy(names, out, source=f"counters-{tools}-{reqs}-{seed}")
+    while len(out) < reqs:
+        i, j = sorted(rng.sample(range(tools), 2))
+        a, b = names[j], names[i]
+        out.append(ConditionalRequirement(a, only_after=b, name=f"{a}-after-{b}-{len(out)}"))
+    return Policy(names, out, max_iterations=4 * tools, source=f"counters-{tools}-{reqs}-{seed}")
 
 
 def react(tools: int, reqs: int, seed: int) -> Policy:
@@ -71,14 +73,15 @@ def react(tools: int, reqs: int, seed: int) -> Policy:
             "think", force_after=actions, consecutive_allowed=False, name="think-after-acting"
         ),
     ]
-    for a in actions:
-        if len(out) >= reqs:
-            break
+    # The costly or risky actions get a cap (about one in four); the rest of the
+    # requirements order actions (this one only after that one).
+    for a in rng.sample(actions, max(1, len(actions) // 4)):
         out.append(ConditionalRequirement(a, max_invocations=rng.randint(1, 4), name=f"cap-{a}"))
     while len(out) < reqs:
-        a, b = rng.sample(actions, 2)
+        i, j = sorted(rng.sample(range(len(actions)), 2))  # later actions after earlier ones
+        a, b = actions[j], actions[i]
         out.append(ConditionalRequirement(a, only_after=b, name=f"{a}-after-{b}-{len(out)}"))
-    return Policy(names, out, source=f"react-{tools}-{reqs}-{seed}")
+    return Policy(names, out[:reqs], source=f"react-{tools}-{reqs}-{seed}")
 
 
 def approvals(tools: int, reqs: int, seed: int) -> Policy:
@@ -89,16 +92,19 @@ def approvals(tools: int, reqs: int, seed: int) -> Policy:
         AskPermissionRequirement(include=risky, remember_choices=True, name="approve"),
     ]
     while len(out) < reqs:
-        a, b = rng.sample(names, 2)
+        i, j = sorted(rng.sample(range(tools), 2))
+        a, b = names[j], names[i]  # orderings follow the declared order
         kind = rng.random()
         if kind < 0.4:
             out.append(ConditionalRequirement(a, only_after=b, name=f"{a}-after-{b}-{len(out)}"))
         elif kind < 0.7:
             out.append(
-                ConditionalRequirement(a, max_invocations=rng.randint(1, 3), name=f"cap-{a}-{len(out)}")
+                ConditionalRequirement(
+                    a, max_invocations=rng.randint(1, 3), name=f"cap-{a}-{len(out)}"
+                )
             )
         else:
-            out.append(ConditionalRequirement(a, only_before=b, name=f"{a}-before-{b}-{len(out)}"))
+            out.append(ConditionalRequirement(b, only_before=a, name=f"{b}-before-{a}-{len(out)}"))
     return Policy(names, out, source=f"approvals-{tools}-{reqs}-{seed}")
 
 
@@ -147,3 +153,49 @@ FAMILIES: dict[str, Callable[[int, int, int], Policy]] = {
 def make_policy(family: str, tools: int, reqs: int, seed: int = 0) -> Policy:
     """One generated policy."""
     return FAMILIES[family](tools, reqs, seed)
+
+
+def policy_file(policy: Policy) -> dict[str, object]:
+    """``policy`` as the keys of a policy file (SPEC §10), for ``ruleengine check``."""
+    reqs: list[dict[str, object]] = []
+    for req in policy.requirements:
+        entry: dict[str, object] = {"name": req.name, "priority": req.priority}
+        if isinstance(req, ConditionalRequirement):
+            m = req.monitor()
+            entry.update(
+                type="conditional",
+                target=m.target,
+                only_before=list(m.only_before),
+                only_after=list(m.only_after),
+                force_after=list(m.force_after),
+                force_at_step=m.force_at_step,
+                force_prevent_stop=m.force_prevent_stop,
+                min_invocations=m.min_invocations,
+                max_invocations=m.max_invocations,
+                only_success_invocations=m.only_success,
+                consecutive_allowed=m.consecutive_allowed,
+            )
+            entry = {k: v for k, v in entry.items() if v is not None}
+        elif isinstance(req, AskPermissionRequirement):
+            entry.update(
+                type="ask_permission",
+                include=list(req.monitor().covered),
+                remember_choices=req.remember_choices,
+                hide_disallowed=req.hide_disallowed,
+            )
+        elif isinstance(req, CycleGuard):
+            entry.update(
+                type="cycle_guard",
+                max_strike_length=req.max_strike_length,
+                max_total_occurrences=req.max_total_occurrences,
+                window_size=req.window_size,
+            )
+        else:  # pragma: no cover - the families use built-ins only
+            raise TypeError(f"no file form for {req!r}")
+        reqs.append(entry)
+    return {
+        "tools": list(policy.tools),
+        "max_iterations": policy.max_iterations,
+        "mode": policy.mode,
+        "requirements": reqs,
+    }

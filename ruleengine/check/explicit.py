@@ -67,22 +67,23 @@ def analyse(
     *,
     max_states: int | None = None,
     deadline: float | None = None,
-    live: bool = True,
+    live: bool | str = True,
 ) -> Analysis:
     """Explore ``system`` breadth-first and collect every verdict (``live``: also which
     requirements change some pass, which costs one more decision per requirement and state
-    until each is found live)."""
+    until each is found live; a requirement's name: only whether that one is)."""
     return _Explorer(system, max_states, deadline, live).run()
 
 
 class _Explorer:
     def __init__(
-        self, system: System, max_states: int | None, deadline: float | None, live: bool
+        self, system: System, max_states: int | None, deadline: float | None, live: bool | str
     ) -> None:
         self.system = system
         self.max_states = max_states
         self.deadline = deadline
-        self.want_live = live
+        self.want_live = live is not False
+        self.only_live = live if isinstance(live, str) else None
         self.nodes: list[_Node] = [_Node(system.initial, 0, -1, None, False)]
         self.index: dict[State, int] = {system.initial: 0}
         self.edges: list[list[int]] = []
@@ -218,9 +219,13 @@ class _Explorer:
         live = self.result.live
         if isinstance(outcome, Pass):
             for name, req in self.asking.items():
+                if self.only_live is not None and name != self.only_live:
+                    continue
                 if name not in live and any(req.covers(t) for t in outcome.allowed):
                     live.add(name)
         emitting = {e.requirement for e in records} - live
+        if self.only_live is not None:
+            emitting &= {self.only_live}
         for name in sorted(emitting):
             rest = tuple(e for e in records if e.requirement != name)
             if not same_pass(outcome, decide(self.system, rest)):

@@ -9,21 +9,22 @@ checked by running the same engine on the smaller system.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from functools import reduce
 from operator import or_
 from typing import Any, Protocol
 
 from ruleengine._search import quickxplain
 from ruleengine.check.analysis import Analysis, Witness
+from ruleengine.check.explicit import analyse
 from ruleengine.check.report import FINDING_IDS, SEVERITY, Finding, FindingId, TraceStep
-from ruleengine.check.system import Component
+from ruleengine.check.system import Component, System
 from ruleengine.errors import ConflictError
 from ruleengine.ir import FINAL_ANSWER, Forced
 from ruleengine.passes import CoreEntry
 from ruleengine.reasoner import Reasoner
 from ruleengine.requirements.base import Requirement
-from ruleengine.rules import Emitted
+from ruleengine.rules import Emitted, lower
 
 __all__ = ["Engine", "findings", "requirement_core", "requirement_entry"]
 
@@ -41,6 +42,12 @@ class Checked(Protocol):
     def subsystem(self, keep: Sequence[str]) -> Any: ...
 
 
+CoreCache = dict[tuple[frozenset[str], str | None, bool], "Analysis"]
+"""Analyses of subsystems, by the requirements kept, the focus, and whether quick."""
+
+Hints = list[frozenset[str]]
+"""Cores of the findings reported so far, most recent first."""
+
 Engine = Callable[[Any, str | None], Analysis]
 """Analyses a (sub)system; used again for requirement-level cores. The second argument
 says which verdict the caller needs (``"finish"``, ``"no-finish"``, ``"tool:T"``,
@@ -52,6 +59,8 @@ def findings(
 ) -> list[Finding]:
     """Every finding of ``analysis``, in SPEC order, once per subject."""
     out: list[Finding] = []
+    cache: CoreCache = {}
+    hints: list[frozenset[str]] = []
     if analysis.deadlock is not None:
         out.append(_deadlock(system, analysis.deadlock))
     for tool in system.tools:
@@ -59,14 +68,14 @@ def findings(
         if witness is not None:
             out.append(_forced_conflict(system, tool, witness))
     if analysis.complete and analysis.no_finish is not None:
-        out.append(_no_finish(system, analysis.no_finish, engine))
+        out.append(_no_finish(system, analysis.no_finish, engine, cache, hints))
     if analysis.depth_done >= max_iterations - 1 or analysis.complete:
-        budget = _budget(system, analysis, max_iterations, engine)
+        budget = _budget(system, analysis, max_iterations, engine, cache, hints)
         if budget is not None:
             out.append(budget)
     if analysis.complete:
-        out.extend(_dead_tools(system, analysis, engine))
-        out.extend(_dead_requirements(system, analysis, engine))
+        out.extend(_dead_tools(system, analysis, engine, cache, hints))
+        out.extend(_dead_requirements(system, analysis, engine, cache, hints))
     if analysis.tie is not None:
         out.append(_tie(system, analysis.tie))
     rank = {finding_id: i for i, finding_id in enumerate(FINDING_IDS)}
@@ -141,8 +150,18 @@ def _tie(system: Checked, witness: Witness) -> Finding:
     )
 
 
-def _no_finish(system: Checked, witness: Witness, engine: Engine) -> Finding:
-    core = requirement_core(system, lambda a: a.no_finish is not None, engine, "no-finish")
+def _no_finish(
+    system: Checked, witness: Witness, engine: Engine, cache: CoreCache, hints: Hints
+) -> Finding:
+    core = requirement_core(
+        system,
+        lambda a: a.no_finish is not None,
+        engine,
+        "no-finish",
+        cache=cache,
+        hints=[cone_of(system, {FINAL_ANSWER}, forcing=True), *hints],
+    )
+    hints.insert(0, frozenset(r.name for r in core))
     return _finding(
         "no-finish",
         f"{_after(witness)} the run reaches a state from which `final_answer` can never be reached",
@@ -153,7 +172,12 @@ def _no_finish(system: Checked, witness: Witness, engine: Engine) -> Finding:
 
 
 def _budget(
-    system: Checked, analysis: Analysis, max_iterations: int, engine: Engine
+    system: Checked,
+    analysis: Analysis,
+    max_iterations: int,
+    engine: Engine,
+    cache: CoreCache,
+    hints: Hints,
 ) -> Finding | None:
     least = analysis.finish_depth
     if least is not None and least <= max_iterations - 1:
@@ -162,7 +186,11 @@ def _budget(
     def fails(a: Analysis) -> bool:
         return a.finish_depth is None or a.finish_depth > max_iterations - 1
 
-    core = requirement_core(system, fails, engine, "finish")
+    cone = cone_of(system, {FINAL_ANSWER}, forcing=True)
+    core = requirement_core(
+        system, fails, engine, f"finish:{max_iterations - 1}", cache=cache, hints=[cone, *hints]
+    )
+    hints.insert(0, frozenset(r.name for r in core))
     if least is None:
         why = "`final_answer` is never allowed"
     else:
@@ -177,12 +205,18 @@ def _budget(
     )
 
 
-def _dead_tools(system: Checked, analysis: Analysis, engine: Engine) -> list[Finding]:
+def _dead_tools(
+    system: Checked, analysis: Analysis, engine: Engine, cache: CoreCache, hints: Hints
+) -> list[Finding]:
     out = []
     for tool in system.tools:
         if tool == FINAL_ANSWER or tool in analysis.allowed_tools:
             continue
-        core = requirement_core(system, _never_allowed(tool), engine, f"tool:{tool}")
+        cone = cone_of(system, {tool}, forcing=True)
+        core = requirement_core(
+            system, _never_allowed(tool), engine, "tools", cache=cache, hints=[cone, *hints]
+        )
+        hints.insert(0, frozenset(r.name for r in core))
         out.append(
             _finding(
                 "dead-tool",
@@ -195,13 +229,24 @@ def _dead_tools(system: Checked, analysis: Analysis, engine: Engine) -> list[Fin
     return out
 
 
-def _dead_requirements(system: Checked, analysis: Analysis, engine: Engine) -> list[Finding]:
+def _dead_requirements(
+    system: Checked, analysis: Analysis, engine: Engine, cache: CoreCache, hints: Hints
+) -> list[Finding]:
     out = []
     for req in system.requirements:
         name = req.name
         if name in analysis.live:
             continue
-        core = requirement_core(system, _never_live(name), engine, f"live:{name}", keep=(name,))
+        core = requirement_core(
+            system,
+            _never_live(name),
+            engine,
+            f"live:{name}",
+            keep=(name,),
+            cache=cache,
+            hints=[cone_of(system, _mentions(system).get(name, set()), forcing=True), *hints],
+        )
+        hints.insert(0, frozenset(r.name for r in core if r.name != name))
         out.append(
             _finding(
                 "dead-requirement",
@@ -259,6 +304,8 @@ def requirement_core(
     focus: str | None = None,
     *,
     keep: Sequence[str] = (),
+    cache: CoreCache | None = None,
+    hints: Sequence[frozenset[str]] = (),
 ) -> list[Requirement]:
     """Requirements for which ``holds`` when the policy keeps only them (with ``keep``), and
     not when any one of them (other than ``keep``) is dropped.
@@ -266,33 +313,47 @@ def requirement_core(
     QuickXplain over the requirements in canonical order (priority, then name), with "the
     finding holds" as its "unsat"; then each member is tried once more, since findings like
     no-finish need not be monotone in the requirements. Each question analyses the smaller
-    system with ``engine`` (answers memoised).
+    system with ``engine``; analyses are shared through ``cache`` by the findings of one
+    report (keyed by the requirements kept and the focus).
+
+    ``hints`` are the cores of earlier findings: findings often share a cause (a conflict
+    early in every run leaves most tools and requirements dead), so when the finding holds
+    with a hint's requirements alone the search stays among them, where every question is
+    about a small system.
     """
     reqs = sorted(system.requirements, key=lambda r: (-r.priority, r.name))
     bit = {r.name: 1 << i for i, r in enumerate(reqs)}
     keep_mask = reduce(or_, (bit[n] for n in keep), 0)
-    memo: dict[int, bool] = {}
+    candidates = [r.name for r in reqs if r.name not in keep]
+    full = reduce(or_, (bit[n] for n in candidates), 0)
+    memo: dict[int, bool] = {full | keep_mask: True}  # the finding was found on the policy
+    shared: CoreCache = cache if cache is not None else {}
 
     def holds_for(mask: int) -> bool:
         mask |= keep_mask
         found = memo.get(mask)
         if found is None:
-            names = [r.name for r in reqs if bit[r.name] & mask]
-            analysis = engine(system.subsystem(names), focus)
-            # An analysis cut short answers "no": nothing is dropped on partial evidence.
-            found = memo[mask] = analysis.complete and holds(analysis)
+            names = frozenset(r.name for r in reqs if bit[r.name] & mask)
+            found = memo[mask] = _holds(system, names, holds, engine, focus, shared)
         return found
 
-    candidates = [r.name for r in reqs if r.name not in keep]
+    def mask_of(names: Iterable[str]) -> int:
+        return reduce(or_, (bit[n] for n in names if n in bit), 0)
+
     if holds_for(0):
         core_names: list[str] = []
     else:
-        full = reduce(or_, (bit[n] for n in candidates), 0)
-        if not holds_for(full):  # pragma: no cover - the finding was found on the full system
-            return [r for r in reqs if r.name in keep]
-        core_names = quickxplain(candidates, bit, lambda m: not holds_for(m))
-        if not holds_for(reduce(or_, (bit[n] for n in core_names), 0)):
-            core_names = list(candidates)  # not monotone: start from everything
+        pool = candidates
+        recent = list(dict.fromkeys(hints))[:3]
+        for hint in [*recent, frozenset().union(*hints)] if hints else []:
+            if len(hint) * 4 > len(candidates) * 3:
+                continue  # hardly smaller than everything: no help
+            if holds_for(mask_of(hint)):
+                pool = [n for n in candidates if n in hint]
+                break
+        core_names = quickxplain(pool, bit, lambda m: not holds_for(m))
+        if not holds_for(mask_of(core_names)):
+            core_names = list(pool)  # not monotone: start from everything
     changed = True
     while changed:
         changed = False
@@ -303,6 +364,94 @@ def requirement_core(
                 changed = True
     chosen = set(core_names) | set(keep)
     return [r for r in reqs if r.name in chosen]
+
+
+QUICK_STATES = 64
+"""States a core question first explores explicitly: enough to settle small subsystems
+exactly, or to refute the finding with a witness, before any full analysis."""
+
+
+def _holds(
+    system: Checked,
+    names: frozenset[str],
+    holds: Callable[[Analysis], bool],
+    engine: Engine,
+    focus: str | None,
+    cache: CoreCache,
+) -> bool:
+    """Whether the finding holds on the subsystem keeping ``names``: a short explicit search
+    settles it when it covers the whole subsystem, or refutes it when it already shows a
+    counterexample (an allowed tool, a live requirement, a finish in time); otherwise the
+    engine decides."""
+    sub = system.subsystem(sorted(names))
+    if isinstance(sub, System):
+        live = focus if focus is not None and focus.startswith("live:") else None
+        key = (names, live, True)
+        quick = cache.get(key)
+        if quick is None:
+            only = live[5:] if live is not None else False
+            quick = cache[key] = analyse(sub, max_states=QUICK_STATES, live=only)
+        if quick.complete:
+            return holds(quick)
+        if focus is not None and focus != "no-finish" and not holds(quick):
+            # These findings claim "never": what the short search saw is a counterexample.
+            return False
+    full_key = (names, focus, False)
+    analysis = cache.get(full_key)
+    if analysis is None:
+        analysis = cache[full_key] = engine(sub, focus)
+    # An analysis cut short answers "no": nothing is dropped on partial evidence.
+    return analysis.complete and holds(analysis)
+
+
+def _mentions(system: Checked) -> dict[str, set[str]]:
+    """Per requirement, the tools its rules mention anywhere in its monitor's views."""
+    out: dict[str, set[str]] = {}
+    for comp in system.components:
+        tools = out.setdefault(comp.requirement.name, set())
+        for variants in comp.variants:
+            for variant in variants:
+                for e in variant.records:
+                    tools |= lower(e.item).mentions
+    return out
+
+
+def cone_of(system: Checked, tools: set[str], *, forcing: bool) -> frozenset[str]:
+    """The requirements that can influence ``tools``: those whose rules mention them, then,
+    transitively, those whose rules mention a tool the former watch (a call that changes
+    their view); with ``forcing``, every requirement that forces a tool (a forced tool
+    excludes all others). A cone-of-influence guess for a requirement-level core: checked,
+    never trusted."""
+    mentions = _mentions(system)
+    watched = {
+        comp.requirement.name: {t for t, c in comp.classes.items() if not comp.still[c * 3]}
+        for comp in system.components
+    }
+    forcers = {
+        comp.requirement.name
+        for comp in system.components
+        if any(
+            lower(e.item).hard_force or lower(e.item).soft_force
+            for vs in comp.variants
+            for v in vs
+            for e in v.records
+        )
+    }
+    chosen: set[str] = set(forcers) if forcing else set()
+    reach = set(tools)
+    changed = True
+    while changed:
+        changed = False
+        for name, mentioned in mentions.items():
+            if name not in chosen and mentioned & reach:
+                chosen.add(name)
+                changed = True
+        for name in list(chosen):
+            new = watched.get(name, set()) - reach
+            if new:
+                reach |= new
+                changed = True
+    return frozenset(chosen)
 
 
 def requirement_entry(req: Requirement) -> CoreEntry:

@@ -135,7 +135,9 @@ def _engine(
     if name == "explicit" or problem is not None:
 
         def explicit(sub: Any, focus: str | None = None) -> Analysis:
-            live = focus is None or focus.startswith("live:")
+            live: bool | str = focus is None
+            if focus is not None and focus.startswith("live:"):
+                live = focus[5:]
             return analyse(sub, max_states=max_states, deadline=deadline, live=live)
 
         return explicit

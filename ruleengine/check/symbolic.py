@@ -100,6 +100,7 @@ class Encoding:
         self.check_bits: dict[int, tuple[str, ...]] = {}
         self._facts: dict[int, _Facts] = {}
         self._moves: dict[tuple[int, int], Node] = {}
+        self._relations: dict[tuple[tuple[int, int], ...], Node] = {}
         names: list[str] = []
         for n, comp in enumerate(_variable_order(system)):
             key = id(comp)
@@ -183,6 +184,17 @@ class Encoding:
             out |= self.bdd.cube(dict(zip(names, values, strict=True)))
         return out
 
+    def relation(self, moved: tuple[tuple[Component, int], ...]) -> Node:
+        """The conjunction of the move relations of ``moved`` (memoised: subsystems share it)."""
+        key = tuple((id(comp), table) for comp, table in moved)
+        found = self._relations.get(key)
+        if found is None:
+            found = self.bdd.true
+            for comp, table in moved:
+                found &= self.move(comp, table)
+            self._relations[key] = found
+        return found
+
     def move(self, comp: Component, table_index: int) -> Node:
         """The relation ``x → y`` of one of the component's move tables."""
         key = (id(comp), table_index)
@@ -241,17 +253,18 @@ def _pass(enc: Encoding, components: Sequence[Component], priorities: dict[int, 
     bdd, tools = enc.bdd, enc.tools
     false, true = bdd.false, bdd.true
 
-    def union(table: str, t: str) -> Node:
-        out = false
-        for comp in components:
-            out |= getattr(enc.facts(comp), table).get(t, false)
+    facts = [enc.facts(comp) for comp in components]
+
+    def union(table: str) -> dict[str, Node]:
+        out = dict.fromkeys(tools, false)
+        for f in facts:
+            for t, where in getattr(f, table).items():
+                out[t] |= where
         return out
 
-    deny = {t: union("deny", t) for t in tools}
-    hide = {t: union("hide", t) for t in tools}
-    allow_lit = {t: union("allow", t) for t in tools}
-    show = {t: union("show", t) for t in tools}
-    hard = {t: union("hard", t) for t in tools}
+    deny, hide, allow_lit, show, hard = (
+        union(table) for table in ("deny", "hide", "allow", "show", "hard")
+    )
     stuck = true
     for t in tools:
         stuck &= deny[t]
@@ -325,12 +338,11 @@ class _Group:
 
     def __init__(self, enc: Encoding, moved: tuple[tuple[Component, int], ...]) -> None:
         self.moved = moved
-        self.relation = enc.bdd.true
+        self.relation = enc.relation(moved)
         self.current: list[str] = []
         self.renamed: dict[str, str] = {}
         self.forward: dict[str, str] = {}
-        for comp, table in moved:
-            self.relation &= enc.move(comp, table)
+        for comp, _ in moved:
             bits, nexts = enc.bits[id(comp)], enc.next_bits[id(comp)]
             self.current += bits
             self.renamed.update(zip(nexts, bits, strict=True))
@@ -432,6 +444,8 @@ class _Symbolic:
         )
         self.layers = [self.start]
         self.layered = self.start
+        if self.focus is not None and self.focus.startswith("finish:"):
+            return self._finish_within(int(self.focus[7:]))
         self.reach = self._reach()
         if result.reason is None:
             result.states = self._count(self.reach)
@@ -450,6 +464,25 @@ class _Symbolic:
         except _OutOfTime:
             result.reason = "the time limit ran out"
         result.complete = result.reason is None
+        return result
+
+    def _finish_within(self, steps: int) -> Analysis:
+        """Only whether ``final_answer`` is allowed within ``steps`` steps: breadth-first
+        layers up to there, no fixpoint."""
+        result, bdd = self.result, self.bdd
+        finish = self.some(self.pass_.can_stop)
+        try:
+            for d in range(steps + 1):
+                layer = self._layer(d)
+                if layer is None:
+                    break
+                if layer & finish != bdd.false:
+                    result.finish_depth = d
+                    break
+        except _OutOfTime:
+            result.reason = "the time limit ran out"
+        result.complete = result.reason is None
+        result.depth_done = len(self.layers) - 1
         return result
 
     def _tick(self) -> None:
@@ -543,7 +576,7 @@ class _Symbolic:
         """Verdicts over every reachable state: allowed tools, no-finish, live requirements."""
         bdd, p, some, result, reach = self.bdd, self.pass_, self.some, self.result, self.reach
         focus = self.focus
-        if focus is None or focus.startswith("tool:") or focus.startswith("live:"):
+        if focus in (None, "tools") or focus.startswith("live:"):
             for t in self.enc.tools:
                 if reach & some(p.allowed[t]) != bdd.false:
                     result.allowed_tools.add(t)
@@ -678,6 +711,7 @@ def analyse_symbolic(
     focus: str | None = None,
 ) -> Analysis:
     """Every verdict ``analyse`` gives, over BDDs (``focus``: only what one question needs:
-    ``"finish"``, ``"no-finish"``, ``"tool:T"`` or ``"live:R"``)."""
+    ``"finish"``, ``"finish:N"`` (within N steps), ``"no-finish"``, ``"tools"`` or
+    ``"live:R"``)."""
     enc = encoding if encoding is not None else Encoding(system)
     return _Symbolic(system, enc, max_states, deadline, focus).run()
