@@ -20,9 +20,7 @@ from ruleengine.rules import Emitted, Literal, Lowered, literals_of, lower
 __all__ = ["Compiled", "Compiler", "Unit", "literal_masks"]
 
 
-def literal_masks(
-    literals: Iterable[Literal], bit: Mapping[str, int]
-) -> tuple[int, int, int, int]:
+def literal_masks(literals: Iterable[Literal], bit: Mapping[str, int]) -> tuple[int, int, int, int]:
     """The ``(denies, hides, allows, shows)`` tool masks of a conjunction of literals.
 
     A hidden tool is denied too (hidden ⇒ not allowed). The static checker's symbolic engine

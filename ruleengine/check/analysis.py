@@ -46,6 +46,9 @@ class Analysis:
     """A shortest trace to a state from which ``final_answer`` is never reached."""
     finish_depth: int | None = None
     """The fewest steps after which ``final_answer`` is allowed (None: never, or unknown)."""
+    finishes_within: int | None = None
+    """A number of steps within which ``final_answer`` is known to be allowed (an engine
+    that found a short enough path need not compute ``finish_depth``)."""
     allowed_tools: set[str] = field(default_factory=set)
     """Every tool some reachable pass allows."""
     live: set[str] = field(default_factory=set)

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from ruleengine.check.analysis import Analysis, Witness
 from ruleengine.check.system import Event
+from ruleengine.check.trace import emit_state
 from ruleengine.errors import ConflictError
 from ruleengine.ir import FINAL_ANSWER
 from ruleengine.passes import Mode, Pass
@@ -59,7 +60,7 @@ def analyse_concrete(
             result.reason = f"the time limit ran out after {seen} histories"
             break
         state = RunState(steps=tuple(Step(tool=t, status=s) for t, s in trace))
-        records = tuple(reasoner.emit(state))
+        records = tuple(emit_state(reasoner, state))
         outcome = _decide(reasoner, records)
         if isinstance(outcome, ConflictError):
             _conflict(result, trace, records, outcome)
@@ -96,7 +97,9 @@ def _decide(reasoner: Reasoner, records: Sequence[Emitted]) -> Pass | ConflictEr
     try:
         return reasoner.resolve(records)
     except ConflictError as exc:
-        return exc
+        # Kept as a value: drop the traceback, whose frames would tie the caller's locals
+        # (BDD nodes and their manager among them) into a reference cycle.
+        return exc.with_traceback(None)
 
 
 def _conflict(

@@ -19,8 +19,8 @@ from ruleengine import _validate
 from ruleengine.check.explicit import Outcome, decide
 from ruleengine.check.report import DiffReport, PassView, Stats, TraceStep
 from ruleengine.check.run import CheckTarget
-from ruleengine.check.system import Event, State, System
-from ruleengine.errors import ConflictError
+from ruleengine.check.system import Event, State, System, Unexplorable
+from ruleengine.errors import ConflictError, PolicyError
 from ruleengine.ir import FINAL_ANSWER
 from ruleengine.passes import Mode
 from ruleengine.requirements.base import Requirement
@@ -72,8 +72,14 @@ def diff(
         _validate.integer(max_states, name="max_states", least=1)
     started = time.monotonic()
     deadline = started + timeout if timeout is not None else None
-    left = System(old[0], old[1], mode=old[2])
-    right = System(new[0], new[1], mode=new[2])
+    try:
+        left = System(old[0], old[1], mode=old[2])
+        right = System(new[0], new[1], mode=new[2])
+    except Unexplorable as exc:
+        raise PolicyError(
+            f"diff cannot compare these policies: {exc}",
+            hint="diff explores the requirements' monitors; give every requirement one",
+        ) from None
     start = (left.initial, right.initial)
     parent: dict[tuple[State, State], tuple[tuple[State, State], Event] | None] = {start: None}
     queue = deque([start])

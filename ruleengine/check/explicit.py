@@ -36,7 +36,9 @@ def decide(system: System, records: tuple[Emitted, ...]) -> Outcome:
     try:
         return system.reasoner.resolve(records)
     except ConflictError as exc:
-        return exc
+        # Kept as a value: drop the traceback, whose frames would tie the caller's locals
+        # (BDD nodes and their manager among them) into a reference cycle.
+        return exc.with_traceback(None)
 
 
 def same_pass(a: Outcome, b: Outcome) -> bool:

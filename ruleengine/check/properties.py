@@ -24,7 +24,7 @@ from ruleengine.ir import FINAL_ANSWER, Forced
 from ruleengine.passes import CoreEntry
 from ruleengine.reasoner import Reasoner
 from ruleengine.requirements.base import Requirement
-from ruleengine.rules import Emitted, lower
+from ruleengine.rules import Emitted
 
 __all__ = ["Engine", "findings", "requirement_core", "requirement_entry"]
 
@@ -182,8 +182,13 @@ def _budget(
     least = analysis.finish_depth
     if least is not None and least <= max_iterations - 1:
         return None
+    within = analysis.finishes_within
+    if within is not None and within <= max_iterations - 1:
+        return None
 
     def fails(a: Analysis) -> bool:
+        if a.finishes_within is not None and a.finishes_within <= max_iterations - 1:
+            return False
         return a.finish_depth is None or a.finish_depth > max_iterations - 1
 
     cone = cone_of(system, {FINAL_ANSWER}, forcing=True)
@@ -244,7 +249,7 @@ def _dead_requirements(
             f"live:{name}",
             keep=(name,),
             cache=cache,
-            hints=[cone_of(system, _mentions(system).get(name, set()), forcing=True), *hints],
+            hints=[cone_of(system, set(_mentions_of(system, name)), forcing=True), *hints],
         )
         hints.insert(0, frozenset(r.name for r in core if r.name != name))
         out.append(
@@ -274,7 +279,9 @@ def _conflict_of(system: Checked, records: tuple[Emitted, ...]) -> ConflictError
     try:
         system.reasoner.resolve(records)
     except ConflictError as exc:
-        return exc
+        # Kept as a value: drop the traceback, whose frames would tie the caller's locals
+        # (BDD nodes and their manager among them) into a reference cycle.
+        return exc.with_traceback(None)
     raise AssertionError("the engine's witness state does not conflict")  # pragma: no cover
 
 
@@ -293,8 +300,15 @@ def forced_core(system: Checked, records: tuple[Emitted, ...], tool: str) -> tup
     except ConflictError as exc:
         return tuple(exc.core)
     own = next(e for e in forces if e.item.tool == tool)  # type: ignore[union-attr]
-    other = min(others, key=lambda e: system.tools.index(e.item.tool))  # type: ignore[union-attr]
-    return tuple(_conflict_of(system, (own, other)).core)
+    # In priority mode a lower-priority force is overridden, not clashing: pair the force
+    # with the first other force (highest priority, then tool order) it really clashes with.
+    order = sorted(others, key=lambda e: (-e.priority, system.tools.index(e.item.tool)))  # type: ignore[union-attr]
+    for other in order:
+        try:
+            system.reasoner.resolve((own, other))
+        except ConflictError as exc:
+            return tuple(exc.core)
+    return tuple(_conflict_of(system, records).core)  # pragma: no cover - a pair always clashes
 
 
 def requirement_core(
@@ -404,16 +418,9 @@ def _holds(
     return analysis.complete and holds(analysis)
 
 
-def _mentions(system: Checked) -> dict[str, set[str]]:
-    """Per requirement, the tools its rules mention anywhere in its monitor's views."""
-    out: dict[str, set[str]] = {}
-    for comp in system.components:
-        tools = out.setdefault(comp.requirement.name, set())
-        for variants in comp.variants:
-            for variant in variants:
-                for e in variant.records:
-                    tools |= lower(e.item).mentions
-    return out
+def _mentions_of(system: Checked, name: str) -> frozenset[str]:
+    mentions: dict[str, frozenset[str]] = getattr(system, "mentions", {})
+    return mentions.get(name, frozenset())
 
 
 def cone_of(system: Checked, tools: set[str], *, forcing: bool) -> frozenset[str]:
@@ -422,21 +429,12 @@ def cone_of(system: Checked, tools: set[str], *, forcing: bool) -> frozenset[str
     their view); with ``forcing``, every requirement that forces a tool (a forced tool
     excludes all others). A cone-of-influence guess for a requirement-level core: checked,
     never trusted."""
-    mentions = _mentions(system)
+    mentions: dict[str, frozenset[str]] = getattr(system, "mentions", {})
     watched = {
         comp.requirement.name: {t for t, c in comp.classes.items() if not comp.still[c * 3]}
         for comp in system.components
     }
-    forcers = {
-        comp.requirement.name
-        for comp in system.components
-        if any(
-            lower(e.item).hard_force or lower(e.item).soft_force
-            for vs in comp.variants
-            for v in vs
-            for e in v.records
-        )
-    }
+    forcers: frozenset[str] = getattr(system, "forcing", frozenset())
     chosen: set[str] = set(forcers) if forcing else set()
     reach = set(tools)
     changed = True

@@ -110,7 +110,9 @@ def check(
         run = concrete
 
     else:
-        run = _engine(system, engine, max_states=max_states, deadline=deadline)
+        run = _engine(
+            system, engine, max_states=max_states, deadline=deadline, budget=max_iterations - 1
+        )
 
     analysis = run(system, None)
     found = findings(system, analysis, max_iterations=max_iterations, engine=run)
@@ -124,7 +126,12 @@ def check(
 
 
 def _engine(
-    system: System, name: EngineName, *, max_states: int | None, deadline: float | None
+    system: System,
+    name: EngineName,
+    *,
+    max_states: int | None,
+    deadline: float | None,
+    budget: int,
 ) -> Callable[[Any, str | None], Analysis]:
     """The engine ``name`` picks for ``system``, as a function of a (sub)system and a focus."""
     from ruleengine.check.symbolic import Encoding, analyse_symbolic, supports
@@ -145,7 +152,12 @@ def _engine(
 
     def symbolic(sub: Any, focus: str | None = None) -> Analysis:
         return analyse_symbolic(
-            sub, max_states=max_states, deadline=deadline, encoding=encoding, focus=focus
+            sub,
+            max_states=max_states,
+            deadline=deadline,
+            encoding=encoding,
+            focus=focus,
+            budget=budget,
         )
 
     return symbolic

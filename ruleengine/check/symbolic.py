@@ -59,6 +59,8 @@ def supports(system: System) -> str | None:
     """Why the symbolic engine cannot check ``system`` (None: it can)."""
     if system.mode != "strict":
         return "it decides strict mode only"
+    if sum(c.requirement.yielding for c in system.components) > 1:
+        return "it models one yielding requirement at most"
     for comp in system.components:
         for variants in comp.variants:
             for variant in variants:
@@ -329,6 +331,41 @@ def _pass(enc: Encoding, components: Sequence[Component], priorities: dict[int, 
     )
 
 
+def _decided(enc: Encoding, components: Sequence[Component], priorities: dict[int, int]) -> _Pass:
+    """The pass the reasoner gives, yielding included: when the rules clash and a yielding
+    requirement (the cycle guard) is among them, the step is decided without it (SPEC §5).
+
+    With one yielding requirement Y that is ``pass(all)`` where it is consistent, else
+    ``pass(all − Y)``. When both clash, the runtime reports the clash without Y: either Y
+    was in its core and gave way, or it was not and the core, its kind and its hard forces
+    are those of the rules without Y anyway (Y forces nothing).
+    """
+    yielding = [c for c in components if c.requirement.yielding]
+    full = _pass(enc, components, priorities)
+    if not yielding:
+        return full
+    rest = _pass(enc, [c for c in components if not c.requirement.yielding], priorities)
+    keep = full.consistent
+
+    def pick(a: Node, b: Node) -> Node:
+        return (keep & a) | (~keep & b)
+
+    def each(a: dict[str, Node], b: dict[str, Node]) -> dict[str, Node]:
+        return {t: pick(a[t], b[t]) for t in a}
+
+    return _Pass(
+        consistent=full.consistent | rest.consistent,
+        stuck=rest.stuck,
+        hard=rest.hard,
+        allowed=each(full.allowed, rest.allowed),
+        hidden=each(full.hidden, rest.hidden),
+        forced=each(full.forced, rest.forced),
+        can_stop=pick(full.can_stop, rest.can_stop),
+        callable=each(full.callable, rest.callable),
+        tie=pick(full.tie, rest.tie),
+    )
+
+
 class _OutOfTime(Exception):
     """The deadline passed in the middle of an analysis."""
 
@@ -359,7 +396,10 @@ class _Symbolic:
         max_states: int | None,
         deadline: float | None,
         focus: str | None,
+        budget: int | None = None,
     ) -> None:
+        self.budget = budget
+        self.can_finish: Node | None = None
         self.system = system
         self.enc = enc
         self.bdd = enc.bdd
@@ -368,7 +408,7 @@ class _Symbolic:
         self.focus = focus
         comps = system.components
         self.priorities = {id(c): c.requirement.priority for c in comps}
-        self.pass_ = _pass(enc, comps, self.priorities)
+        self.pass_ = _decided(enc, comps, self.priorities)
         self.check_names = [n for c in comps for n in enc.check_bits[id(c)]]
         self.groups = self._groups()
         self.result = Analysis(depends_on_checks=any(c.opaque for c in comps))
@@ -411,18 +451,21 @@ class _Symbolic:
 
     def preimage(self, states: Node) -> Node:
         """The states with a step (allowed under some check values) into ``states``."""
-        bdd, out = self.bdd, self.bdd.false
+        out = self.bdd.false
         for g in self.groups:
-            primed = bdd.let(g.forward, states)
-            nexts = [g.forward[name] for name in g.current]
-            if _and_exists is not None:
-                back = _and_exists(g.relation, primed, nexts)
-            else:  # pragma: no cover
-                back = bdd.exist(nexts, g.relation & primed)
-            out |= back & g.guard
+            out |= self._preimage(states, g)
         # Steps that move no component (e.g. a failed call nothing counts) keep the state.
-        stay = self._staying()
-        return out | (states & stay)
+        return out | (states & self._staying())
+
+    def _preimage(self, states: Node, g: _Group) -> Node:
+        bdd = self.bdd
+        primed = bdd.let(g.forward, states)
+        nexts = [g.forward[name] for name in g.current]
+        if _and_exists is not None:
+            back = _and_exists(g.relation, primed, nexts)
+        else:  # pragma: no cover
+            back = bdd.exist(nexts, g.relation & primed)
+        return back & g.guard
 
     def _staying(self) -> Node:
         found = getattr(self, "_stay", None)
@@ -458,8 +501,8 @@ class _Symbolic:
                 result.depth_done = len(self.layers) - 1
                 self._existential()
             else:
-                self._existential()
                 self._universal()
+                self._existential()
                 result.depth_done = max(len(self.layers) - 1, result.depth_done)
         except _OutOfTime:
             result.reason = "the time limit ran out"
@@ -472,6 +515,21 @@ class _Symbolic:
         result, bdd = self.result, self.bdd
         finish = self.some(self.pass_.can_stop)
         try:
+            # First the cheap answers: no stop anywhere, or a short enough path found by
+            # walking through the states that can still stop.
+            self.reach = self._reach()
+            if result.reason is not None:
+                raise _OutOfTime
+            if self.reach & finish == bdd.false:
+                result.complete = True
+                return result
+            self.can_finish = self._can_finish(finish)
+            self.budget = steps
+            within = self._finish_path()
+            if within is not None:
+                result.finishes_within = within
+                result.complete = True
+                return result
             for d in range(steps + 1):
                 layer = self._layer(d)
                 if layer is None:
@@ -556,7 +614,11 @@ class _Symbolic:
         p, some, result = self.pass_, self.some, self.result
         focus = self.focus
         if focus in (None, "finish"):
-            result.finish_depth = self._first_layer(some(p.can_stop))
+            within = self._finish_path() if focus is None else None
+            if within is not None:
+                result.finishes_within = within
+            else:
+                result.finish_depth = self._first_layer(some(p.can_stop))
         if focus is not None:
             return
         inconsistent = ~p.consistent
@@ -588,20 +650,67 @@ class _Symbolic:
             name = focus[5:]
             self._liveness([r for r in self.system.requirements if r.name == name])
 
+    def _can_finish(self, finish: Node) -> Node:
+        """The reachable states from which some path of deciding states reaches ``finish``
+        (backward chaining: each group's preimage joins the set at once)."""
+        bdd, reach = self.bdd, self.reach
+        deciding = reach & self.some(self.pass_.consistent)
+        reaches = reach & finish
+        changed = True
+        while changed:
+            changed = False
+            for g in self.groups:
+                self._tick()
+                new = deciding & self._preimage(reaches, g) & ~reaches
+                if new != bdd.false:
+                    reaches |= new
+                    changed = True
+        return reaches
+
     def _no_finish(self) -> None:
         bdd, p, some, reach = self.bdd, self.pass_, self.some, self.reach
-        finish = reach & some(p.can_stop)
         deciding = reach & some(p.consistent)
-        reaches = finish
-        while True:
-            self._tick()
-            more = reaches | (deciding & self.preimage(reaches))
-            if more == reaches:
-                break
-            reaches = more
+        reaches = self.can_finish = self._can_finish(some(p.can_stop))
         stuck = deciding & ~reaches
         if stuck != bdd.false:
             self.result.no_finish = self._witness(stuck, None)
+
+    def _finish_path(self) -> int | None:
+        """The length of some path to a state that may stop, when one within the budget is
+        found by walking forward through states that can still finish (taking the first
+        step, in declared order, to a state not visited yet). Budgets are checked against
+        it without breadth-first layers; ``finish_depth`` is only computed when this fails.
+        """
+        if self.budget is None or self.can_finish is None:
+            return None
+        system, enc, bdd = self.system, self.enc, self.bdd
+        finish = self.some(self.pass_.can_stop)
+        comps = system.components
+
+        def holds(u: Node, state: State) -> bool:
+            return bool(bdd.let(enc.state_bits(comps, state), u) == bdd.true)
+
+        state = system.initial
+        seen = {state}
+        for length in range(self.budget + 1):
+            if holds(finish, state):
+                return length
+            step = None
+            for tool in system.callable:
+                if not holds(self.some(self.pass_.callable[tool]), state):
+                    continue
+                for status in STATUSES:
+                    after = system.successor(state, (tool, status))
+                    if after not in seen and holds(self.can_finish, after):
+                        step = after
+                        break
+                if step is not None:
+                    break
+            if step is None:
+                return None
+            seen.add(step)
+            state = step
+        return None
 
     def _liveness(self, requirements: Sequence[object]) -> None:
         bdd, some, reach, result = self.bdd, self.some, self.reach, self.result
@@ -619,7 +728,7 @@ class _Symbolic:
             if not any((facts.deny, facts.hide, facts.allow, facts.show, facts.hard, facts.soft)):
                 continue  # it restricts nothing anywhere: it cannot change a pass
             others = [c for c in comps if c is not comp]
-            without = _pass(self.enc, others, self.priorities)
+            without = _decided(self.enc, others, self.priorities)
             if reach & some(_differ(self.pass_, without, self.enc.tools)) != bdd.false:
                 result.live.add(name)
 
@@ -709,9 +818,11 @@ def analyse_symbolic(
     deadline: float | None = None,
     encoding: Encoding | None = None,
     focus: str | None = None,
+    budget: int | None = None,
 ) -> Analysis:
     """Every verdict ``analyse`` gives, over BDDs (``focus``: only what one question needs:
     ``"finish"``, ``"finish:N"`` (within N steps), ``"no-finish"``, ``"tools"`` or
-    ``"live:R"``)."""
+    ``"live:R"``). With ``budget``, ``finish_depth`` is computed only when no path to a
+    stop within that many steps is found first (``Analysis.finishes_within``)."""
     enc = encoding if encoding is not None else Encoding(system)
-    return _Symbolic(system, enc, max_states, deadline, focus).run()
+    return _Symbolic(system, enc, max_states, deadline, focus, budget).run()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from itertools import product
 
 from ruleengine.errors import PolicyError
@@ -21,7 +22,7 @@ from ruleengine.passes import Mode
 from ruleengine.reasoner import Reasoner
 from ruleengine.requirements.base import Requirement
 from ruleengine.requirements.monitor import Monitor
-from ruleengine.rules import Emitted
+from ruleengine.rules import Emitted, lower
 from ruleengine.state import STATUSES, Status
 
 __all__ = ["Component", "Event", "State", "System", "Unexplorable", "Variant"]
@@ -195,6 +196,34 @@ class System:
                     if not comp.still[index]:
                         effects.append((i, comp.moves[index]))
                 self._effects[(tool, status)] = tuple(effects)
+
+    @cached_property
+    def mentions(self) -> dict[str, frozenset[str]]:
+        """Per requirement, every tool its rules mention in any view (``final_answer`` for a
+        prevented stop)."""
+        out: dict[str, frozenset[str]] = {}
+        for comp in self.components:
+            tools: set[str] = set()
+            for variants in comp.variants:
+                for variant in variants:
+                    for e in variant.records:
+                        tools |= lower(e.item).mentions
+            out[comp.requirement.name] = frozenset(tools)
+        return out
+
+    @cached_property
+    def forcing(self) -> frozenset[str]:
+        """The requirements that force a tool (hard or soft) in some view."""
+        return frozenset(
+            comp.requirement.name
+            for comp in self.components
+            if any(
+                lower(e.item).hard_force is not None or lower(e.item).soft_force is not None
+                for variants in comp.variants
+                for variant in variants
+                for e in variant.records
+            )
+        )
 
     def subsystem(self, keep: Sequence[str]) -> System:
         """The same system with only the requirements named in ``keep`` (tables reused)."""

@@ -7,15 +7,33 @@ finding: every step was allowed when it was taken, and the last state shows the 
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
+
+import anyio
 
 from ruleengine.check.report import Finding, TraceStep
 from ruleengine.errors import ConflictError
 from ruleengine.passes import Pass
 from ruleengine.reasoner import Reasoner
+from ruleengine.rules import Emitted
 from ruleengine.state import RunState, Step
 
-__all__ = ["confirm", "replay"]
+__all__ = ["confirm", "emit_state", "replay"]
+
+
+def _is_async(reasoner: Reasoner) -> bool:
+    return any(
+        getattr(r, "is_async", False) or inspect.iscoroutinefunction(getattr(r, "run", None))
+        for r in reasoner.requirements
+    )
+
+
+def emit_state(reasoner: Reasoner, state: RunState) -> list[Emitted]:
+    """What the requirements emit on ``state``, awaiting async ones when there are some."""
+    if _is_async(reasoner):
+        return anyio.run(reasoner.aemit, state)
+    return reasoner.emit(state)
 
 
 def replay(reasoner: Reasoner, trace: Sequence[TraceStep]) -> list[Pass | ConflictError]:
@@ -24,9 +42,9 @@ def replay(reasoner: Reasoner, trace: Sequence[TraceStep]) -> list[Pass | Confli
     for n in range(len(trace) + 1):
         state = RunState(steps=tuple(Step(tool=s.tool, status=s.status) for s in trace[:n]))
         try:
-            outcomes.append(reasoner.decide(state))
+            outcomes.append(reasoner.resolve(emit_state(reasoner, state), step=n + 1))
         except ConflictError as exc:
-            outcomes.append(exc)
+            outcomes.append(exc.with_traceback(None))  # a value now: no frames kept alive
     return outcomes
 
 

@@ -1,0 +1,158 @@
+"""Static-check time: complete verdicts on generated policy families, one process per policy.
+
+Each policy of ``_policies.FAMILIES`` is written to a JSON policy file and checked by a fresh
+``python -m ruleengine check FILE --format json`` process, timed from start to exit (so the
+interpreter's start-up and every import count, as they do on a CI runner). The table gives,
+per family and size, the p50 and p95 of those times, the reachable states, how many
+verdicts were complete, and how many policies had findings.
+
+    python -m benchmarks.static             # 20/40 and 50/100, 10 seeds per family
+    python -m benchmarks.static --quick     # 10/20, 3 seeds: a smoke test
+
+Targets (issue 9): p95 ≤ 1 s at 20 tools / 40 requirements, ≤ 10 s at 50 / 100.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from benchmarks._policies import FAMILIES, make_policy, policy_file
+from benchmarks._report import Column, format_table, met
+
+__all__ = ["StaticRow", "main", "measure"]
+
+TARGETS = {(20, 40): 1.0, (50, 100): 10.0}
+"""p95 seconds per size (issue 9)."""
+
+
+@dataclass(frozen=True, slots=True)
+class StaticRow:
+    """One family at one size."""
+
+    family: str
+    tools: int
+    requirements: int
+    seconds: list[float]
+    states: list[int]
+    complete: int
+    with_findings: int
+
+    @property
+    def p50(self) -> float:
+        return statistics.median(self.seconds)
+
+    @property
+    def p95(self) -> float:
+        ordered = sorted(self.seconds)
+        return ordered[max(0, -(-95 * len(ordered) // 100) - 1)]
+
+
+def check_once(path: str, timeout: float) -> tuple[float, dict[str, object]]:
+    """Seconds for one ``ruleengine check`` process, and its JSON report."""
+    start = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-m", "ruleengine", "check", path, "--format", "json"],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    seconds = time.perf_counter() - start
+    if done.returncode not in (0, 1):
+        raise RuntimeError(f"ruleengine check {path} failed: {done.stderr.strip()}")
+    return seconds, json.loads(done.stdout)
+
+
+def measure(
+    sizes: Sequence[tuple[int, int]], seeds: int, *, timeout: float = 600.0
+) -> list[StaticRow]:
+    """Every family at every size, ``seeds`` policies each."""
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for tools, reqs in sizes:
+            for family in FAMILIES:
+                seconds, states = [], []
+                complete = with_findings = 0
+                for seed in range(seeds):
+                    policy = make_policy(family, tools, reqs, seed)
+                    path = os.path.join(tmp, f"{family}-{tools}-{reqs}-{seed}.json")
+                    with open(path, "w", encoding="utf-8") as f:
+                        json.dump(policy_file(policy), f)
+                    took, report = check_once(path, timeout)
+                    seconds.append(took)
+                    stats = report["stats"]
+                    assert isinstance(stats, dict)
+                    states.append(int(stats["states"]))
+                    complete += bool(report["complete"])
+                    with_findings += bool(report["findings"])
+                rows.append(
+                    StaticRow(family, tools, reqs, seconds, states, complete, with_findings)
+                )
+                print(f"  {family} {tools}/{reqs}: p95 {rows[-1].p95:.2f} s", file=sys.stderr)
+    return rows
+
+
+def format_static_table(rows: Sequence[StaticRow]) -> str:
+    columns: list[Column] = [
+        ("family", 10, "<"),
+        ("tools/reqs", 10, "<"),
+        ("p50 s", 7, ">"),
+        ("p95 s", 7, ">"),
+        ("target", 8, ">"),
+        ("met?", 4, "<"),
+        ("states p50", 12, ">"),
+        ("states max", 16, ">"),
+        ("complete", 8, ">"),
+        ("findings", 8, ">"),
+    ]
+    cells = []
+    for r in rows:
+        target = TARGETS.get((r.tools, r.requirements))
+        cells.append(
+            (
+                r.family,
+                f"{r.tools}/{r.requirements}",
+                f"{r.p50:.2f}",
+                f"{r.p95:.2f}",
+                f"≤ {target:g}" if target else "—",
+                met(r.p95 <= target if target else None),
+                f"{int(statistics.median(r.states)):,}",
+                f"{max(r.states):,}",
+                f"{r.complete}/{len(r.seconds)}",
+                f"{r.with_findings}/{len(r.seconds)}",
+            )
+        )
+    return format_table(columns, cells)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--quick", action="store_true", help="10/20, 3 seeds: a smoke test")
+    parser.add_argument("--seeds", type=int, default=10, help="policies per family and size")
+    args = parser.parse_args(argv)
+    sizes = [(10, 20)] if args.quick else [(20, 40), (50, 100)]
+    seeds = 3 if args.quick else args.seeds
+    started = time.perf_counter()
+    rows = measure(sizes, seeds)
+    print(
+        "Static check: one `python -m ruleengine check FILE --format json` process per "
+        f"policy, start-up included; {seeds} seeds per family and size."
+    )
+    print()
+    print(format_static_table(rows))
+    print()
+    print(f"total {time.perf_counter() - started:.1f} s on {os.cpu_count()} CPUs")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

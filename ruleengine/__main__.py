@@ -1,0 +1,7 @@
+"""``python -m ruleengine``: the ``ruleengine`` command."""
+
+import sys
+
+from ruleengine.cli import main
+
+sys.exit(main())

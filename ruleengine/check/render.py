@@ -1,0 +1,582 @@
+"""Reports for people and for code-scanning services: text and SARIF (JSON is the models' dump).
+
+``text_report`` writes a check's findings with their traces as numbered steps and their cores
+with the ``file:line`` of each requirement; ``sarif_log`` writes SARIF 2.1.0 with locations in
+the policy files; ``text_diff``, ``text_explain`` and ``text_bench`` do the same for ``diff``,
+``explain`` and ``bench``. ``Progress`` is the line a terminal shows while a check runs.
+Everything here only reads results: nothing decides a pass or searches a state.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+import urllib.parse
+from collections.abc import Iterable, Sequence
+from importlib import metadata
+from pathlib import Path, PurePath
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Protocol, TextIO
+
+from ruleengine.check.report import (
+    FINDING_IDS,
+    SEVERITY,
+    DiffReport,
+    Finding,
+    FindingId,
+    PassView,
+    Report,
+    TraceStep,
+)
+from ruleengine.errors import ConflictError
+from ruleengine.ir import FINAL_ANSWER
+from ruleengine.passes import CoreEntry, Pass
+
+if TYPE_CHECKING:
+    from ruleengine.check.bench import BenchResult
+    from ruleengine.policy import Location
+
+__all__ = [
+    "RULES",
+    "SARIF_SCHEMA",
+    "Progress",
+    "Source",
+    "sarif_log",
+    "text_bench",
+    "text_diff",
+    "text_explain",
+    "text_report",
+]
+
+SARIF_SCHEMA = (
+    "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+)
+"""The JSON Schema of SARIF 2.1.0 (OASIS), which ``$schema`` names."""
+
+INFORMATION_URI = "urn:x-ruleengine:docs:checking"
+"""What the driver's ``informationUri`` says when the package metadata names no project page
+(a URN: there is no public page to point at yet)."""
+
+RULES: dict[FindingId, tuple[str, str, str]] = {
+    "deadlock": (
+        "Deadlock",
+        "A reachable state where no tool is allowed.",
+        "Relax one of the clashing rules of the core, or let the agent finish in that state.",
+    ),
+    "forced-conflict": (
+        "ForcedConflict",
+        "A hard force (force_at_step) that cannot be honoured.",
+        "Allow the forced tool at that step, or move or drop the force.",
+    ),
+    "no-finish": (
+        "NoFinish",
+        "A reachable state from which final_answer can never be reached.",
+        "Make sure whatever blocks the final answer can still be satisfied after the trace.",
+    ),
+    "budget": (
+        "Budget",
+        "final_answer cannot be reached within max_iterations.",
+        "Raise max_iterations, or ask for fewer steps before the final answer.",
+    ),
+    "dead-tool": (
+        "DeadTool",
+        "A declared tool that is allowed in no reachable state.",
+        "Remove the tool, or fix the rules that never let it run (often an only_after cycle).",
+    ),
+    "dead-requirement": (
+        "DeadRequirement",
+        "A requirement that changes the pass in no reachable state.",
+        "Remove the requirement, or fix it so that it says something other requirements don't.",
+    ),
+    "forced-tie": (
+        "ForcedTie",
+        "Two tools forced at equal top priority in a reachable state.",
+        "Give the forcing requirements different priorities; only one tool can be forced.",
+    ),
+}
+"""Per finding id: its SARIF rule name, what it means, and what to do about it."""
+
+
+class Source(Protocol):
+    """What the renderers read of a policy: where it came from and where each requirement is
+    written (``ruleengine.Policy`` has both)."""
+
+    @property
+    def source(self) -> str: ...
+
+    def location(
+        self, requirement_name: str | None = None, key: str | None = None
+    ) -> Location | None: ...
+
+
+# -- text: check -------------------------------------------------------------------------------
+
+
+def text_report(report: Report, policy: Source | None = None) -> str:
+    """A check's report as text: a header, each finding, a summary line."""
+    lines = [report.policy]
+    for finding in report.findings:
+        lines.extend(_finding_lines(finding, policy))
+    lines.append("  " + _summary(report))
+    return "\n".join(lines)
+
+
+def _finding_lines(finding: Finding, policy: Source | None) -> list[str]:
+    lines = [f"  {finding.severity} {finding.id}: {finding.message}"]
+    if finding.id in ("deadlock", "forced-conflict", "no-finish", "forced-tie"):
+        lines.append("    trace:" if finding.trace else "    trace: none, at the first step")
+        lines.extend(f"      {n}. {_step(s)}" for n, s in enumerate(finding.trace, 1))
+    if finding.core:
+        if _requirement_level(finding.core):
+            label = "requirements it needs"
+        else:
+            label = "tied forces" if finding.id == "forced-tie" else "clashing rules"
+        lines.append(f"    core ({label}):")
+        lines.extend("      " + line for line in _core_lines(finding.core, policy))
+    checks = (
+        "yes: it needs particular answers of opaque custom checks"
+        if finding.depends_on_custom_checks
+        else "no"
+    )
+    lines.append(f"    depends on custom checks: {checks}")
+    advice = RULES[finding.id][2]
+    lines.append(f"    hint: {advice[0].lower()}{advice[1:].rstrip('.')}")
+    return lines
+
+
+def _core_lines(core: Sequence[CoreEntry], policy: Source | None) -> list[str]:
+    """One line per core entry: the requirement, its priority, where it is, and the rule."""
+    lines = []
+    for entry in core:
+        where = _where(policy, entry.requirement)
+        at = f" at {where}" if where else ""
+        kind = _requirement_type(entry)
+        if kind is not None:
+            lines.append(f"- {entry.requirement} ({kind}, priority {entry.priority}){at}")
+        else:
+            lines.append(f"- {entry.requirement} (priority {entry.priority}){at}: {entry.rule}")
+    return lines
+
+
+def _requirement_type(entry: CoreEntry) -> str | None:
+    """The type of a requirement-level core entry (``requirement NAME (TYPE)``), else None."""
+    prefix = f"requirement {entry.requirement} ("
+    if entry.rule.startswith(prefix) and entry.rule.endswith(")"):
+        return entry.rule[len(prefix) : -1]
+    return None
+
+
+def _requirement_level(core: Sequence[CoreEntry]) -> bool:
+    return all(_requirement_type(e) is not None for e in core)
+
+
+def _summary(report: Report) -> str:
+    errors = sum(1 for f in report.findings if f.severity == "error")
+    warnings = len(report.findings) - errors
+    if report.findings:
+        counts = f"{_count(errors, 'error')}, {_count(warnings, 'warning')}"
+    else:
+        counts = "no findings" if report.complete else "no findings so far"
+    if report.complete:
+        verdict = "complete: holds for histories of any length"
+    else:
+        verdict = f"incomplete ({report.reason}): not a proof"
+    stats = report.stats
+    return f"{counts} · {verdict} · {_count(stats.states, 'state')} · {stats.seconds:.2f} s"
+
+
+def _where(policy: Source | None, requirement: str | None = None) -> str | None:
+    """``file:line`` of a requirement (or of the policy), when the policy comes from a file."""
+    if policy is None:
+        return None
+    found = policy.location(requirement)
+    return None if found is None else f"{found.file}:{found.line}"
+
+
+def _step(step: TraceStep) -> str:
+    return step.tool if step.status == "ok" else f"{step.tool} ({step.status})"
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+# -- SARIF -------------------------------------------------------------------------------------
+
+
+def sarif_log(checked: Iterable[tuple[Report, Source | None]]) -> dict[str, Any]:
+    """One SARIF 2.1.0 log, one run, a result per finding of every report."""
+    pairs = list(checked)
+    results = [_result(f, report, policy) for report, policy in pairs for f in report.findings]
+    checks = [report.model_dump(mode="json", exclude={"findings"}) for report, _ in pairs]
+    notes = [
+        {
+            "level": "warning",
+            "message": {"text": f"{r.policy}: the check is incomplete ({r.reason}): not a proof"},
+        }
+        for r, _ in pairs
+        if not r.complete
+    ]
+    invocation: dict[str, Any] = {"executionSuccessful": True}
+    if notes:
+        invocation["toolExecutionNotifications"] = notes
+    run = {
+        "tool": {"driver": _driver()},
+        "invocations": [invocation],
+        "results": results,
+        "properties": {"checks": checks},
+    }
+    return {"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}
+
+
+def _driver() -> dict[str, Any]:
+    rules = []
+    for finding_id in FINDING_IDS:
+        name, meaning, advice = RULES[finding_id]
+        rules.append(
+            {
+                "id": finding_id,
+                "name": name,
+                "shortDescription": {"text": meaning},
+                "fullDescription": {"text": f"{meaning} {advice}"},
+                "help": {"text": advice},
+                "defaultConfiguration": {"level": SEVERITY[finding_id]},
+                "properties": {"tags": ["policy", "static-check"]},
+            }
+        )
+    return {
+        "name": "ruleengine",
+        "version": _version(),
+        "informationUri": _information_uri(),
+        "rules": rules,
+    }
+
+
+def _result(finding: Finding, report: Report, policy: Source | None) -> dict[str, Any]:
+    uri = _artifact_uri(report.policy)
+    names = [e.requirement for e in finding.core]
+    if finding.requirement is not None:
+        names = [finding.requirement, *(n for n in names if n != finding.requirement)]
+    primary = _region(policy, names[0] if names else None)
+    related = [
+        {
+            "id": i,
+            "physicalLocation": _physical(uri, _region(policy, entry.requirement)),
+            "message": {"text": f"{entry.requirement} (priority {entry.priority}): {entry.rule}"},
+        }
+        for i, entry in enumerate(finding.core, 1)
+        if entry.requirement != (names[0] if names else None)
+    ]
+    text = finding.message
+    if finding.trace:
+        text += " (trace: " + ", ".join(_step(s) for s in finding.trace) + ")"
+    result: dict[str, Any] = {
+        "ruleId": finding.id,
+        "ruleIndex": FINDING_IDS.index(finding.id),
+        "level": finding.severity,
+        "message": {"text": text},
+        "locations": [{"physicalLocation": _physical(uri, primary)}],
+        "properties": {
+            "policy": report.policy,
+            "tool": finding.tool,
+            "requirement": finding.requirement,
+            "trace": [s.model_dump(mode="json") for s in finding.trace],
+            "core": [e.model_dump(mode="json") for e in finding.core],
+            "depends_on_custom_checks": finding.depends_on_custom_checks,
+        },
+    }
+    if related:
+        result["relatedLocations"] = related
+    if finding.id == "budget":
+        result["properties"]["min_steps"] = finding.min_steps
+    return result
+
+
+def _region(policy: Source | None, requirement: str | None) -> dict[str, int]:
+    found = None if policy is None or requirement is None else policy.location(requirement)
+    if found is None:
+        return {"startLine": 1}
+    region = {"startLine": max(found.line, 1)}
+    if found.column is not None:
+        region["startColumn"] = max(found.column, 1)
+    return region
+
+
+def _physical(uri: str, region: dict[str, int]) -> dict[str, Any]:
+    return {"artifactLocation": {"uri": uri}, "region": region}
+
+
+def _artifact_uri(source: str) -> str:
+    """The policy's file as a URI reference: relative paths stay relative (code-scanning
+    services resolve them against the checkout), absolute ones become ``file:`` URIs."""
+    path = _source_file(source)
+    if path.is_absolute():
+        return path.as_uri()
+    return urllib.parse.quote(path.as_posix())
+
+
+def _source_file(source: str) -> PurePath:
+    """The file a policy source names: the file itself, the ``.py`` of ``file.py:attr``, or
+    the module file of an imported ``module:attr``."""
+    path = Path(source)
+    if path.suffix.lower() in (".toml", ".yaml", ".yml", ".json"):
+        return path
+    head, sep, _ = source.rpartition(":")
+    if sep and head.endswith(".py"):
+        return Path(head)
+    module = sys.modules.get(head) if sep else None
+    file = getattr(module, "__file__", None)
+    if isinstance(file, str):
+        found = Path(file)
+        try:
+            return found.relative_to(Path.cwd())
+        except ValueError:
+            return found
+    return path
+
+
+def _version() -> str:
+    try:
+        return metadata.version("ruleengine")
+    except metadata.PackageNotFoundError:  # pragma: no cover - running from a bare checkout
+        return "0+unknown"
+
+
+def _information_uri() -> str:
+    try:
+        urls: list[str] = metadata.metadata("ruleengine").get_all("Project-URL") or []
+    except metadata.PackageNotFoundError:  # pragma: no cover - running from a bare checkout
+        urls = []
+    for entry in urls:
+        label, _, url = entry.partition(",")
+        if label.strip().lower() in ("homepage", "documentation", "source"):
+            return str(url).strip()
+    return INFORMATION_URI
+
+
+# -- text: diff --------------------------------------------------------------------------------
+
+
+def text_diff(report: DiffReport) -> str:
+    """A diff's verdict as text: the separating trace and both passes, or the proof."""
+    stats = f"{_count(report.stats.states, 'state')} · {report.stats.seconds:.2f} s"
+    if not report.equivalent:
+        when = f"after {_count(len(report.trace), 'step')}" if report.trace else "at the first step"
+        lines = [f"{report.old} and {report.new} differ {when}"]
+        lines.append("  trace:" if report.trace else "  trace: none, at the first step")
+        lines.extend(f"    {n}. {_step(s)}" for n, s in enumerate(report.trace, 1))
+        difference = report.difference or {}
+        for side in ("old", "new"):
+            view = difference.get(side)
+            lines.append(f"  {side}: {_view(view) if view is not None else '?'}")
+        lines.append(f"  {stats}")
+        return "\n".join(lines)
+    if report.complete:
+        return (
+            f"{report.old} and {report.new} are equivalent: no history of any length gives "
+            f"them different passes\n  complete: this is a proof · {stats}"
+        )
+    return (
+        f"{report.old} and {report.new}: no difference found\n"
+        f"  incomplete ({report.reason}): not a proof · {stats}"
+    )
+
+
+def _view(view: PassView) -> str:
+    if view.conflict:
+        return "conflict (no pass)"
+    return (
+        f"allowed {_names(view.allowed)} · hidden {_names(view.hidden)} · "
+        f"forced {view.forced or 'none'} · can stop {'yes' if view.can_stop else 'no'}"
+    )
+
+
+def _names(tools: Sequence[str] | None) -> str:
+    return ", ".join(tools) if tools else "none"
+
+
+# -- text: explain -----------------------------------------------------------------------------
+
+
+def text_explain(
+    policy: Source,
+    trace: Sequence[TraceStep],
+    outcomes: Sequence[Pass | ConflictError],
+    *,
+    finish: bool = False,
+) -> tuple[str, bool]:
+    """The pass before each step of ``trace`` and after its last, with the rules that decided
+    it, as ``replay`` gives them (``outcomes``); with ``finish``, whether the run may then
+    stop. Also says whether the trace runs through: every step allowed, no conflict."""
+    shown = ", ".join(_step(s) for s in trace) or "the empty run"
+    lines = [f"{policy.source}: {shown}{', final_answer' if finish else ''}"]
+    for n, outcome in enumerate(outcomes):
+        lines.append(_explain_label(trace, n))
+        if isinstance(outcome, ConflictError):
+            lines.extend(_conflict_lines(outcome, policy))
+            lines.append("result: the run is stuck here: the runtime raises ConflictError")
+            return "\n".join(lines), False
+        lines.extend(_pass_lines(outcome, policy))
+        if n < len(trace):
+            refusal = _refusal(outcome, trace[n].tool)
+            verdict = "allowed" if refusal is None else f"REFUSED: {refusal}"
+            lines.append(f"step {n + 1}: {_step(trace[n])}: {verdict}")
+            if refusal is not None:
+                lines.append("result: the runtime would refuse this call")
+                return "\n".join(lines), False
+        elif finish and not outcome.can_stop:
+            lines.append(
+                f"final_answer: REFUSED: the agent may not stop here ({_why_not_stop(outcome)})"
+            )
+            return "\n".join(lines), False
+        elif finish:
+            lines.append("final_answer: allowed: the run ends")
+    lines.append("result: every step was allowed")
+    return "\n".join(lines), True
+
+
+def _why_not_stop(decided: Pass) -> str:
+    """Which requirements keep ``decided`` from letting the agent stop."""
+    decision = decided.explanation.tools.get(FINAL_ANSWER)
+    names = sorted({e.requirement for e in decision.decided_by}) if decision else []
+    if not names:
+        return "no rule allows it"
+    return "prevented by " + ", ".join(f"`{n}`" for n in names)
+
+
+def _explain_label(trace: Sequence[TraceStep], n: int) -> str:
+    """The heading of the decision before step ``n + 1``."""
+    if n == 0:
+        return "before step 1 (no calls yet)"
+    end = " (the end of the trace)" if n == len(trace) else ""
+    return f"after step {n}{end}: " + ", ".join(_step(s) for s in trace[:n])
+
+
+def _pass_lines(decided: Pass, policy: Source) -> list[str]:
+    lines = [
+        f"  allowed: {_names(decided.allowed)}",
+        f"  hidden: {_names(decided.hidden)}",
+        f"  forced: {decided.forced or 'none'} · can stop: {'yes' if decided.can_stop else 'no'}"
+        f" · tool_choice: {decided.tool_choice}",
+    ]
+    if decided.reasons:
+        lines.append("  reasons:")
+        lines.extend(f"    {tool}: {text}" for tool, text in decided.reasons.items())
+    explanation = decided.explanation
+    lines.append("  decided by:")
+    for tool, decision in explanation.tools.items():
+        by = "" if decision.decided_by else " (no rule)"
+        lines.append(f"    {tool}: {decision.status}{by}")
+        lines.extend("      " + line for line in _core_lines(decision.decided_by, policy))
+        for line in _core_lines(decision.overridden, policy):
+            lines.append(f"      overridden {line}")
+    lines.extend(f"  yielded {line}" for line in _core_lines(explanation.yielded, policy))
+    lines.extend(f"  note: {note}" for note in explanation.notes)
+    return lines
+
+
+def _conflict_lines(error: ConflictError, policy: Source) -> list[str]:
+    lines = [f"  conflict ({error.kind}): {error.message}", "  core:"]
+    lines.extend("    " + line for line in _core_lines(error.core, policy))
+    if error.hint:
+        lines.append(f"  hint: {error.hint}")
+    return lines
+
+
+def _refusal(decided: Pass, tool: str) -> str | None:
+    """Why ``decided`` does not let ``tool`` run, or None when it does."""
+    if tool in decided.allowed:
+        return None
+    status = decided.explanation.tools.get(tool)
+    if status is not None and status.status == "excluded":
+        return f"`{decided.forced}` is forced"
+    what = "hidden" if tool in decided.hidden else "not allowed"
+    reason = decided.reasons.get(tool)
+    return f"`{tool}` is {what} here" + (f" ({reason})" if reason else "")
+
+
+# -- text: bench -------------------------------------------------------------------------------
+
+
+_ENDINGS = {
+    "steps": "at the step limit",
+    "finish": "with only final_answer left",
+    "conflict": "in a conflict",
+}
+
+
+def text_bench(result: BenchResult) -> str:
+    """A bench's measurements as text."""
+    ended = ", ".join(f"{n} {_ENDINGS[why]}" for why, n in result.ended.items() if n)
+    return "\n".join(
+        [
+            f"{result.policy}: {_count(result.walks, 'walk')} of at most "
+            f"{_count(result.steps, 'step')}, {_count(result.decisions, 'decision')} "
+            f"(seed {result.seed})",
+            f"  decision time: p50 {result.p50_us:.1f} µs · p99 {result.p99_us:.1f} µs · "
+            f"max {result.max_us:.1f} µs · first (cold) {result.first_us:.1f} µs",
+            f"  cache hit rate: {result.cache_hit_rate:.1%}",
+            f"  solver checks per decision: {result.solver_checks_per_decision:.3f}",
+            f"  walks ended: {ended}",
+        ]
+    )
+
+
+# -- progress ----------------------------------------------------------------------------------
+
+
+class Progress:
+    """A line on a terminal while something long runs: shown after ``after`` seconds,
+    refreshed every ``every`` seconds, erased at the end; nothing at all when ``stream`` is
+    not a terminal (a pipe, a file, a CI log)."""
+
+    def __init__(
+        self, label: str, stream: TextIO | None = None, *, after: float = 1.0, every: float = 0.5
+    ) -> None:
+        self.label = label
+        self.stream: TextIO = sys.stderr if stream is None else stream
+        self.after = after
+        self.every = every
+        self.shown = False
+        """Whether the line was ever written."""
+        self._done = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> Progress:
+        if _is_terminal(self.stream):
+            self._thread = threading.Thread(target=self._run, name="ruleengine-progress")
+            self._thread.daemon = True
+            self._thread.start()
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self._done.set()
+        if self._thread is not None:
+            self._thread.join()
+        if self.shown:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+
+    def _run(self) -> None:
+        started = time.monotonic()
+        if self._done.wait(self.after):
+            return
+        while not self._done.is_set():
+            elapsed = time.monotonic() - started
+            self.stream.write(f"\r\x1b[Kruleengine: {self.label}… {elapsed:.0f} s")
+            self.stream.flush()
+            self.shown = True
+            self._done.wait(self.every)
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False

@@ -1,0 +1,513 @@
+"""The ``ruleengine`` command end to end, through a subprocess (``python -m ruleengine``).
+
+Every command runs in its own process, as a user or a CI job runs it. To keep the file fast,
+the commands of ``COMMANDS`` are started together, a few at a time, before the first test
+(``run`` then answers from that cache); a test may still run any other command.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ruleengine.check.report import FINDING_IDS, SEVERITY
+
+ROOT = Path(__file__).resolve().parents[2]
+EX = "examples/policies"
+CLEAN = f"{EX}/research.toml"
+DEADLOCK = f"{EX}/ticket_triage.toml"
+WARNINGS = f"{EX}/newsroom.json"
+BUDGET = f"{EX}/batch_report.yaml"
+DEAD_REQUIREMENT = f"{EX}/email_assistant.yaml"
+NO_FINISH = f"{EX}/data_pipeline.toml"
+FORCED = f"{EX}/ci_fixer.yaml"
+SCRATCH = Path(tempfile.gettempdir()) / f"ruleengine-cli-{os.getpid()}"  # made by `_warm`
+BAD = str(SCRATCH / "bad.toml")
+
+
+@dataclass(frozen=True)
+class Ran:
+    code: int
+    out: str
+    err: str
+
+    def json(self) -> Any:
+        return json.loads(self.out)
+
+
+_CACHE: dict[tuple[str, ...], Ran] = {}
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RULEENGINE_")}
+    env.update(extra)
+    return env
+
+
+def _spawn(args: tuple[str, ...]) -> Ran:
+    done = subprocess.run(
+        [sys.executable, "-m", "ruleengine", *args],
+        cwd=ROOT,
+        env=_env(RULEENGINE_PROGRESS_AFTER="0"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    return Ran(done.returncode, done.stdout, done.stderr)
+
+
+def run(*args: str) -> Ran:
+    """``ruleengine ARGS…`` from the repository root (progress line due at once, were stderr
+    a terminal: it is a pipe here, so none may appear)."""
+    if args not in _CACHE:
+        _CACHE[args] = _spawn(args)
+    return _CACHE[args]
+
+
+BAD_INPUT: list[tuple[tuple[str, ...], str]] = [
+    ((), "give a command"),
+    (("check",), "POLICY"),
+    (("frobnicate",), "frobnicate"),
+    (("check", CLEAN, "--format", "xml"), "--format"),
+    (("check", CLEAN, "--fail-on", "info"), "--fail-on"),
+    (("check", CLEAN, "--max-states", "0"), "--max-states"),
+    (("check", CLEAN, "--max-states", "many"), "`many`"),
+    (("check", CLEAN, "--timeout", "nan"), "--timeout"),
+    (("check", CLEAN, "--max-iterations", "-3"), "--max-iterations"),
+    (("check", "policy.ini"), "unknown policy file extension"),
+    (("check", CLEAN, "missing.json"), "missing.json"),
+    (("check", "no_such_module:policy"), "no_such_module"),
+    (("diff", CLEAN), "NEW"),
+    (("diff", CLEAN, "missing.yaml"), "missing.yaml"),
+    (("diff", CLEAN, CLEAN, "--timeout", "0"), "--timeout"),
+    (("explain", CLEAN, "--trace", "think,,search"), "entry 2 is empty"),
+    (("explain", CLEAN, "--trace", "final_answer,think"), "final_answer"),
+    (("explain", "missing.toml"), "missing.toml"),
+    (("bench", CLEAN, "--walks", "-1"), "--walks"),
+    (("bench", CLEAN, "--seed", "x"), "--seed"),
+    (("bench", CLEAN, "--steps", str(10**20)), "at most 10,000"),
+    (("check", CLEAN, "--timeout", "1e400"), "finite"),
+    (("schema", "extra"), "extra"),
+]
+
+COMMANDS: list[tuple[str, ...]] = [
+    ("check", CLEAN),
+    ("check", DEADLOCK),
+    ("check", WARNINGS),
+    ("check", WARNINGS, "--fail-on", "warning"),
+    ("check", DEADLOCK, "--format", "json"),
+    ("check", CLEAN, BUDGET, DEAD_REQUIREMENT, "--format", "json"),
+    ("check", DEADLOCK, WARNINGS, BUDGET, DEAD_REQUIREMENT, FORCED, "--format", "sarif"),
+    ("check", f"{EX}/business_hours.py:policy", "--format", "sarif"),
+    ("check", CLEAN, "--max-states", "2"),
+    ("check", CLEAN, "--max-states", str(10**40), "--timeout", "300"),
+    ("check", CLEAN, "--engine", "explicit", "--max-iterations", "3"),
+    ("check", "missing.toml"),
+    ("check", BAD),
+    ("check", CLEAN, "--timeout", "-1"),
+    ("explain", CLEAN, "--trace", "think,search,fetch,cite,final_answer"),
+    ("explain", CLEAN, "--trace", "think,cite"),
+    ("explain", CLEAN, "--trace", "think,final_answer"),
+    ("explain", CLEAN),
+    ("explain", DEADLOCK, "--trace", "classify:error"),
+    ("explain", CLEAN, "--trace", "think,serach"),
+    ("explain", CLEAN, "--trace", "think:maybe"),
+    ("diff", CLEAN, f"{EX}/research.yaml"),
+    ("diff", CLEAN, f"{EX}/research.json", "--format", "json"),
+    ("diff", CLEAN, f"{EX}/react_loop.json", "--format", "json"),
+    ("diff", CLEAN, f"{EX}/research.yaml", "--max-states", "2"),
+    ("schema",),
+    ("bench", CLEAN, "--walks", "20", "--steps", "6", "--format", "json"),
+    ("bench", DEADLOCK, "--walks", "10"),
+    *(args for args, _ in BAD_INPUT),
+]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _warm() -> Any:
+    SCRATCH.mkdir(exist_ok=True)
+    Path(BAD).write_text('tools = ["a"]\n\n[[requirements]]\ntype = "conditional"\ntaget = "a"\n')
+    try:
+        with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
+            for args, ran in zip(COMMANDS, pool.map(_spawn, COMMANDS), strict=True):
+                _CACHE[args] = ran
+        yield
+    finally:
+        shutil.rmtree(SCRATCH, ignore_errors=True)
+
+
+# -- check: exit codes and text --------------------------------------------------------------
+
+
+def test_check_clean_exits_0_with_a_summary() -> None:
+    ran = run("check", CLEAN)
+    assert ran.code == 0, ran.err
+    assert ran.out.splitlines()[0] == CLEAN
+    assert "no findings · complete: holds for histories of any length" in ran.out
+    assert ran.err == ""
+
+
+def test_check_errors_exit_1_with_trace_core_and_positions() -> None:
+    ran = run("check", DEADLOCK)
+    assert ran.code == 1
+    out = ran.out
+    assert "  error deadlock: after 1 step no tool is allowed" in out
+    assert "      1. classify (error)" in out
+    assert f"- classify-once (priority 10) at {DEADLOCK}:9: Rule('classify'" in out
+    assert f"- escalate-after-classify (priority 10) at {DEADLOCK}:16:" in out
+    assert "depends on custom checks: no" in out
+    assert "1 error, 0 warnings · complete" in out
+
+
+def test_warnings_alone_exit_0_unless_fail_on_warning() -> None:
+    assert run("check", WARNINGS).code == 0
+    assert "0 errors, 2 warnings" in run("check", WARNINGS).out
+    assert run("check", WARNINGS, "--fail-on", "warning").code == 1
+
+
+def test_an_incomplete_check_says_it_is_not_a_proof() -> None:
+    ran = run("check", CLEAN, "--max-states", "2")
+    assert ran.code == 0
+    assert "incomplete (the state limit (2) was reached): not a proof" in ran.out
+
+
+def test_limits_and_engines_are_passed_through() -> None:
+    huge = run("check", CLEAN, "--max-states", str(10**40), "--timeout", "300")
+    assert huge.code == 0 and "complete: holds" in huge.out
+    short = run("check", CLEAN, "--engine", "explicit", "--max-iterations", "3")
+    assert short.code == 1
+    assert "error budget" in short.out and "max_iterations=3" in short.out
+
+
+# -- check: JSON ------------------------------------------------------------------------------
+
+REPORT_KEYS = {"policy", "complete", "findings", "stats"}
+FINDING_KEYS = {
+    "id",
+    "severity",
+    "tool",
+    "requirement",
+    "message",
+    "trace",
+    "core",
+    "depends_on_custom_checks",
+}
+
+
+def check_report_shape(report: dict[str, Any]) -> None:
+    assert set(report) == REPORT_KEYS | ({"reason"} if not report["complete"] else set())
+    assert set(report["stats"]) == {"states", "seconds"}
+    for finding in report["findings"]:
+        extra = {"min_steps"} if finding["id"] == "budget" else set()
+        assert set(finding) == FINDING_KEYS | extra
+        assert finding["severity"] == SEVERITY[finding["id"]]
+        for step in finding["trace"]:
+            assert set(step) == {"tool", "status"}
+        for entry in finding["core"]:
+            assert set(entry) == {"requirement", "priority", "rule"}
+
+
+def test_json_one_policy_is_exactly_one_object() -> None:
+    ran = run("check", DEADLOCK, "--format", "json")
+    assert ran.code == 1
+    report = ran.json()
+    check_report_shape(report)
+    assert report["policy"] == DEADLOCK and report["complete"] is True
+    (finding,) = report["findings"]
+    assert finding["id"] == "deadlock" and finding["requirement"] is None
+    assert finding["trace"] == [{"tool": "classify", "status": "error"}]
+
+
+def test_json_several_policies_one_object_per_line() -> None:
+    ran = run("check", CLEAN, BUDGET, DEAD_REQUIREMENT, "--format", "json")
+    assert ran.code == 1
+    reports = [json.loads(line) for line in ran.out.splitlines()]
+    assert [r["policy"] for r in reports] == [CLEAN, BUDGET, DEAD_REQUIREMENT]
+    for report in reports:
+        check_report_shape(report)
+    (budget,) = reports[1]["findings"]
+    assert budget["id"] == "budget" and budget["min_steps"] == 4 and budget["trace"] == []
+    (dead,) = reports[2]["findings"]
+    assert dead["requirement"] == "draft-after-reading"
+
+
+# -- check: SARIF -----------------------------------------------------------------------------
+
+
+def check_sarif(log: dict[str, Any]) -> list[dict[str, Any]]:
+    """The structure code-scanning services read, checked key by key; the results."""
+    assert isinstance(log["$schema"], str) and log["$schema"].startswith("https://")
+    assert log["version"] == "2.1.0"
+    (run_,) = log["runs"]
+    driver = run_["tool"]["driver"]
+    for key in ("name", "version", "informationUri"):
+        assert isinstance(driver[key], str) and driver[key]
+    assert ":" in driver["informationUri"]
+    rules = driver["rules"]
+    assert [r["id"] for r in rules] == list(FINDING_IDS)
+    for rule in rules:
+        assert rule["defaultConfiguration"]["level"] == SEVERITY[rule["id"]]
+        assert isinstance(rule["shortDescription"]["text"], str)
+        assert isinstance(rule["fullDescription"]["text"], str)
+    for result in run_["results"]:
+        assert result["ruleId"] in {r["id"] for r in rules}
+        assert rules[result["ruleIndex"]]["id"] == result["ruleId"]
+        assert result["level"] in ("error", "warning", "note", "none")
+        assert isinstance(result["message"]["text"], str) and result["message"]["text"]
+        assert result["locations"]
+        ids = set()
+        for where in result["locations"] + result.get("relatedLocations", []):
+            physical = where["physicalLocation"]
+            assert isinstance(physical["artifactLocation"]["uri"], str)
+            region = physical["region"]
+            assert isinstance(region["startLine"], int) and region["startLine"] >= 1
+            assert region.get("startColumn", 1) >= 1
+            if "id" in where:
+                assert isinstance(where["id"], int) and where["id"] not in ids
+                ids.add(where["id"])
+        assert isinstance(result["properties"]["trace"], list)
+    return list(run_["results"])
+
+
+def test_sarif_shape_locations_and_traces() -> None:
+    ran = run("check", DEADLOCK, WARNINGS, BUDGET, DEAD_REQUIREMENT, FORCED, "--format", "sarif")
+    assert ran.code == 1
+    results = check_sarif(ran.json())
+    by_rule: dict[str, list[dict[str, Any]]] = {}
+    for result in results:
+        by_rule.setdefault(result["ruleId"], []).append(result)
+    assert set(by_rule) == {
+        "deadlock",
+        "dead-tool",
+        "budget",
+        "dead-requirement",
+        "forced-conflict",
+    }
+    (deadlock,) = by_rule["deadlock"]
+    assert deadlock["level"] == "error"
+    primary = deadlock["locations"][0]["physicalLocation"]
+    assert primary["artifactLocation"]["uri"] == DEADLOCK
+    assert primary["region"]["startLine"] == 9  # the entry of `classify-once`, first in the core
+    (related,) = deadlock["relatedLocations"]
+    assert related["physicalLocation"]["region"]["startLine"] == 16
+    assert deadlock["properties"]["trace"] == [{"tool": "classify", "status": "error"}]
+    assert {r["level"] for r in by_rule["dead-tool"]} == {"warning"}
+    (dead,) = by_rule["dead-requirement"]
+    assert dead["properties"]["requirement"] == "draft-after-reading"
+    where = dead["locations"][0]["physicalLocation"]
+    assert where["artifactLocation"]["uri"] == DEAD_REQUIREMENT
+
+
+def test_sarif_for_a_python_policy_points_at_its_file() -> None:
+    ran = run("check", f"{EX}/business_hours.py:policy", "--format", "sarif")
+    assert ran.code == 1
+    (result,) = check_sarif(ran.json())
+    physical = result["locations"][0]["physicalLocation"]
+    assert physical["artifactLocation"]["uri"] == f"{EX}/business_hours.py"
+    assert physical["region"] == {"startLine": 1}
+    assert result["properties"]["depends_on_custom_checks"] is True
+
+
+# -- bad input --------------------------------------------------------------------------------
+
+
+def assert_one_line_error(ran: Ran, *needles: str) -> None:
+    assert ran.code == 2, (ran.out, ran.err)
+    assert ran.out == ""
+    assert "Traceback" not in ran.err
+    lines = ran.err.splitlines()
+    assert lines[0].startswith("ruleengine: ")
+    assert len(lines) == 1 or (len(lines) == 2 and lines[1].startswith("  hint: "))
+    for needle in needles:
+        assert needle in lines[0]
+
+
+def test_a_missing_file_names_it() -> None:
+    assert_one_line_error(run("check", "missing.toml"), "missing.toml", "no such file")
+
+
+def test_a_malformed_policy_names_file_line_and_key() -> None:
+    assert_one_line_error(run("check", BAD), f"{BAD}:5", "taget")
+
+
+def test_a_negative_timeout_is_refused() -> None:
+    assert_one_line_error(run("check", CLEAN, "--timeout", "-1"), "--timeout", "`-1`")
+
+
+@pytest.mark.parametrize(("args", "needle"), BAD_INPUT)
+def test_bad_input_exits_2_with_one_line(args: tuple[str, ...], needle: str) -> None:
+    assert_one_line_error(run(*args), needle)
+
+
+def test_an_empty_policy_file_is_bad_input(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("")
+    assert_one_line_error(run("check", str(empty)), "empty.yaml:1", "empty")
+
+
+def test_help_and_version() -> None:
+    assert run("--version").out.startswith("ruleengine ")
+    ran = run("check", "--help")
+    assert ran.code == 0 and "--fail-on" in ran.out
+
+
+# -- explain ----------------------------------------------------------------------------------
+
+
+def test_explain_a_trace_that_runs_through() -> None:
+    ran = run("explain", CLEAN, "--trace", "think,search,fetch,cite,final_answer")
+    assert ran.code == 0, ran.err
+    out = ran.out
+    assert "before step 1 (no calls yet)" in out
+    assert "  forced: think · can stop: no · tool_choice: think" in out
+    assert f"- think-first (priority 10) at {CLEAN}:7: forced('think')" in out
+    assert "step 4: cite: allowed" in out
+    assert "final_answer: allowed: the run ends" in out
+    assert out.rstrip().endswith("result: every step was allowed")
+
+
+def test_explain_a_refused_step_exits_1() -> None:
+    ran = run("explain", CLEAN, "--trace", "think,cite")
+    assert ran.code == 1
+    assert "step 2: cite: REFUSED: `cite` is not allowed here (needs `fetch` first)" in ran.out
+    assert "the runtime would refuse this call" in ran.out
+
+
+def test_explain_a_final_answer_the_policy_prevents_exits_1() -> None:
+    ran = run("explain", CLEAN, "--trace", "think,final_answer")
+    assert ran.code == 1
+    assert "final_answer: REFUSED: the agent may not stop here (prevented by `cite-sources`)" in (
+        ran.out
+    )
+
+
+def test_explain_without_a_trace_shows_the_first_pass() -> None:
+    ran = run("explain", CLEAN)
+    assert ran.code == 0
+    assert ran.out.startswith(f"{CLEAN}: the empty run\nbefore step 1 (no calls yet)\n")
+
+
+def test_explain_a_conflict_shows_its_core() -> None:
+    ran = run("explain", DEADLOCK, "--trace", "classify:error")
+    assert ran.code == 1
+    assert "conflict (deadlock)" in ran.out
+    assert f"- classify-once (priority 10) at {DEADLOCK}:9" in ran.out
+
+
+def test_explain_unknown_tool_or_status_is_bad_input() -> None:
+    assert_one_line_error(run("explain", CLEAN, "--trace", "think,serach"), "`serach`")
+    assert "did you mean `search`?" in run("explain", CLEAN, "--trace", "think,serach").err
+    assert_one_line_error(run("explain", CLEAN, "--trace", "think:maybe"), "`maybe`")
+
+
+# -- diff -------------------------------------------------------------------------------------
+
+DIFF_KEYS = {"old", "new", "equivalent", "complete", "trace", "difference", "stats"}
+
+
+def test_diff_equivalent_policies_exit_0_with_a_proof() -> None:
+    ran = run("diff", CLEAN, f"{EX}/research.yaml")
+    assert ran.code == 0
+    assert "are equivalent" in ran.out and "complete: this is a proof" in ran.out
+    data = run("diff", CLEAN, f"{EX}/research.json", "--format", "json").json()
+    assert set(data) == DIFF_KEYS
+    assert data["equivalent"] is True and data["complete"] is True
+    assert data["difference"] is None and data["trace"] == []
+
+
+def test_diff_different_policies_exit_1_with_both_passes() -> None:
+    ran = run("diff", CLEAN, f"{EX}/react_loop.json", "--format", "json")
+    assert ran.code == 1
+    data = ran.json()
+    assert set(data) == DIFF_KEYS
+    assert data["equivalent"] is False and data["complete"] is True
+    assert set(data["difference"]) == {"old", "new"}
+    for side in data["difference"].values():
+        assert side["conflict"] is True or set(side) == {
+            "conflict",
+            "allowed",
+            "hidden",
+            "forced",
+            "can_stop",
+        }
+
+
+def test_diff_cut_short_is_not_a_proof() -> None:
+    ran = run("diff", CLEAN, f"{EX}/research.yaml", "--max-states", "2")
+    assert ran.code == 0
+    assert "no difference found" in ran.out and "not a proof" in ran.out
+
+
+# -- schema and bench -------------------------------------------------------------------------
+
+
+def test_schema_prints_the_policy_schema() -> None:
+    ran = run("schema")
+    assert ran.code == 0
+    schema = ran.json()
+    assert schema["title"] == "ruleengine policy" and "tools" in schema["properties"]
+    assert ran.out.startswith("{\n  ")  # indented
+
+
+def test_bench_measures_decisions() -> None:
+    ran = run("bench", CLEAN, "--walks", "20", "--steps", "6", "--format", "json")
+    assert ran.code == 0, ran.err
+    data = ran.json()
+    assert data["walks"] == 20 and data["steps"] == 6 and data["decisions"] >= 20
+    assert 0 < data["p50_us"] <= data["p99_us"] <= data["max_us"]
+    assert 0 <= data["cache_hit_rate"] <= 1 and data["solver_checks_per_decision"] >= 0
+    assert sum(data["ended"].values()) == 20
+    text = run("bench", DEADLOCK, "--walks", "10")
+    assert text.code == 0
+    assert "decision time: p50" in text.out and "cache hit rate" in text.out
+
+
+# -- progress ---------------------------------------------------------------------------------
+
+
+def test_no_progress_line_when_stderr_is_not_a_terminal() -> None:
+    # Every run above had the progress line due at once; stderr was a pipe.
+    for args in (("check", CLEAN), ("diff", CLEAN, f"{EX}/research.yaml")):
+        assert "\r" not in run(*args).err and "checking" not in run(*args).err
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="needs a pseudo-terminal")
+def test_a_progress_line_on_a_terminal_is_erased_at_the_end() -> None:
+    import pty
+
+    leader, follower = pty.openpty()
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "ruleengine", "check", CLEAN],
+            cwd=ROOT,
+            env=_env(RULEENGINE_PROGRESS_AFTER="0"),
+            stdout=subprocess.PIPE,
+            stderr=follower,
+            timeout=120,
+            check=False,
+        )
+    finally:
+        os.close(follower)
+    seen = b""
+    try:
+        while chunk := os.read(leader, 4096):
+            seen += chunk
+    except OSError:
+        pass  # the terminal closed
+    finally:
+        os.close(leader)
+    assert done.returncode == 0
+    text = seen.decode()
+    assert f"ruleengine: checking {CLEAN}" in text
+    assert text.endswith("\r\x1b[K")

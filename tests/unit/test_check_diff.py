@@ -1,0 +1,235 @@
+"""``diff``: a shortest history after which two policies' passes differ, or a proof that none
+does (SPEC §10). Passes are compared on allowed and hidden (as sets), forced, can_stop and
+conflict-or-not; reasons and cores do not count."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from ruleengine import (
+    AskPermissionRequirement,
+    ConditionalRequirement,
+    ConflictError,
+    Policy,
+    PolicyError,
+    Reasoner,
+    RuleEngineError,
+    RunState,
+    requirement,
+)
+from ruleengine.check import DiffReport, PassView, diff, diff_policies
+
+C = ConditionalRequirement
+
+
+def strict(tools: list[str], reqs: list[Any]) -> tuple[list[str], list[Any], str]:
+    return (tools, reqs, "strict")
+
+
+def view(tools: list[str], reqs: list[Any], trace: list[Any], mode: str = "strict") -> PassView:
+    """What the runtime decides after ``trace``, as diff shows it."""
+    try:
+        p = Reasoner(tools, reqs, mode=mode).decide(RunState.from_trace(trace))  # type: ignore[arg-type]
+    except ConflictError:
+        return PassView(conflict=True)
+    return PassView(
+        conflict=False, allowed=p.allowed, hidden=p.hidden, forced=p.forced, can_stop=p.can_stop
+    )
+
+
+def steps(report: DiffReport) -> list[tuple[str, str]]:
+    return [(s.tool, s.status) for s in report.trace]
+
+
+def assert_equivalent(report: DiffReport) -> None:
+    data = report.model_dump(mode="json")
+    assert json.loads(report.model_dump_json()) == data
+    assert set(data) == {"old", "new", "equivalent", "complete", "trace", "difference", "stats"}
+    assert data["equivalent"] is True and data["complete"] is True
+    assert data["trace"] == [] and data["difference"] is None
+    assert set(data["stats"]) == {"states", "seconds"}
+
+
+# -- equivalent ----------------------------------------------------------------------------
+
+
+def test_the_same_policy_is_equivalent_to_itself() -> None:
+    old = strict(["a", "b"], [C("a", max_invocations=1, name="x")])
+    new = strict(["a", "b"], [C("a", max_invocations=1, name="y")])
+    assert_equivalent(diff(old, new))
+
+
+def test_redundant_requirements_and_reasons_do_not_count() -> None:
+    old = strict(["a", "b"], [C("a", max_invocations=1, reason="once")])
+    new = strict(
+        ["a", "b"],
+        [C("a", max_invocations=1, reason="at most once", name="one"), C("a", max_invocations=3)],
+    )
+    assert_equivalent(diff(old, new))
+
+
+def test_tool_order_does_not_count() -> None:
+    assert_equivalent(diff(strict(["a", "b"], []), strict(["b", "a"], [])))
+
+
+def test_a_tool_never_allowed_is_the_same_as_no_tool() -> None:
+    assert_equivalent(diff(strict(["a", "b"], [C("b", max_invocations=0)]), strict(["a"], [])))
+
+
+def test_modes_that_agree_on_plain_rules_are_equivalent() -> None:
+    reqs = [C("a", max_invocations=2, name="cap")]
+    assert_equivalent(diff((["a"], reqs, "strict"), (["a"], reqs, "priority")))
+
+
+# -- different -------------------------------------------------------------------------------
+
+
+def test_a_different_cap_differs_after_the_first_call() -> None:
+    old = strict(["a", "b"], [C("a", max_invocations=1, name="x")])
+    new = strict(["a", "b"], [C("a", max_invocations=2, name="y")])
+    report = diff(old, new, old_name="old.toml", new_name="new.toml")
+    data = report.model_dump(mode="json")
+    assert data == {
+        "old": "old.toml",
+        "new": "new.toml",
+        "equivalent": False,
+        "complete": True,
+        "trace": [{"tool": "a", "status": "ok"}],
+        "difference": {
+            "old": {
+                "conflict": False,
+                "allowed": ["b", "final_answer"],
+                "hidden": [],
+                "forced": None,
+                "can_stop": True,
+            },
+            "new": {
+                "conflict": False,
+                "allowed": ["a", "b", "final_answer"],
+                "hidden": [],
+                "forced": None,
+                "can_stop": True,
+            },
+        },
+        "stats": data["stats"],
+    }
+
+
+def test_a_conflict_shows_as_conflict_only() -> None:
+    nostop = C("final_answer", max_invocations=0, name="nostop")
+    old = strict(["a"], [nostop, C("a", max_invocations=1, name="cap")])
+    new = strict(["a"], [nostop, C("a", max_invocations=2, name="cap")])
+    report = diff(old, new)
+    assert steps(report) == [("a", "ok")]
+    data = report.model_dump(mode="json")["difference"]
+    assert data["old"] == {"conflict": True}
+    assert data["new"] == {
+        "conflict": False,
+        "allowed": ["a"],
+        "hidden": [],
+        "forced": None,
+        "can_stop": False,
+    }
+
+
+def test_different_tool_lists_differ_at_once() -> None:
+    report = diff(strict(["a", "b"], []), strict(["a"], []))
+    assert not report.equivalent and report.complete and report.trace == ()
+    assert report.difference is not None
+    assert report.difference["old"].allowed == ("a", "b", "final_answer")
+    assert report.difference["new"].allowed == ("a", "final_answer")
+
+
+def test_the_shortest_smallest_history_is_reported() -> None:
+    # `a` and `b` both reach the difference; `a` comes first in declared order, `ok` before
+    # `error`, and the history is as short as can be.
+    old = strict(["a", "b"], [C("final_answer", only_after=["a", "b"], name="both")])
+    new = strict(["a", "b"], [C("final_answer", only_after=["a", "b"], name="both")])
+    assert_equivalent(diff(old, new))
+    new = strict(
+        ["a", "b"],
+        [
+            C("final_answer", only_after=["a", "b"], name="both"),
+            C("b", only_before=["a"], name="b-first"),
+        ],
+    )
+    report = diff(old, new)
+    assert steps(report) == [("a", "ok")]
+    assert report.difference is not None
+    assert report.difference["old"].allowed == ("a", "b")
+    assert report.difference["new"].allowed == ("a",)
+
+
+def test_a_refusal_is_a_step_too() -> None:
+    old = strict(["a"], [AskPermissionRequirement(["a"], remember_choices=True, name="ask")])
+    report = diff(old, strict(["a"], []))
+    assert steps(report) == [("a", "denied")]
+    assert report.difference is not None
+    assert report.difference["old"].allowed == ("final_answer",)
+
+
+def test_a_deep_difference_is_found_and_replays() -> None:
+    old_reqs, new_reqs = [C("b", max_invocations=30)], [C("b", max_invocations=31)]
+    report = diff(strict(["a", "b"], old_reqs), strict(["a", "b"], new_reqs))
+    trace = steps(report)
+    assert trace == [("b", "ok")] * 30
+    for n in range(len(trace)):
+        assert view(["a", "b"], old_reqs, trace[:n]) == view(["a", "b"], new_reqs, trace[:n])
+    assert report.difference == {
+        "old": view(["a", "b"], old_reqs, trace),
+        "new": view(["a", "b"], new_reqs, trace),
+    }
+
+
+def test_diff_policies_names_the_sources() -> None:
+    old = Policy(["a"], [C("a", max_invocations=1)], source="old.toml")
+    new = Policy(["a"], [C("a", max_invocations=1)], source="new.yaml")
+    report = diff_policies(old, new)
+    assert (report.old, report.new, report.equivalent, report.complete) == (
+        "old.toml",
+        "new.yaml",
+        True,
+        True,
+    )
+
+
+# -- cut short, and bad input ---------------------------------------------------------------
+
+
+def test_a_cut_search_is_not_a_proof() -> None:
+    old = strict(["a", "b"], [C("b", max_invocations=300)])
+    new = strict(["a", "b"], [C("b", max_invocations=301)])
+    for options in ({"max_states": 5}, {"timeout": 1e-9}):
+        report = diff(old, new, **options)
+        data = report.model_dump(mode="json")
+        assert data["complete"] is False and data["reason"]
+        assert data["equivalent"] is True and data["difference"] is None
+
+
+def test_bad_arguments_are_policy_errors() -> None:
+    same = strict(["a"], [])
+    with pytest.raises(PolicyError, match="timeout"):
+        diff(same, same, timeout=-1)
+    with pytest.raises(PolicyError, match="max_states"):
+        diff(same, same, max_states=0)
+    with pytest.raises(PolicyError, match="mode"):
+        diff(same, (["a"], [], "fast"))  # type: ignore[arg-type]
+
+
+@requirement(name="quiet")
+def quiet(state: RunState) -> list[Any]:
+    """No monitor, no rules."""
+    return []
+
+
+def test_a_requirement_without_a_monitor_is_not_a_crash() -> None:
+    # A clear error, or a report that says it proves nothing; never an internal exception.
+    try:
+        report = diff(strict(["a"], [quiet]), strict(["a"], []))
+    except RuleEngineError as exc:
+        assert isinstance(exc, PolicyError) and "`quiet`" in str(exc)
+        return
+    assert not report.complete
