@@ -92,6 +92,8 @@ class _Explorer:
         self.finishing: list[bool] = []
         self.deciding: list[bool] = []
         """Per node, whether some check values give it a pass (it does not conflict)."""
+        self.always_deciding: list[bool] = []
+        """Per node, whether every check value gives it a pass."""
         self.result = Analysis(depends_on_checks=any(c.opaque for c in system.components))
         self.asking = {
             c.requirement.name: c.requirement
@@ -135,10 +137,12 @@ class _Explorer:
         callable_by_all: set[str] | None = None
         callable_by_some: set[str] = set()
         finishing = deciding = False
+        always = True
         for records, outcome in outcomes:
             if isinstance(outcome, ConflictError):
                 self._conflict(node, records, outcome, outcomes)
                 callable_by_all = set()
+                always = False
                 if self.want_live:
                     self._liveness(records, outcome)
                 continue
@@ -157,6 +161,7 @@ class _Explorer:
             self.result.finish_depth = node.depth
         self.finishing.append(finishing)
         self.deciding.append(deciding)
+        self.always_deciding.append(always)
         self.edges.append(self._successors(i, callable_by_some, callable_by_all or set(), queue))
 
     def _successors(self, i: int, some: set[str], every: set[str], queue: deque[int]) -> list[int]:
@@ -176,11 +181,6 @@ class _Explorer:
                     j = self.index[after] = len(self.nodes)
                     self.nodes.append(_Node(after, node.depth + 1, i, (tool, status), depends))
                     queue.append(j)
-                elif (
-                    self.nodes[j].depends and not depends and self.nodes[j].depth == node.depth + 1
-                ):
-                    # As short, and without check values: the trace to report from now on.
-                    self.nodes[j] = _Node(after, node.depth + 1, i, (tool, status), False)
                 if j not in found:
                     found.append(j)
         return found
@@ -252,5 +252,7 @@ class _Explorer:
                     todo.append(i)
         for i, node in enumerate(nodes):
             if self.deciding[i] and not reaches[i]:
-                self.result.no_finish = self._witness(node, (), False)
+                # Stuck whatever the checks say; but the state has a pass (rather than a
+                # conflict) only for some check values when not every value decides it.
+                self.result.no_finish = self._witness(node, (), not self.always_deciding[i])
                 return

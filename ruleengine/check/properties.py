@@ -90,9 +90,12 @@ def _finding(
     core: Sequence[CoreEntry] = (),
     tool: str | None = None,
     requirement: str | None = None,
-    depends: bool = False,
     min_steps: int | None = None,
 ) -> Finding:
+    # Opaque checks branch both ways, so the explored states include every history any check
+    # functions allow: "never" verdicts (dead-tool, dead-requirement, budget, and no-finish's
+    # "cannot finish from here") hold whatever the checks answer. Only reaching a state, or a
+    # state's verdict, can need particular check values: that is the witness's to say.
     trace = tuple(TraceStep(tool=t, status=s) for t, s in witness.trace) if witness else ()
     return Finding(
         id=finding_id,
@@ -102,14 +105,18 @@ def _finding(
         message=message,
         trace=trace,
         core=tuple(core),
-        depends_on_custom_checks=depends or (witness is not None and witness.depends_on_checks),
+        depends_on_custom_checks=witness is not None and witness.depends_on_checks,
         min_steps=min_steps,
     )
 
 
+def _steps(n: int) -> str:
+    return f"{n} step{'s' if n != 1 else ''}"
+
+
 def _after(witness: Witness) -> str:
     n = len(witness.trace)
-    return "at the first step" if n == 0 else f"after {n} step{'s' if n != 1 else ''}"
+    return "at the first step" if n == 0 else f"after {_steps(n)}"
 
 
 def _deadlock(system: Checked, witness: Witness) -> Finding:
@@ -167,7 +174,6 @@ def _no_finish(
         f"{_after(witness)} the run reaches a state from which `final_answer` can never be reached",
         witness=witness,
         core=core_entries(system, core),
-        depends=_opaque(system, core),
     )
 
 
@@ -196,16 +202,22 @@ def _budget(
         system, fails, engine, f"finish:{max_iterations - 1}", cache=cache, hints=[cone, *hints]
     )
     hints.insert(0, frozenset(r.name for r in core))
-    if least is None:
+    if least is None and not analysis.complete:
+        # The search stopped after deciding every state up to depth_done: `final_answer` was
+        # not allowed that far, which is all it showed (min_steps stays unknown, null).
+        why = (
+            f"`final_answer` needs more than {_steps(analysis.depth_done)} first (the search "
+            f"stopped there, without showing whether it is ever allowed)"
+        )
+    elif least is None:
         why = "`final_answer` is never allowed"
     else:
-        why = f"`final_answer` needs at least {least} steps first"
+        why = f"`final_answer` needs at least {_steps(least)} first"
     return _finding(
         "budget",
         f"{why}: more than max_iterations={max_iterations} allows (at most "
-        f"{max_iterations - 1} steps before the final answer)",
+        f"{_steps(max_iterations - 1)} before the final answer)",
         core=core_entries(system, core),
-        depends=_opaque(system, core),
         min_steps=least,
     )
 
@@ -228,7 +240,6 @@ def _dead_tools(
                 f"`{tool}` is allowed in no reachable state",
                 core=core_entries(system, core),
                 tool=tool,
-                depends=_opaque(system, core),
             )
         )
     return out
@@ -258,7 +269,6 @@ def _dead_requirements(
                 f"`{name}` changes the pass in no reachable state",
                 core=core_entries(system, core),
                 requirement=name,
-                depends=_opaque(system, core),
             )
         )
     return out
@@ -414,8 +424,14 @@ def _holds(
     analysis = cache.get(full_key)
     if analysis is None:
         analysis = cache[full_key] = engine(sub, focus)
+    if analysis.complete:
+        return holds(analysis)
+    if focus is not None and focus.startswith("finish:"):
+        # A budget question is about histories of at most N steps: a search that decided
+        # every state that deep answers it exactly, however it was stopped after that.
+        return analysis.depth_done >= int(focus[7:]) and holds(analysis)
     # An analysis cut short answers "no": nothing is dropped on partial evidence.
-    return analysis.complete and holds(analysis)
+    return False
 
 
 def _mentions_of(system: Checked, name: str) -> frozenset[str]:
@@ -480,8 +496,3 @@ def requirement_type(req: Requirement) -> str:
     if isinstance(req, CycleGuard):
         return "cycle_guard"
     return type(req).__name__
-
-
-def _opaque(system: Checked, reqs: Sequence[Requirement]) -> bool:
-    names = {r.name for r in reqs}
-    return any(c.opaque for c in system.components if c.requirement.name in names)

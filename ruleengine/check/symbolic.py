@@ -494,6 +494,7 @@ class _Symbolic:
             result.states = self._count(self.reach)
             if self.max_states is not None and result.states > self.max_states:
                 result.reason = f"the state limit ({self.max_states}) was reached"
+                result.states = self._layers_within(self.max_states)
         try:
             if result.reason is not None:
                 # Only what breadth-first layers explored so far is known for sure.
@@ -589,6 +590,22 @@ class _Symbolic:
             self.layered |= frontier
         return self.layers[d]
 
+    def _layers_within(self, limit: int) -> int:
+        """Breadth-first layers while the states they hold stay within ``limit`` (a layer
+        that would pass it is dropped): what a search bounded by ``max_states`` explores.
+        Returns how many states those layers hold."""
+        try:
+            while True:
+                before, count = self.layered, self._count(self.layered)
+                if self._layer(len(self.layers)) is None:
+                    return count
+                if self._count(self.layered) > limit:
+                    self.layers.pop()
+                    self.layered = before
+                    return count
+        except _OutOfTime:
+            return self._count(self.layered)
+
     def _count(self, u: Node) -> int:
         names = [b for c in self.system.components for b in self.enc.bits[id(c)]]
         if not names:
@@ -673,7 +690,9 @@ class _Symbolic:
         reaches = self.can_finish = self._can_finish(some(p.can_stop))
         stuck = deciding & ~reaches
         if stuck != bdd.false:
-            self.result.no_finish = self._witness(stuck, None)
+            # The finding at its end: the state has a pass (it is stuck, not in conflict).
+            witness = self._witness(stuck, lambda o: not isinstance(o, ConflictError))
+            self.result.no_finish = Witness(witness.trace, (), witness.depends_on_checks)
 
     def _finish_path(self) -> int | None:
         """The length of some path to a state that may stop, when one within the budget is

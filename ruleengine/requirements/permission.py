@@ -17,6 +17,7 @@ hidden=hide_disallowed)``, an approval ``Rule(t, allowed=True)``.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from typing import Any
 
@@ -161,18 +162,9 @@ class AskPermissionRequirement(Requirement):
         covered = _covered(tuple(include), tuple(exclude))
         if covered == self._covered:
             return self
-        bound = AskPermissionRequirement(
-            covered or None,
-            None,
-            self.handler,
-            remember_choices=self.remember_choices,
-            hide_disallowed=self.hide_disallowed,
-            always_allow=self.always_allow,
-            timeout=self.timeout,
-            priority=self.priority,
-            enabled=self.enabled,
-            name=self.name,
-        )
+        # A copy keeps the original include/exclude, so binding again to the same tools
+        # gives the same coverage (an empty one included) and returns the bound copy itself.
+        bound = copy.copy(self)
         bound._covered = covered
         bound._monitor = bound._make_monitor(covered)
         return bound

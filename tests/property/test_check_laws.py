@@ -102,10 +102,6 @@ def test_every_trace_replays_to_its_finding(case: PolicyCase) -> None:
             assert f.id not in ("no-finish", "dead-tool", "dead-requirement")
         if not case.opaque:
             assert not f.depends_on_custom_checks
-        # Known bug: a no-finish state that decides only for some custom check values is not
-        # flagged (test_check_findings.py::test_no_finish_through_a_custom_check_says_so).
-        if f.id == "no-finish" and case.opaque:
-            continue
         if not f.depends_on_custom_checks:
             assert confirm(reasoner, f) is None
 
@@ -114,25 +110,9 @@ def test_every_trace_replays_to_its_finding(case: PolicyCase) -> None:
 
 
 def comparable(a: Report, b: Report) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The two reports without their stats; a finding that leans on custom checks (in
-    either report) only by its subject. The engines pick different witnesses through opaque
-    checks (the explicit one prefers traces that need no check value, the symbolic one the
-    smallest): a known bug, see tests/unit/test_check_findings.py::
-    test_engines_agree_on_witnesses_through_opaque_checks."""
+    """The two reports without their stats (the engines count states differently)."""
     left, right = a.model_dump(mode="json"), b.model_dump(mode="json")
     left.pop("stats"), right.pop("stats")
-    opaque = {
-        (f["id"], f["tool"], f["requirement"])
-        for f in (*left["findings"], *right["findings"])
-        if f["depends_on_custom_checks"]
-    }
-    for data in (left, right):
-        data["findings"] = [
-            {k: f[k] for k in ("id", "tool", "requirement", "severity")}
-            if (f["id"], f["tool"], f["requirement"]) in opaque
-            else f
-            for f in data["findings"]
-        ]
     return left, right
 
 

@@ -503,8 +503,8 @@ def test_cycle_guard_policies_are_checked_by_the_explicit_engine() -> None:
     # its deny would leave nothing to call and it gives way.
     reqs = [CycleGuard(name="guard"), C("a", min_invocations=2, name="need")]
     assert run(["a"], reqs, "explicit").findings == ()
-    # Here it only ever denies `a` where `a` is denied anyway, or gives way: dead, and the
-    # finding leans on its opaque "is cycling" check.
+    # Here it only ever denies `a` where `a` is denied anyway, or gives way: dead whatever its
+    # opaque "is cycling" check answers (a "never" verdict holds for every check value).
     reqs = [CycleGuard(name="guard"), C("a", min_invocations=1, consecutive_allowed=False)]
     report = run(["a"], reqs, "explicit")
     assert rows(report) == [
@@ -516,7 +516,7 @@ def test_cycle_guard_policies_are_checked_by_the_explicit_engine() -> None:
             level(
                 "conditional(a)", "guard", types={"guard": "cycle_guard"}, priorities={"guard": 1}
             ),
-            depends=True,
+            depends=False,
         )
     ]
 
@@ -538,12 +538,6 @@ def test_engines_agree_on_a_guard_that_only_yields() -> None:
     assert explicit == symbolic
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: through opaque checks the explicit engine prefers traces whose steps need no "
-    "check value (`b, b`; `b, a, b`), the symbolic one takes the smallest (`a, b`; `a, a, b`, "
-    "which needs the guard not to fire)",
-)
 @pytest.mark.parametrize(
     "reqs",
     [
@@ -576,11 +570,6 @@ def test_engines_agree_on_witnesses_through_opaque_checks(reqs: list[Any]) -> No
     assert rows(explicit) == rows(symbolic)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: a no-finish state that is non-conflicting only for some custom check values "
-    "is reported with depends_on_custom_checks=false, and its trace does not replay",
-)
 @pytest.mark.parametrize("engine", ENGINES)
 def test_no_finish_through_a_custom_check_says_so(engine: str) -> None:
     def never(state: RunState) -> bool:
@@ -699,11 +688,6 @@ def test_policy_check_is_check_policy_is_check() -> None:
     assert [(f.id, f.min_steps) for f in tight.findings] == [("budget", 1)]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: AskPermissionRequirement.bind is not idempotent when it covers no tool: "
-    "binding again (Policy, then the checker's Reasoner) makes it cover every tool",
-)
 def test_a_policy_checks_like_its_requirements() -> None:
     ask = AskPermissionRequirement(exclude=["a", "b"], remember_choices=True, name="ask")
     direct = check(["a", "b"], [ask])
