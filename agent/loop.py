@@ -152,9 +152,10 @@ class RunLoop:
             self.iteration = iteration
             if await self._iterate():
                 return
+        steps = len(self.state.steps)
         raise MaxIterationsError(
             f"the run did not finish within max_iterations={self.limits.max_iterations}"
-            f" model rounds ({len(self.state.steps)} steps)",
+            f" model rounds ({steps} step{'' if steps == 1 else 's'})",
             max_iterations=self.limits.max_iterations,
             hint="raise `max_iterations`, or check that the requirements let the agent finish"
             " (`ruleengine check` finds `budget` and `no-finish` problems)",

@@ -67,6 +67,10 @@ def findings(
         witness = analysis.forced_conflicts.get(tool)
         if witness is not None:
             out.append(_forced_conflict(system, tool, witness))
+    # A conflict early in every run often explains the findings below too (nothing after it
+    # is reachable): its requirements are the first guess for their cores.
+    for conflict in out:
+        hints.insert(0, frozenset(c.requirement for c in conflict.core))
     if analysis.complete and analysis.no_finish is not None:
         out.append(_no_finish(system, analysis.no_finish, engine, cache, hints))
     if analysis.depth_done >= max_iterations - 1 or analysis.complete:
@@ -229,9 +233,9 @@ def _dead_tools(
     for tool in system.tools:
         if tool == FINAL_ANSWER or tool in analysis.allowed_tools:
             continue
-        cone = cone_of(system, {tool}, forcing=True)
+        cones = _cones(system, {tool}, forcing=True)
         core = requirement_core(
-            system, _never_allowed(tool), engine, "tools", cache=cache, hints=[cone, *hints]
+            system, _never_allowed(tool), engine, "tools", cache=cache, hints=[*cones, *hints]
         )
         hints.insert(0, frozenset(r.name for r in core))
         out.append(
@@ -260,7 +264,7 @@ def _dead_requirements(
             f"live:{name}",
             keep=(name,),
             cache=cache,
-            hints=[cone_of(system, set(_mentions_of(system, name)), forcing=True), *hints],
+            hints=[*_cones(system, set(_mentions_of(system, name)), forcing=True), *hints],
         )
         hints.insert(0, frozenset(r.name for r in core if r.name != name))
         out.append(
@@ -368,10 +372,14 @@ def requirement_core(
         core_names: list[str] = []
     else:
         pool = candidates
-        recent = list(dict.fromkeys(hints))[:3]
-        for hint in [*recent, frozenset().union(*hints)] if hints else []:
-            if len(hint) * 4 > len(candidates) * 3:
-                continue  # hardly smaller than everything: no help
+        tries: list[frozenset[str]] = []
+        for hint in [*hints[:6], frozenset().union(*hints)] if hints else []:
+            if hint in tries or len(hint) * 4 > len(candidates) * 3:
+                continue  # tried, or hardly smaller than everything: no help
+            tries.append(hint)
+        # Smallest first: a question about a small system is cheap, and the search then
+        # stays in a small pool.
+        for hint in sorted(tries, key=len):
             if holds_for(mask_of(hint)):
                 pool = [n for n in candidates if n in hint]
                 break
@@ -434,28 +442,42 @@ def _holds(
     return False
 
 
+def _cones(system: Checked, tools: set[str], *, forcing: bool) -> list[frozenset[str]]:
+    """Cones of influence of ``tools`` one and two rounds deep, then whole: guesses from
+    small to large, for findings whose cause is usually local (a dead tool or requirement).
+    The shallow ones leave out ``final_answer``, which every requirement with a prevented
+    stop mentions: through it, the first round would already take in most of a policy."""
+    local = tools - {FINAL_ANSWER}
+    shallow = [cone_of(system, local, forcing=forcing, depth=d) for d in (0, 1)] if local else []
+    return [*shallow, cone_of(system, tools, forcing=forcing)]
+
+
 def _mentions_of(system: Checked, name: str) -> frozenset[str]:
     mentions: dict[str, frozenset[str]] = getattr(system, "mentions", {})
     return mentions.get(name, frozenset())
 
 
-def cone_of(system: Checked, tools: set[str], *, forcing: bool) -> frozenset[str]:
+def cone_of(
+    system: Checked, tools: set[str], *, forcing: bool, depth: int | None = None
+) -> frozenset[str]:
     """The requirements that can influence ``tools``: those whose rules mention them, then,
     transitively, those whose rules mention a tool the former watch (a call that changes
     their view); with ``forcing``, every requirement that forces a tool (a forced tool
-    excludes all others). A cone-of-influence guess for a requirement-level core: checked,
-    never trusted."""
+    excludes all others). ``depth`` stops after that many rounds (None: the whole cone). A
+    cone-of-influence guess for a requirement-level core: checked, never trusted."""
     mentions: dict[str, frozenset[str]] = getattr(system, "mentions", {})
-    watched = {
-        comp.requirement.name: {t for t, c in comp.classes.items() if not comp.still[c * 3]}
-        for comp in system.components
-    }
+    watched: dict[str, set[str]] = {}
+    for comp in system.components:
+        moving = {t for t, c in comp.classes.items() if not comp.still[c * 3]}
+        watched.setdefault(comp.requirement.name, set()).update(moving)
     forcers: frozenset[str] = getattr(system, "forcing", frozenset())
     chosen: set[str] = set(forcers) if forcing else set()
     reach = set(tools)
     changed = True
-    while changed:
+    rounds = 0
+    while changed and (depth is None or rounds <= depth):
         changed = False
+        rounds += 1
         for name, mentioned in mentions.items():
             if name not in chosen and mentioned & reach:
                 chosen.add(name)

@@ -22,6 +22,7 @@ Python, where CUDD is unavailable).
 
 from __future__ import annotations
 
+import heapq
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -366,6 +367,10 @@ def _decided(enc: Encoding, components: Sequence[Component], priorities: dict[in
     )
 
 
+CHAINING_SWEEPS = 3
+"""Sweeps of plain chaining before the reachable-set search turns event-driven."""
+
+
 class _OutOfTime(Exception):
     """The deadline passed in the middle of an analysis."""
 
@@ -549,19 +554,59 @@ class _Symbolic:
             raise _OutOfTime
 
     def _reach(self) -> Node:
-        """Every reachable state, by chaining: each group's image joins the set at once, so a
-        fixpoint takes a few sweeps instead of one image per breadth-first layer."""
+        """Every reachable state: a few sweeps of chaining, then event-driven chaining.
+
+        A *sweep* applies each group in turn to everything reached so far and adds its
+        image at once. Most policies converge in a few sweeps; but a chain of steps through
+        different tools against the group order (ReAct's act, think, act, think, …) gains
+        one link per sweep. After ``CHAINING_SWEEPS`` sweeps without a fixpoint, each group
+        keeps a *pending* set of states it has not stepped from yet: the group with the
+        lowest index and something pending runs next, on its pending states only, to its
+        own fixpoint, and what it adds becomes pending for the groups whose guard it meets.
+        A chain is then followed link after link as it grows. Both phases compute the same
+        fixpoint: every reached state is stepped from by every group whose guard holds there.
+        (Measured on the benchmark families at 50 tools: event-driven from the start is
+        fastest on long chains and slower on many small independent counters; this mix is
+        close to the better of the two on each.)
+        """
         bdd, reach = self.bdd, self.start
-        changed = True
+        groups = self.groups
         try:
-            while changed:
+            for _ in range(CHAINING_SWEEPS):
                 changed = False
-                for g in self.groups:
+                for g in groups:
                     self._tick()
                     new = self._image(reach, g) & ~reach
                     if new != bdd.false:
                         reach |= new
                         changed = True
+                if not changed:
+                    return reach
+            pending = [reach] * len(groups)
+            heap = list(range(len(groups)))
+            queued = set(heap)
+            while heap:
+                i = heapq.heappop(heap)
+                queued.discard(i)
+                frontier, pending[i] = pending[i], bdd.false
+                g = groups[i]
+                grown = bdd.false
+                while True:
+                    self._tick()
+                    new = self._image(frontier, g) & ~reach
+                    if new == bdd.false:
+                        break
+                    reach |= new
+                    grown |= new
+                    frontier = new
+                if grown == bdd.false:
+                    continue
+                for j, h in enumerate(groups):
+                    if j != i and grown & h.guard != bdd.false:
+                        pending[j] |= grown
+                        if j not in queued:
+                            heapq.heappush(heap, j)
+                            queued.add(j)
         except _OutOfTime:
             self.result.reason = "the time limit ran out"
         return reach
@@ -737,16 +782,19 @@ class _Symbolic:
         for req in requirements:
             self._tick()
             name = req.name  # type: ignore[attr-defined]
-            comp = next(c for c in comps if c.requirement.name == name)
-            if isinstance(comp.requirement, AskPermissionRequirement):
-                covered = [t for t in result.allowed_tools if comp.requirement.covers(t)]
+            mine = [c for c in comps if c.requirement.name == name]  # one per factor
+            requirement = mine[0].requirement
+            if isinstance(requirement, AskPermissionRequirement):
+                covered = [t for t in result.allowed_tools if requirement.covers(t)]
                 if covered:
                     result.live.add(name)
                     continue
-            facts = self.enc.facts(comp)
-            if not any((facts.deny, facts.hide, facts.allow, facts.show, facts.hard, facts.soft)):
+            if not any(
+                any((f.deny, f.hide, f.allow, f.show, f.hard, f.soft))
+                for f in (self.enc.facts(c) for c in mine)
+            ):
                 continue  # it restricts nothing anywhere: it cannot change a pass
-            others = [c for c in comps if c is not comp]
+            others = [c for c in comps if c.requirement.name != name]
             without = _decided(self.enc, others, self.priorities)
             if reach & some(_differ(self.pass_, without, self.enc.tools)) != bdd.false:
                 result.live.add(name)

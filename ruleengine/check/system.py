@@ -173,14 +173,18 @@ class System:
         if components is None:
             self.requirements = tuple(r for r in reasoner.requirements if r.enabled)
         else:
-            self.requirements = tuple(c.requirement for c in components)
+            # A requirement whose monitor has factors has one component per factor.
+            by_id = {id(c.requirement): c.requirement for c in components}
+            self.requirements = tuple(by_id.values())
         """The enabled requirements (bound), in name order."""
         unmonitored = [r.name for r in self.requirements if _monitor(r) is None]
         if unmonitored:
             raise Unexplorable(f"requirement `{unmonitored[0]}` has no monitor")
         if components is None:
             components = [
-                tabulate(r, _monitor_of(r), self.tools, self.reasoner) for r in self.requirements
+                tabulate(r, monitor, self.tools, self.reasoner)
+                for r in self.requirements
+                for monitor in _factors_of(_monitor_of(r))
             ]
         self.components = tuple(components)
         self.callable = tuple(t for t in self.tools if t != FINAL_ANSWER)
@@ -208,7 +212,8 @@ class System:
                 for variant in variants:
                     for e in variant.records:
                         tools |= lower(e.item).mentions
-            out[comp.requirement.name] = frozenset(tools)
+            name = comp.requirement.name
+            out[name] = out.get(name, frozenset()) | tools
         return out
 
     @cached_property
@@ -267,8 +272,14 @@ class System:
             yield records, False
 
     def views(self, state: State) -> dict[str, Hashable]:
-        """Per requirement name, its monitor's view at ``state`` (for messages and tests)."""
-        return {c.requirement.name: c.views[v] for c, v in zip(self.components, state, strict=True)}
+        """Per requirement name, its monitor's view at ``state`` (for messages and tests); a
+        requirement tabulated as factors gives the tuple of its factors' views."""
+        parts: dict[str, list[Hashable]] = {}
+        for c, v in zip(self.components, state, strict=True):
+            parts.setdefault(c.requirement.name, []).append(c.views[v])
+        return {
+            name: views[0] if len(views) == 1 else tuple(views) for name, views in parts.items()
+        }
 
 
 def _monitor(requirement: Requirement) -> Monitor | None:
@@ -276,6 +287,12 @@ def _monitor(requirement: Requirement) -> Monitor | None:
         return requirement.monitor()
     except PolicyError:
         return None
+
+
+def _factors_of(monitor: Monitor) -> Sequence[Monitor]:
+    """The monitors to tabulate for ``monitor``: its factors, or itself."""
+    factors = monitor.factors()
+    return [monitor] if not factors else list(factors)
 
 
 def _monitor_of(requirement: Requirement) -> Monitor:

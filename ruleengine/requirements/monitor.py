@@ -63,6 +63,18 @@ class Monitor(ABC):
         """
         return None
 
+    def factors(self) -> Sequence[Monitor] | None:
+        """Independent monitors whose product is this one, or ``None`` (the default).
+
+        A monitor may split when its view is a tuple of parts that never read each other:
+        each factor advances on its own, and the rules this monitor emits at a view are the
+        factors' rules at their parts, together (in any order: a step is decided by the set
+        of records). The static checker then tabulates each factor alone, so a requirement
+        that remembers 16 independent answers costs 16 × 3 views, not 3¹⁶. Factors take no
+        opaque checks.
+        """
+        return None
+
 
 def replay(monitor: Monitor, trace: Iterable[tuple[str, Status]]) -> Hashable:
     """The view after ``trace``, a sequence of ``(tool, status)`` steps."""

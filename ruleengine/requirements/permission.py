@@ -51,6 +51,12 @@ class PermissionMonitor(Monitor):
     def tools(self) -> frozenset[str]:
         return frozenset(self.covered)
 
+    def factors(self) -> tuple[PermissionMonitor, ...] | None:
+        # Each covered tool's remembered answer is read and written alone: one factor each.
+        if not self.remember or len(self.covered) < 2:
+            return None
+        return tuple(PermissionMonitor((t,), remember=True, hide=self.hide) for t in self.covered)
+
     def initial(self) -> tuple[int, ...]:
         return (UNDECIDED,) * len(self.covered) if self.remember else ()
 

@@ -414,6 +414,27 @@ def test_ask_permission_about_a_dead_tool_is_dead(engine: str) -> None:
     ]
 
 
+def test_remembered_permissions_over_many_tools_are_checked_completely() -> None:
+    # 14 covered tools remember an answer each: 3**14 views as one monitor, far past the
+    # tabulation bound; as 14 independent factors, 14 * 3 (the symbolic engine; the product
+    # of the factors is still millions of states for the explicit one). A refusal is
+    # remembered, and `t1` needs a successful `t0` first: after `t0:denied`, `t1` is never
+    # allowed again and the run cannot finish. The requirement-level core is smaller than
+    # that story: remembering a refusal of `t1` itself is enough for no-finish to exist.
+    engine = "symbolic"
+    tools = [f"t{i}" for i in range(14)]
+    reqs = [
+        AskPermissionRequirement(tools, remember_choices=True, name="ask"),
+        C("t1", only_after=["t0"], name="t1-after-t0"),
+        C("t1", min_invocations=1, name="need-t1"),
+    ]
+    report = run(tools, reqs, engine)
+    assert report.complete
+    [no_finish] = [f for f in report.findings if f.id == "no-finish"]
+    assert [str(s) for s in no_finish.trace] == ["t0:denied"]
+    assert [c.requirement for c in no_finish.core] == ["ask", "need-t1"]
+
+
 @pytest.mark.parametrize("engine", ENGINES)
 def test_ask_permission_about_final_answer_only_is_dead(engine: str) -> None:
     reqs = [AskPermissionRequirement(["final_answer"], name="ask")]
