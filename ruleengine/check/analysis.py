@@ -55,3 +55,6 @@ class Analysis:
     """Every requirement that changes some reachable pass (or asks about an allowed tool)."""
     depends_on_checks: bool = False
     """Whether some component has opaque checks (requirement-level findings may need them)."""
+    partial: bool = False
+    """The analysis stopped once its focused question was answered (a requirement found
+    live, a tool found allowed): the other verdicts were not computed."""

@@ -235,7 +235,12 @@ def _dead_tools(
             continue
         cones = _cones(system, {tool}, forcing=True)
         core = requirement_core(
-            system, _never_allowed(tool), engine, "tools", cache=cache, hints=[*cones, *hints]
+            system,
+            _never_allowed(tool),
+            engine,
+            f"tool:{tool}",
+            cache=cache,
+            hints=[*cones, *hints],
         )
         hints.insert(0, frozenset(r.name for r in core))
         out.append(
@@ -430,8 +435,13 @@ def _holds(
             return False
     full_key = (names, focus, False)
     analysis = cache.get(full_key)
+    if analysis is None and focus is not None and focus.startswith("tool:"):
+        # One whole analysis of a subsystem answers the question for every tool.
+        analysis = cache.get((names, "tools", False))
     if analysis is None:
         analysis = cache[full_key] = engine(sub, focus)
+        if focus is not None and focus.startswith("tool:") and not analysis.partial:
+            cache[(names, "tools", False)] = analysis
     if analysis.complete:
         return holds(analysis)
     if focus is not None and focus.startswith("finish:"):
@@ -443,13 +453,33 @@ def _holds(
 
 
 def _cones(system: Checked, tools: set[str], *, forcing: bool) -> list[frozenset[str]]:
-    """Cones of influence of ``tools`` one and two rounds deep, then whole: guesses from
-    small to large, for findings whose cause is usually local (a dead tool or requirement).
-    The shallow ones leave out ``final_answer``, which every requirement with a prevented
-    stop mentions: through it, the first round would already take in most of a policy."""
+    """Guesses from small to large for findings whose cause is usually local (a dead tool or
+    requirement): the requirements around ``tools`` one, two and three rounds out, then the
+    whole cone of influence."""
     local = tools - {FINAL_ANSWER}
-    shallow = [cone_of(system, local, forcing=forcing, depth=d) for d in (0, 1)] if local else []
-    return [*shallow, cone_of(system, tools, forcing=forcing)]
+    near = [_around(system, local, rounds) for rounds in (1, 2, 3)] if local else []
+    return [*near, cone_of(system, tools, forcing=forcing)]
+
+
+def _around(system: Checked, tools: set[str], rounds: int) -> frozenset[str]:
+    """The requirements within ``rounds`` of ``tools``, where a requirement touches the tools
+    its rules mention and the tools whose calls change its view, and ``final_answer`` links
+    nothing (every requirement that prevents a stop mentions it)."""
+    mentions: dict[str, frozenset[str]] = getattr(system, "mentions", {})
+    touches: dict[str, set[str]] = {name: set(m) for name, m in mentions.items()}
+    for comp in system.components:
+        moving = {t for t, c in comp.classes.items() if not comp.still[c * 3]}
+        touches.setdefault(comp.requirement.name, set()).update(moving)
+    chosen: set[str] = set()
+    reach = set(tools)
+    for _ in range(rounds):
+        added = {n for n, ts in touches.items() if n not in chosen and ts & reach}
+        if not added:
+            break
+        chosen |= added
+        for name in added:
+            reach |= touches[name] - {FINAL_ANSWER}
+    return frozenset(chosen)
 
 
 def _mentions_of(system: Checked, name: str) -> frozenset[str]:

@@ -30,7 +30,7 @@ from typing import Any
 
 from ruleengine._units import literal_masks
 from ruleengine.check.analysis import Analysis, Witness
-from ruleengine.check.explicit import Outcome, decide
+from ruleengine.check.explicit import Outcome, decide, same_pass
 from ruleengine.check.system import Component, Event, State, System
 from ruleengine.errors import ConflictError
 from ruleengine.ir import FINAL_ANSWER
@@ -370,6 +370,17 @@ def _decided(enc: Encoding, components: Sequence[Component], priorities: dict[in
 CHAINING_SWEEPS = 3
 """Sweeps of plain chaining before the reachable-set search turns event-driven."""
 
+FEW_STATES = 64
+"""Up to this many reachable states, liveness is decided state by state."""
+
+EARLY_LAYERS = 8
+"""Breadth-first layers searched for a requirement being live, or a tool allowed, before
+the reachable set ..."""
+
+EARLY_NODES = 2000
+"""... while the states they reached take at most this many BDD nodes (the layers of a
+system whose states grow complex cost more than the reachable set by chaining)."""
+
 
 class _OutOfTime(Exception):
     """The deadline passed in the middle of an analysis."""
@@ -380,7 +391,8 @@ class _Group:
 
     def __init__(self, enc: Encoding, moved: tuple[tuple[Component, int], ...]) -> None:
         self.moved = moved
-        self.relation = enc.relation(moved)
+        self._enc = enc
+        self._relation: Node | None = None
         self.current: list[str] = []
         self.renamed: dict[str, str] = {}
         self.forward: dict[str, str] = {}
@@ -391,6 +403,14 @@ class _Group:
             self.forward.update(zip(bits, nexts, strict=True))
         self.guard = enc.bdd.false
         self.events: list[Event] = []
+
+    @property
+    def relation(self) -> Node:
+        """The conjunction of the moved components' relations, built when first needed (a
+        group whose guard never meets a reached state never needs it)."""
+        if self._relation is None:
+            self._relation = self._enc.relation(self.moved)
+        return self._relation
 
 
 class _Symbolic:
@@ -454,13 +474,17 @@ class _Symbolic:
             out |= self._image(states, g)
         return out
 
-    def preimage(self, states: Node) -> Node:
-        """The states with a step (allowed under some check values) into ``states``."""
-        out = self.bdd.false
+    def preimage(self, states: Node, within: Node) -> Node:
+        """The states of ``within`` with a step (allowed under some check values) into
+        ``states``. Only groups whose guard meets ``within`` are stepped back through, so a
+        group that cannot fire there never has its relation built."""
+        bdd = self.bdd
+        out = bdd.false
         for g in self.groups:
-            out |= self._preimage(states, g)
+            if within & g.guard != bdd.false:
+                out |= self._preimage(states, g)
         # Steps that move no component (e.g. a failed call nothing counts) keep the state.
-        return out | (states & self._staying())
+        return within & (out | (states & self._staying()))
 
     def _preimage(self, states: Node, g: _Group) -> Node:
         bdd = self.bdd
@@ -494,6 +518,25 @@ class _Symbolic:
         self.layered = self.start
         if self.focus is not None and self.focus.startswith("finish:"):
             return self._finish_within(int(self.focus[7:]))
+        if self.focus is not None and self.focus.startswith(("live:", "tool:")):
+            kind, name = self.focus.split(":", 1)
+            try:
+                if kind == "live":
+                    where = self._live_at(name)
+                else:
+                    where = self.some(self.pass_.allowed[name])
+                if self._early(where):
+                    # Answers the one question asked (the requirement is live, the tool
+                    # allowed); the other verdicts of this analysis are not computed.
+                    (result.live if kind == "live" else result.allowed_tools).add(name)
+                    result.states = self._count(self.layered)
+                    result.depth_done = len(self.layers) - 1
+                    result.partial = True
+                    return result
+            except _OutOfTime:
+                result.reason = "the time limit ran out"
+                result.complete = False
+                return result
         self.reach = self._reach()
         if result.reason is None:
             result.states = self._count(self.reach)
@@ -700,7 +743,7 @@ class _Symbolic:
         """Verdicts over every reachable state: allowed tools, no-finish, live requirements."""
         bdd, p, some, result, reach = self.bdd, self.pass_, self.some, self.result, self.reach
         focus = self.focus
-        if focus in (None, "tools") or focus.startswith("live:"):
+        if focus in (None, "tools") or focus.startswith(("live:", "tool:")):
             for t in self.enc.tools:
                 if reach & some(p.allowed[t]) != bdd.false:
                     result.allowed_tools.add(t)
@@ -718,12 +761,16 @@ class _Symbolic:
         bdd, reach = self.bdd, self.reach
         deciding = reach & self.some(self.pass_.consistent)
         reaches = reach & finish
+        # A group that cannot fire in a deciding state adds nothing (and its relation is
+        # never built).
+        active = [(g, deciding & g.guard) for g in self.groups]
+        active = [(g, where) for g, where in active if where != bdd.false]
         changed = True
         while changed:
             changed = False
-            for g in self.groups:
+            for g, where in active:
                 self._tick()
-                new = deciding & self._preimage(reaches, g) & ~reaches
+                new = where & self._preimage(reaches, g) & ~reaches
                 if new != bdd.false:
                     reaches |= new
                     changed = True
@@ -777,27 +824,81 @@ class _Symbolic:
         return None
 
     def _liveness(self, requirements: Sequence[object]) -> None:
-        bdd, some, reach, result = self.bdd, self.some, self.reach, self.result
-        comps = self.system.components
-        for req in requirements:
+        bdd, reach, result = self.bdd, self.reach, self.result
+        names = [req.name for req in requirements]  # type: ignore[attr-defined]
+        if self._count(reach) <= FEW_STATES:
+            # A handful of reachable states: deciding them with the runtime reasoner is
+            # cheaper than building each requirement's "changes the pass" set.
+            result.live |= self._live_by_deciding(names)
+            return
+        for name in names:
             self._tick()
-            name = req.name  # type: ignore[attr-defined]
-            mine = [c for c in comps if c.requirement.name == name]  # one per factor
-            requirement = mine[0].requirement
-            if isinstance(requirement, AskPermissionRequirement):
-                covered = [t for t in result.allowed_tools if requirement.covers(t)]
-                if covered:
-                    result.live.add(name)
-                    continue
-            if not any(
-                any((f.deny, f.hide, f.allow, f.show, f.hard, f.soft))
-                for f in (self.enc.facts(c) for c in mine)
-            ):
-                continue  # it restricts nothing anywhere: it cannot change a pass
-            others = [c for c in comps if c.requirement.name != name]
-            without = _decided(self.enc, others, self.priorities)
-            if reach & some(_differ(self.pass_, without, self.enc.tools)) != bdd.false:
+            if reach & self._live_at(name) != bdd.false:
                 result.live.add(name)
+
+    def _live_by_deciding(self, names: Sequence[str]) -> set[str]:
+        """Which of ``names`` are live at some reachable state, each state decided with
+        and without each requirement's records (the explicit engine's rule)."""
+        system, enc = self.system, self.enc
+        comps = system.components
+        bits = [b for c in comps for b in enc.bits[id(c)]]
+        wanted, live = set(names), set[str]()
+        for assignment in self.bdd.pick_iter(self.reach, care_vars=bits):
+            self._tick()
+            state = tuple(
+                sum(1 << b for b, name in enumerate(enc.bits[id(c)]) if assignment[name])
+                for c in comps
+            )
+            for records, _ in system.variants(state):
+                outcome = decide(system, records)
+                if isinstance(outcome, Pass):
+                    for name in wanted - live:
+                        req = next(c.requirement for c in comps if c.requirement.name == name)
+                        if isinstance(req, AskPermissionRequirement) and any(
+                            req.covers(t) for t in outcome.allowed
+                        ):
+                            live.add(name)
+                for name in sorted({e.requirement for e in records} & (wanted - live)):
+                    rest = tuple(e for e in records if e.requirement != name)
+                    if not same_pass(outcome, decide(system, rest)):
+                        live.add(name)
+        return live
+
+    def _live_at(self, name: str) -> Node:
+        """The states (reachable or not) where requirement ``name`` is live: it changes the
+        pass, or, asking permission, the pass allows a tool it covers (SPEC §11)."""
+        bdd, some, p = self.bdd, self.some, self.pass_
+        comps = self.system.components
+        mine = [c for c in comps if c.requirement.name == name]  # one per factor
+        requirement = mine[0].requirement
+        where = bdd.false
+        if isinstance(requirement, AskPermissionRequirement):
+            for t in self.enc.tools:
+                if requirement.covers(t):
+                    where |= some(p.allowed[t])
+        if not any(
+            any((f.deny, f.hide, f.allow, f.show, f.hard, f.soft))
+            for f in (self.enc.facts(c) for c in mine)
+        ):
+            return where  # it restricts nothing anywhere: it cannot change a pass
+        others = [c for c in comps if c.requirement.name != name]
+        without = _decided(self.enc, others, self.priorities)
+        return where | some(_differ(p, without, self.enc.tools))
+
+    def _early(self, where: Node) -> bool:
+        """Whether a state of ``where`` is reached within the first ``EARLY_LAYERS``
+        breadth-first layers: a cheap refutation of "never" (a requirement never live, a
+        tool never allowed) before the whole reachable set is computed."""
+        bdd = self.bdd
+        for d in range(EARLY_LAYERS + 1):
+            layer = self._layer(d)
+            if layer is None:
+                return False
+            if layer & where != bdd.false:
+                return True
+            if self.layered.dag_size > EARLY_NODES:
+                return False
+        return False
 
     # -- witnesses -------------------------------------------------------------------------------
 
@@ -810,7 +911,7 @@ class _Symbolic:
         back[depth] = self.layers[depth] & target
         for d in range(depth - 1, -1, -1):
             self._tick()
-            back[d] = self.layers[d] & self.preimage(back[d + 1])
+            back[d] = self.preimage(back[d + 1], self.layers[d])
         state = system.initial
         trace: list[Event] = []
         depends = False
@@ -888,8 +989,10 @@ def analyse_symbolic(
     budget: int | None = None,
 ) -> Analysis:
     """Every verdict ``analyse`` gives, over BDDs (``focus``: only what one question needs:
-    ``"finish"``, ``"finish:N"`` (within N steps), ``"no-finish"``, ``"tools"`` or
-    ``"live:R"``). With ``budget``, ``finish_depth`` is computed only when no path to a
-    stop within that many steps is found first (``Analysis.finishes_within``)."""
+    ``"finish"``, ``"finish:N"`` (within N steps), ``"no-finish"``, ``"tools"``, ``"tool:T"``
+    or ``"live:R"``; the last two stop early, ``Analysis.partial``, when a shallow search
+    already shows the tool allowed or the requirement live). With ``budget``,
+    ``finish_depth`` is computed only when no path to a stop within that many steps is found
+    first (``Analysis.finishes_within``)."""
     enc = encoding if encoding is not None else Encoding(system)
     return _Symbolic(system, enc, max_states, deadline, focus, budget).run()

@@ -1,0 +1,111 @@
+"""Focused questions of the symbolic engine: ``tool:T`` and ``live:R`` stop as soon as a
+shallow breadth-first search answers them, and what they answer agrees with a whole
+analysis.
+
+Core searches ask these questions about many subsystems; an early "the tool is allowed
+after all" must never be mistaken for a whole analysis (whose ``allowed_tools`` would then
+look like every other tool is dead).
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import pytest
+
+from ruleengine import ConditionalRequirement as C
+from ruleengine.check import check, properties, symbolic
+from ruleengine.check.symbolic import EARLY_LAYERS, analyse_symbolic
+from ruleengine.check.system import System
+
+CHAIN = ["a", "b", "c", "d", "e"]
+FILLERS = [f"f{i}" for i in range(4)]
+TOOLS = [*CHAIN, *FILLERS, "x"]
+
+
+def _chain(blocked: bool) -> list[Any]:
+    """``x`` only after a chain a → b → … → e, every tool capped at three calls (the
+    fillers too: they make the state space too wide for a short explicit search to see a
+    few steps deep); with ``blocked``, ``a`` may never run, so b…e and x are dead."""
+    reqs: list[Any] = [C(t, max_invocations=3, name=f"cap-{t}") for t in [*CHAIN, *FILLERS]]
+    reqs += [
+        C(later, only_after=[earlier], name=f"{later}-after-{earlier}")
+        for earlier, later in itertools.pairwise(CHAIN)
+    ]
+    reqs.append(C("x", only_after=["e"], name="x-after-e"))
+    if blocked:
+        reqs.append(C("a", max_invocations=0, name="block-a"))
+    return reqs
+
+
+def _system(blocked: bool) -> System:
+    return System(TOOLS, _chain(blocked))
+
+
+def test_a_tool_allowed_early_stops_the_analysis_there() -> None:
+    whole = analyse_symbolic(_system(False))
+    focused = analyse_symbolic(_system(False), focus="tool:b")
+    assert focused.partial and focused.complete
+    assert focused.allowed_tools == {"b"}
+    assert focused.depth_done <= EARLY_LAYERS
+    assert "b" in whole.allowed_tools and not whole.partial
+
+
+def test_a_dead_tool_gets_a_whole_analysis() -> None:
+    whole = analyse_symbolic(_system(True))
+    focused = analyse_symbolic(_system(True), focus="tool:x")
+    assert not focused.partial and focused.complete
+    assert "x" not in focused.allowed_tools
+    assert focused.allowed_tools == whole.allowed_tools
+
+
+def test_a_live_requirement_found_early_stops_the_analysis_there() -> None:
+    focused = analyse_symbolic(_system(False), focus="live:b-after-a")
+    assert focused.partial and focused.live == {"b-after-a"}
+    # `b` never runs once `a` is blocked, so its cap never restricts anything.
+    dead = analyse_symbolic(_system(True), focus="live:cap-b")
+    whole = analyse_symbolic(_system(True))
+    assert not dead.partial and dead.complete
+    assert "cap-b" not in dead.live and "cap-b" not in whole.live
+
+
+def test_a_tool_allowed_only_deeper_than_the_early_layers_is_still_found() -> None:
+    tools = [f"t{i}" for i in range(EARLY_LAYERS + 3)]
+    reqs = [C(later, only_after=[earlier]) for earlier, later in itertools.pairwise(tools)]
+    focused = analyse_symbolic(System(tools, reqs), focus=f"tool:{tools[-1]}")
+    assert not focused.partial
+    assert tools[-1] in focused.allowed_tools
+
+
+@pytest.mark.parametrize("blocked", [True, False])
+def test_dead_tool_cores_agree_between_engines(
+    blocked: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # With the short explicit search cut to one state, every core question goes to the
+    # engine: the symbolic one answers those that drop a link of the chain early (`x` is
+    # allowed a few steps in), and must still give the explicit engine's report.
+    monkeypatch.setattr(properties, "QUICK_STATES", 1)
+    partial = []
+    run = symbolic._Symbolic.run
+
+    def counted(self: Any) -> Any:
+        out = run(self)
+        partial.append(out.partial)
+        return out
+
+    monkeypatch.setattr(symbolic._Symbolic, "run", counted)
+    explicit = check(TOOLS, _chain(blocked), engine="explicit")
+    found = check(TOOLS, _chain(blocked), engine="symbolic")
+    left, right = explicit.model_dump(mode="json"), found.model_dump(mode="json")
+    left.pop("stats"), right.pop("stats")
+    assert left == right
+    dead = {f.tool for f in found.findings if f.id == "dead-tool"}
+    if blocked:
+        assert any(partial)
+        assert dead == {"a", "b", "c", "d", "e", "x"}
+        x = next(f for f in found.findings if f.id == "dead-tool" and f.tool == "x")
+        names = {entry.requirement for entry in x.core}
+        assert names == {"block-a", "b-after-a", "c-after-b", "d-after-c", "e-after-d", "x-after-e"}
+    else:
+        assert dead == set()
