@@ -45,6 +45,9 @@ class StaticRow:
     states: list[int]
     complete: int
     with_findings: int
+    timed_out: int = 0
+    """Policies whose check was stopped at the time limit (counted at that limit)."""
+    limit: float = 0.0
 
     @property
     def p50(self) -> float:
@@ -56,16 +59,20 @@ class StaticRow:
         return ordered[max(0, -(-95 * len(ordered) // 100) - 1)]
 
 
-def check_once(path: str, timeout: float) -> tuple[float, dict[str, object]]:
-    """Seconds for one ``ruleengine check`` process, and its JSON report."""
+def check_once(path: str, timeout: float) -> tuple[float, dict[str, object] | None]:
+    """Seconds for one ``ruleengine check`` process, and its JSON report (None: the
+    process was stopped after ``timeout`` seconds)."""
     start = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, "-m", "ruleengine", "check", path, "--format", "json"],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "ruleengine", "check", path, "--format", "json"],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        return timeout, None
     seconds = time.perf_counter() - start
     if done.returncode not in (0, 1):
         raise RuntimeError(f"ruleengine check {path} failed: {done.stderr.strip()}")
@@ -73,7 +80,7 @@ def check_once(path: str, timeout: float) -> tuple[float, dict[str, object]]:
 
 
 def measure(
-    sizes: Sequence[tuple[int, int]], seeds: int, *, timeout: float = 600.0
+    sizes: Sequence[tuple[int, int]], seeds: int, *, timeout: float = 120.0
 ) -> list[StaticRow]:
     """Every family at every size, ``seeds`` policies each."""
     rows = []
@@ -81,7 +88,7 @@ def measure(
         for tools, reqs in sizes:
             for family in FAMILIES:
                 seconds, states = [], []
-                complete = with_findings = 0
+                complete = with_findings = timed_out = 0
                 for seed in range(seeds):
                     policy = make_policy(family, tools, reqs, seed)
                     path = os.path.join(tmp, f"{family}-{tools}-{reqs}-{seed}.json")
@@ -89,15 +96,35 @@ def measure(
                         json.dump(policy_file(policy), f)
                     took, report = check_once(path, timeout)
                     seconds.append(took)
+                    if report is None:
+                        timed_out += 1
+                        states.append(0)
+                        print(f"  {family} {tools}/{reqs} seed {seed}: stopped", file=sys.stderr)
+                        continue
                     stats = report["stats"]
                     assert isinstance(stats, dict)
                     states.append(int(stats["states"]))
                     complete += bool(report["complete"])
                     with_findings += bool(report["findings"])
                 rows.append(
-                    StaticRow(family, tools, reqs, seconds, states, complete, with_findings)
+                    StaticRow(
+                        family,
+                        tools,
+                        reqs,
+                        seconds,
+                        states,
+                        complete,
+                        with_findings,
+                        timed_out,
+                        timeout,
+                    )
                 )
-                print(f"  {family} {tools}/{reqs}: p95 {rows[-1].p95:.2f} s", file=sys.stderr)
+                slowest = max(range(seeds), key=seconds.__getitem__)
+                print(
+                    f"  {family} {tools}/{reqs}: p95 {rows[-1].p95:.2f} s "
+                    f"(slowest: seed {slowest}, {seconds[slowest]:.2f} s)",
+                    file=sys.stderr,
+                )
     return rows
 
 
@@ -113,6 +140,7 @@ def format_static_table(rows: Sequence[StaticRow]) -> str:
         ("states max", 16, ">"),
         ("complete", 8, ">"),
         ("findings", 8, ">"),
+        ("stopped", 7, ">"),
     ]
     cells = []
     for r in rows:
@@ -121,28 +149,39 @@ def format_static_table(rows: Sequence[StaticRow]) -> str:
             (
                 r.family,
                 f"{r.tools}/{r.requirements}",
-                f"{r.p50:.2f}",
-                f"{r.p95:.2f}",
+                _seconds(r.p50, r),
+                _seconds(r.p95, r),
                 f"≤ {target:g}" if target else "—",
                 met(r.p95 <= target if target else None),
                 f"{int(statistics.median(r.states)):,}",
                 f"{max(r.states):,}",
                 f"{r.complete}/{len(r.seconds)}",
+                f"{r.timed_out}",
                 f"{r.with_findings}/{len(r.seconds)}",
             )
         )
     return format_table(columns, cells)
 
 
+def _seconds(value: float, row: StaticRow) -> str:
+    """A time, or "> limit" for a check stopped at the time limit."""
+    if row.timed_out and value >= row.limit:
+        return f"> {row.limit:g}"
+    return f"{value:.2f}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--quick", action="store_true", help="10/20, 3 seeds: a smoke test")
     parser.add_argument("--seeds", type=int, default=10, help="policies per family and size")
+    parser.add_argument(
+        "--timeout", type=float, default=120.0, help="seconds before one check is stopped"
+    )
     args = parser.parse_args(argv)
     sizes = [(10, 20)] if args.quick else [(20, 40), (50, 100)]
     seeds = 3 if args.quick else args.seeds
     started = time.perf_counter()
-    rows = measure(sizes, seeds)
+    rows = measure(sizes, seeds, timeout=args.timeout)
     print(
         "Static check: one `python -m ruleengine check FILE --format json` process per "
         f"policy, start-up included; {seeds} seeds per family and size."

@@ -579,13 +579,18 @@ class _Symbolic:
                 result.finishes_within = within
                 result.complete = True
                 return result
+            # Breadth-first through the states that can still finish: a shortest path to a
+            # stop visits no other state, and these layers are much smaller than the whole.
+            frontier = seen = self.start & self.can_finish
             for d in range(steps + 1):
-                layer = self._layer(d)
-                if layer is None:
-                    break
-                if layer & finish != bdd.false:
+                if frontier & finish != bdd.false:
                     result.finish_depth = d
                     break
+                self._tick()
+                frontier = self.image(frontier) & self.can_finish & ~seen
+                if frontier == bdd.false:
+                    break
+                seen |= frontier
         except _OutOfTime:
             result.reason = "the time limit ran out"
         result.complete = result.reason is None
