@@ -136,8 +136,8 @@ def format_static_table(rows: Sequence[StaticRow]) -> str:
         ("p95 s", 7, ">"),
         ("target", 8, ">"),
         ("met?", 4, "<"),
-        ("states p50", 12, ">"),
-        ("states max", 16, ">"),
+        ("states p50", 24, ">"),
+        ("states max", 26, ">"),
         ("complete", 8, ">"),
         ("findings", 8, ">"),
         ("stopped", 7, ">"),
@@ -156,8 +156,8 @@ def format_static_table(rows: Sequence[StaticRow]) -> str:
                 f"{int(statistics.median(r.states)):,}",
                 f"{max(r.states):,}",
                 f"{r.complete}/{len(r.seconds)}",
-                f"{r.timed_out}",
                 f"{r.with_findings}/{len(r.seconds)}",
+                f"{r.timed_out}",
             )
         )
     return format_table(columns, cells)
