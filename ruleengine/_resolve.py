@@ -134,7 +134,8 @@ class Resolver:
         forcers = list(compress(records, map(and_, words, repeat(flag)))) if word & flag else []
         reasons = lazy_reasons(records) if word & layout.reason_flag else NO_REASONS
         hard = self.tools[forces.bit_length() - 1] if forces else None
-        return Solved(solved[0], solved[1], hard, forcers, reasons, ())
+        # The tuple constructor: a named tuple's own costs a Python call on every decision.
+        return tuple.__new__(Solved, (solved[0], solved[1], hard, forcers, reasons, ()))
 
     def _strict_clash(self, records: tuple[Emitted, ...]) -> Clash:
         compiled = self.compiler.compiled

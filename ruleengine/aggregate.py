@@ -175,9 +175,10 @@ class Aggregator:
         hidden = self._names(hidden_mask) if hidden_mask else ()
         notes: Callable[[], Sequence[str]] = no_notes
         tie: Callable[[], Tie | None] = no_tie
+        forced_tie: Callable[[], ForcedTie | None] | None = None
         if forcers:
-            notes = partial(self._force_notes, forcers, not_allowed, hard)
-            tie = partial(self._tie, forcers, not_allowed, hard)
+            forcing = _Forcing(self, forcers, not_allowed, hard)
+            notes, tie, forced_tie = forcing.notes, forcing.tie, forcing.model
         # The explanation is built when first read (most passes are never explained).
         explain = partial(
             explained,
@@ -195,7 +196,6 @@ class Aggregator:
                 yielded,
             ),
         )
-        forced_tie = partial(_tie_model_of, tie) if forcers else None
         return Pass._trusted(
             allowed, hidden, forced, can_stop, tool_choice, reasons, explain, forced_tie
         )
@@ -230,8 +230,28 @@ class Aggregator:
         return names
 
 
-def _tie_model_of(tie: Callable[[], Tie | None]) -> ForcedTie | None:
-    return tie_model(tie())
+class _Forcing:
+    """What a pass's soft forces leave to explain, worked out when first read: one object
+    per pass with forcers (its bound methods are the pass's explainers)."""
+
+    __slots__ = ("_aggregator", "_forcers", "_hard", "_not_allowed")
+
+    def __init__(
+        self, aggregator: Aggregator, forcers: list[Emitted], not_allowed: int, hard: str | None
+    ) -> None:
+        self._aggregator = aggregator
+        self._forcers = forcers
+        self._not_allowed = not_allowed
+        self._hard = hard
+
+    def notes(self) -> list[str]:
+        return self._aggregator._force_notes(self._forcers, self._not_allowed, self._hard)
+
+    def tie(self) -> Tie | None:
+        return self._aggregator._tie(self._forcers, self._not_allowed, self._hard)
+
+    def model(self) -> ForcedTie | None:
+        return tie_model(self.tie())
 
 
 def _name_tables(tools: tuple[str, ...]) -> list[tuple[tuple[str, ...], ...]]:
