@@ -560,37 +560,20 @@ class _Symbolic:
 
     def _finish_within(self, steps: int) -> Analysis:
         """Only whether ``final_answer`` is allowed within ``steps`` steps: breadth-first
-        layers up to there, no fixpoint."""
+        layers up to there, no fixpoint. (Computing the reachable set first, to answer "never"
+        at once or to walk a path through the states that can still finish, cost more on the
+        benchmark families than the layers it would save: a core question about a budget
+        asks this of many subsystems.)"""
         result, bdd = self.result, self.bdd
         finish = self.some(self.pass_.can_stop)
         try:
-            # First the cheap answers: no stop anywhere, or a short enough path found by
-            # walking through the states that can still stop.
-            self.reach = self._reach()
-            if result.reason is not None:
-                raise _OutOfTime
-            if self.reach & finish == bdd.false:
-                result.complete = True
-                return result
-            self.can_finish = self._can_finish(finish)
-            self.budget = steps
-            within = self._finish_path()
-            if within is not None:
-                result.finishes_within = within
-                result.complete = True
-                return result
-            # Breadth-first through the states that can still finish: a shortest path to a
-            # stop visits no other state, and these layers are much smaller than the whole.
-            frontier = seen = self.start & self.can_finish
             for d in range(steps + 1):
-                if frontier & finish != bdd.false:
+                layer = self._layer(d)
+                if layer is None:
+                    break
+                if layer & finish != bdd.false:
                     result.finish_depth = d
                     break
-                self._tick()
-                frontier = self.image(frontier) & self.can_finish & ~seen
-                if frontier == bdd.false:
-                    break
-                seen |= frontier
         except _OutOfTime:
             result.reason = "the time limit ran out"
         result.complete = result.reason is None
