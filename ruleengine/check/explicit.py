@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import time
 from collections import deque
+from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from ruleengine.check.analysis import Analysis, Witness
@@ -25,7 +27,7 @@ from ruleengine.requirements.permission import AskPermissionRequirement
 from ruleengine.rules import Emitted
 from ruleengine.state import STATUSES
 
-__all__ = ["Outcome", "analyse", "decide", "same_pass"]
+__all__ = ["Outcome", "analyse", "asking_of", "decide", "live_at", "same_pass"]
 
 Outcome = Pass | ConflictError
 """A decided state: its pass, or the conflict that leaves it without one."""
@@ -51,6 +53,37 @@ def same_pass(a: Outcome, b: Outcome) -> bool:
         and a.forced == b.forced
         and a.can_stop == b.can_stop
     )
+
+
+def live_at(
+    system: System,
+    records: tuple[Emitted, ...],
+    outcome: Outcome,
+    candidates: AbstractSet[str],
+    asking: Mapping[str, AskPermissionRequirement],
+) -> set[str]:
+    """Which of ``candidates`` are live at a state that emits ``records``, decided to
+    ``outcome``: their records change the decision (SPEC §8), or they ask permission for a
+    tool it allows (SPEC §11; ``asking``: the ask-permission requirements by name)."""
+    live: set[str] = set()
+    if isinstance(outcome, Pass):
+        for name, req in asking.items():
+            if name in candidates and any(req.covers(t) for t in outcome.allowed):
+                live.add(name)
+    for name in sorted(({e.requirement for e in records} & candidates) - live):
+        rest = tuple(e for e in records if e.requirement != name)
+        if not same_pass(outcome, decide(system, rest)):
+            live.add(name)
+    return live
+
+
+def asking_of(system: System) -> dict[str, AskPermissionRequirement]:
+    """The system's ask-permission requirements, by name."""
+    return {
+        c.requirement.name: c.requirement
+        for c in system.components
+        if isinstance(c.requirement, AskPermissionRequirement)
+    }
 
 
 @dataclass(slots=True)
@@ -95,11 +128,12 @@ class _Explorer:
         self.always_deciding: list[bool] = []
         """Per node, whether every check value gives it a pass."""
         self.result = Analysis(depends_on_checks=any(c.opaque for c in system.components))
-        self.asking = {
-            c.requirement.name: c.requirement
-            for c in system.components
-            if isinstance(c.requirement, AskPermissionRequirement)
-        }
+        self.asking = asking_of(system)
+        self.candidates = (
+            frozenset([self.only_live])
+            if self.only_live is not None
+            else frozenset(r.name for r in system.requirements)
+        )
 
     def run(self) -> Analysis:
         result = self.result
@@ -219,19 +253,7 @@ class _Explorer:
         """Mark the requirements whose records change ``outcome`` (SPEC §8), and the
         ask-permission ones that cover a tool it allows (SPEC §11)."""
         live = self.result.live
-        if isinstance(outcome, Pass):
-            for name, req in self.asking.items():
-                if self.only_live is not None and name != self.only_live:
-                    continue
-                if name not in live and any(req.covers(t) for t in outcome.allowed):
-                    live.add(name)
-        emitting = {e.requirement for e in records} - live
-        if self.only_live is not None:
-            emitting &= {self.only_live}
-        for name in sorted(emitting):
-            rest = tuple(e for e in records if e.requirement != name)
-            if not same_pass(outcome, decide(self.system, rest)):
-                live.add(name)
+        live |= live_at(self.system, records, outcome, self.candidates - live, self.asking)
 
     def _no_finish(self) -> None:
         """The first state (breadth-first) from which no path reaches a finishing state."""

@@ -466,10 +466,9 @@ def _around(system: Checked, tools: set[str], rounds: int) -> frozenset[str]:
     its rules mention and the tools whose calls change its view, and ``final_answer`` links
     nothing (every requirement that prevents a stop mentions it)."""
     mentions: dict[str, frozenset[str]] = getattr(system, "mentions", {})
-    touches: dict[str, set[str]] = {name: set(m) for name, m in mentions.items()}
-    for comp in system.components:
-        moving = {t for t, c in comp.classes.items() if not comp.still[c * 3]}
-        touches.setdefault(comp.requirement.name, set()).update(moving)
+    touches = _watched(system)
+    for name, mentioned in mentions.items():
+        touches.setdefault(name, set()).update(mentioned)
     chosen: set[str] = set()
     reach = set(tools)
     for _ in range(rounds):
@@ -487,27 +486,29 @@ def _mentions_of(system: Checked, name: str) -> frozenset[str]:
     return mentions.get(name, frozenset())
 
 
-def cone_of(
-    system: Checked, tools: set[str], *, forcing: bool, depth: int | None = None
-) -> frozenset[str]:
-    """The requirements that can influence ``tools``: those whose rules mention them, then,
-    transitively, those whose rules mention a tool the former watch (a call that changes
-    their view); with ``forcing``, every requirement that forces a tool (a forced tool
-    excludes all others). ``depth`` stops after that many rounds (None: the whole cone). A
-    cone-of-influence guess for a requirement-level core: checked, never trusted."""
-    mentions: dict[str, frozenset[str]] = getattr(system, "mentions", {})
+def _watched(system: Checked) -> dict[str, set[str]]:
+    """Per requirement, the tools whose calls change its view."""
     watched: dict[str, set[str]] = {}
     for comp in system.components:
         moving = {t for t, c in comp.classes.items() if not comp.still[c * 3]}
         watched.setdefault(comp.requirement.name, set()).update(moving)
+    return watched
+
+
+def cone_of(system: Checked, tools: set[str], *, forcing: bool) -> frozenset[str]:
+    """The requirements that can influence ``tools``: those whose rules mention them, then,
+    transitively, those whose rules mention a tool the former watch (a call that changes
+    their view); with ``forcing``, every requirement that forces a tool (a forced tool
+    excludes all others). A cone-of-influence guess for a requirement-level core: checked,
+    never trusted."""
+    mentions: dict[str, frozenset[str]] = getattr(system, "mentions", {})
+    watched = _watched(system)
     forcers: frozenset[str] = getattr(system, "forcing", frozenset())
     chosen: set[str] = set(forcers) if forcing else set()
     reach = set(tools)
     changed = True
-    rounds = 0
-    while changed and (depth is None or rounds <= depth):
+    while changed:
         changed = False
-        rounds += 1
         for name, mentioned in mentions.items():
             if name not in chosen and mentioned & reach:
                 chosen.add(name)

@@ -30,7 +30,7 @@ from typing import Any
 
 from ruleengine._units import literal_masks
 from ruleengine.check.analysis import Analysis, Witness
-from ruleengine.check.explicit import Outcome, decide, same_pass
+from ruleengine.check.explicit import Outcome, asking_of, decide, live_at
 from ruleengine.check.system import Component, Event, State, System
 from ruleengine.errors import ConflictError
 from ruleengine.ir import FINAL_ANSWER
@@ -830,7 +830,7 @@ class _Symbolic:
         system, enc = self.system, self.enc
         comps = system.components
         bits = [b for c in comps for b in enc.bits[id(c)]]
-        wanted, live = set(names), set[str]()
+        wanted, live, asking = frozenset(names), set[str](), asking_of(system)
         for assignment in self.bdd.pick_iter(self.reach, care_vars=bits):
             self._tick()
             state = tuple(
@@ -839,17 +839,7 @@ class _Symbolic:
             )
             for records, _ in system.variants(state):
                 outcome = decide(system, records)
-                if isinstance(outcome, Pass):
-                    for name in wanted - live:
-                        req = next(c.requirement for c in comps if c.requirement.name == name)
-                        if isinstance(req, AskPermissionRequirement) and any(
-                            req.covers(t) for t in outcome.allowed
-                        ):
-                            live.add(name)
-                for name in sorted({e.requirement for e in records} & (wanted - live)):
-                    rest = tuple(e for e in records if e.requirement != name)
-                    if not same_pass(outcome, decide(system, rest)):
-                        live.add(name)
+                live |= live_at(system, records, outcome, wanted - live, asking)
         return live
 
     def _live_at(self, name: str) -> Node:
