@@ -16,19 +16,23 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from benchmarks._policies import FAMILIES, make_policy, policy_file
 from benchmarks._report import Column, format_table, met
 
 __all__ = ["StaticRow", "main", "measure"]
+
+_N = TypeVar("_N", int, float)
 
 TARGETS = {(20, 40): 1.0, (50, 100): 10.0}
 """p95 seconds per size (issue 9)."""
@@ -163,6 +167,22 @@ def format_static_table(rows: Sequence[StaticRow]) -> str:
     return format_table(columns, cells)
 
 
+def _positive(kind: Callable[[str], _N]) -> Callable[[str], _N]:
+    """An argparse type: a number of ``kind`` above zero."""
+
+    def parse(text: str) -> _N:
+        try:
+            value = kind(text)
+        except ValueError:
+            expected = "a whole number" if kind is int else "a number"
+            raise argparse.ArgumentTypeError(f"`{text}` is not {expected}") from None
+        if not (value > 0 and math.isfinite(value)):
+            raise argparse.ArgumentTypeError(f"`{text}` must be a finite number above zero")
+        return value
+
+    return parse
+
+
 def _seconds(value: float, row: StaticRow) -> str:
     """A time, or "> limit" for a check stopped at the time limit."""
     if row.timed_out and value >= row.limit:
@@ -173,9 +193,14 @@ def _seconds(value: float, row: StaticRow) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--quick", action="store_true", help="10/20, 3 seeds: a smoke test")
-    parser.add_argument("--seeds", type=int, default=10, help="policies per family and size")
     parser.add_argument(
-        "--timeout", type=float, default=120.0, help="seconds before one check is stopped"
+        "--seeds", type=_positive(int), default=10, help="policies per family and size"
+    )
+    parser.add_argument(
+        "--timeout",
+        type=_positive(float),
+        default=120.0,
+        help="seconds before one check is stopped",
     )
     args = parser.parse_args(argv)
     sizes = [(10, 20)] if args.quick else [(20, 40), (50, 100)]

@@ -1,0 +1,56 @@
+"""The static-check benchmark's command line and table (``benchmarks/static.py``): it times,
+so these tests check only that it runs, reports a stopped check instead of failing, and
+refuses bad arguments."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from benchmarks import static
+from benchmarks._policies import FAMILIES, make_policy, policy_file
+
+
+def test_every_family_is_checked_once_per_seed() -> None:
+    rows = static.measure([(4, 4)], 1)
+    assert [r.family for r in rows] == list(FAMILIES)
+    for row in rows:
+        assert len(row.seconds) == 1 and row.seconds[0] > 0
+        assert row.complete == 1 and row.timed_out == 0
+    table = static.format_static_table(rows)
+    assert all(family in table for family in FAMILIES)
+
+
+def test_a_check_past_its_time_limit_is_stopped_not_fatal(tmp_path: Path) -> None:
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(policy_file(make_policy("chain", 4, 4, 0))), encoding="utf-8")
+    # No interpreter starts in a millisecond.
+    seconds, report = static.check_once(str(path), 0.001)
+    assert report is None and seconds == 0.001
+
+
+def test_a_stopped_check_shows_as_over_the_limit() -> None:
+    row = static.StaticRow("chain", 20, 40, [0.5, 0.5, 120.0], [1, 1, 0], 2, 2, 1, 120.0)
+    line = next(r for r in static.format_static_table([row]).splitlines() if r.startswith("chain"))
+    assert "> 120" in line and "0.50" in line
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--seeds", "0"], "`0` must be a finite number above zero"),
+        (["--seeds", "1.5"], "`1.5` is not a whole number"),
+        (["--timeout", "-1"], "`-1` must be a finite number above zero"),
+        (["--timeout", "inf"], "`inf` must be a finite number above zero"),
+        (["--timeout", "soon"], "`soon` is not a number"),
+    ],
+)
+def test_bad_arguments_exit_2_naming_the_value(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        static.main(argv)
+    assert exited.value.code == 2
+    assert message in capsys.readouterr().err
