@@ -58,3 +58,7 @@ class Analysis:
     partial: bool = False
     """The analysis stopped once its focused question was answered (a requirement found
     live, a tool found allowed): the other verdicts were not computed."""
+    example: tuple[Event, ...] | None = None
+    """For a focused question whose "never" it refuted (the tool allowed, the requirement
+    live, ``final_answer`` allowed within the budget): a history showing it, when the engine
+    had one at hand. Core searches replay it on other subsystems before analysing them."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
@@ -27,7 +27,7 @@ from ruleengine.requirements.permission import AskPermissionRequirement
 from ruleengine.rules import Emitted
 from ruleengine.state import STATUSES
 
-__all__ = ["Outcome", "analyse", "asking_of", "decide", "live_at", "same_pass"]
+__all__ = ["Outcome", "analyse", "asking_of", "decide", "live_at", "same_pass", "walk"]
 
 Outcome = Pass | ConflictError
 """A decided state: its pass, or the conflict that leaves it without one."""
@@ -41,6 +41,21 @@ def decide(system: System, records: tuple[Emitted, ...]) -> Outcome:
         # Kept as a value: drop the traceback, whose frames would tie the caller's locals
         # (BDD nodes and their manager among them) into a reference cycle.
         return exc.with_traceback(None)
+
+
+def walk(system: System, trace: Sequence[Event]) -> State | None:
+    """The state ``trace`` leads to when each of its steps is allowed when taken (under some
+    values of the opaque checks, as the engines explore), else None. Cost: one decision per
+    step and check valuation."""
+    state = system.initial
+    for tool, status in trace:
+        if not any(
+            isinstance(o, Pass) and tool in o.allowed
+            for o in (decide(system, records) for records, _ in system.variants(state))
+        ):
+            return None
+        state = system.successor(state, (tool, status))
+    return state
 
 
 def same_pass(a: Outcome, b: Outcome) -> bool:

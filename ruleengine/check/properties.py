@@ -16,12 +16,12 @@ from typing import Any, Protocol
 
 from ruleengine._search import quickxplain
 from ruleengine.check.analysis import Analysis, Witness
-from ruleengine.check.explicit import analyse
+from ruleengine.check.explicit import analyse, asking_of, decide, live_at, walk
 from ruleengine.check.report import FINDING_IDS, SEVERITY, Finding, FindingId, TraceStep
-from ruleengine.check.system import Component, System
+from ruleengine.check.system import Component, Event, System
 from ruleengine.errors import ConflictError
 from ruleengine.ir import FINAL_ANSWER, Forced
-from ruleengine.passes import CoreEntry
+from ruleengine.passes import CoreEntry, Pass
 from ruleengine.reasoner import Reasoner
 from ruleengine.requirements.base import Requirement
 from ruleengine.rules import Emitted
@@ -362,12 +362,28 @@ def requirement_core(
     memo: dict[int, bool] = {full | keep_mask: True}  # the finding was found on the policy
     shared: CoreCache = cache if cache is not None else {}
 
+    examples: list[tuple[Event, ...]] = []  # histories that refuted the finding, newest first
+
     def holds_for(mask: int) -> bool:
         mask |= keep_mask
         found = memo.get(mask)
         if found is None:
             names = frozenset(r.name for r in reqs if bit[r.name] & mask)
-            found = memo[mask] = _holds(system, names, holds, engine, focus, shared)
+            sub = system.subsystem(sorted(names))
+            # A history that refuted the finding on another subsystem often refutes it here
+            # too (dropping requirements mostly keeps a step allowed): replaying it costs a
+            # few decisions, an analysis far more.
+            if (
+                focus is not None
+                and isinstance(sub, System)
+                and any(_shows(sub, trace, focus) for trace in examples[:EXAMPLES])
+            ):
+                memo[mask] = False
+                return False
+            found, example = _holds(sub, names, holds, engine, focus, shared)
+            memo[mask] = found
+            if example is not None and example not in examples:
+                examples.insert(0, example)
         return found
 
     def mask_of(names: Iterable[str]) -> int:
@@ -408,19 +424,45 @@ QUICK_STATES = 64
 exactly, or to refute the finding with a witness, before any full analysis."""
 
 
+EXAMPLES = 16
+"""Histories that refuted a finding on earlier subsystems, replayed on the next one."""
+
+
+def _shows(sub: System, trace: tuple[Event, ...], focus: str) -> bool:
+    """Whether ``trace``, replayed on ``sub`` (every step allowed when taken, under some
+    check values), ends where the focused "never" finding fails: ``final_answer`` allowed
+    within the budget (``finish:N``), the tool allowed (``tool:T``), the requirement live
+    (``live:R``)."""
+    kind, _, subject = focus.partition(":")
+    if kind not in ("finish", "tool", "live") or (kind == "finish" and len(trace) > int(subject)):
+        return False
+    state = walk(sub, trace)
+    if state is None:
+        return False
+    for records, _ in sub.variants(state):
+        outcome = decide(sub, records)
+        if kind == "live":
+            if live_at(sub, records, outcome, {subject}, asking_of(sub)):
+                return True
+        elif isinstance(outcome, Pass) and (
+            outcome.can_stop if kind == "finish" else subject in outcome.allowed
+        ):
+            return True
+    return False
+
+
 def _holds(
-    system: Checked,
+    sub: Any,
     names: frozenset[str],
     holds: Callable[[Analysis], bool],
     engine: Engine,
     focus: str | None,
     cache: CoreCache,
-) -> bool:
-    """Whether the finding holds on the subsystem keeping ``names``: a short explicit search
-    settles it when it covers the whole subsystem, or refutes it when it already shows a
-    counterexample (an allowed tool, a live requirement, a finish in time); otherwise the
-    engine decides."""
-    sub = system.subsystem(sorted(names))
+) -> tuple[bool, tuple[Event, ...] | None]:
+    """Whether the finding holds on ``sub``, the subsystem keeping ``names``, and a history
+    refuting it when the engine gave one: a short explicit search settles it when it covers
+    the whole subsystem, or refutes it when it already shows a counterexample (an allowed
+    tool, a live requirement, a finish in time); otherwise the engine decides."""
     if isinstance(sub, System):
         live = focus if focus is not None and focus.startswith("live:") else None
         key = (names, live, True)
@@ -429,10 +471,10 @@ def _holds(
             only = live[5:] if live is not None else False
             quick = cache[key] = analyse(sub, max_states=QUICK_STATES, live=only)
         if quick.complete:
-            return holds(quick)
+            return holds(quick), None
         if focus is not None and focus != "no-finish" and not holds(quick):
             # These findings claim "never": what the short search saw is a counterexample.
-            return False
+            return False, None
     full_key = (names, focus, False)
     analysis = cache.get(full_key)
     if analysis is None and focus is not None and focus.startswith("tool:"):
@@ -443,13 +485,13 @@ def _holds(
         if focus is not None and focus.startswith("tool:") and not analysis.partial:
             cache[(names, "tools", False)] = analysis
     if analysis.complete:
-        return holds(analysis)
+        return holds(analysis), analysis.example
     if focus is not None and focus.startswith("finish:"):
         # A budget question is about histories of at most N steps: a search that decided
         # every state that deep answers it exactly, however it was stopped after that.
-        return analysis.depth_done >= int(focus[7:]) and holds(analysis)
+        return analysis.depth_done >= int(focus[7:]) and holds(analysis), analysis.example
     # An analysis cut short answers "no": nothing is dropped on partial evidence.
-    return False
+    return False, None
 
 
 def _cones(system: Checked, tools: set[str], *, forcing: bool) -> list[frozenset[str]]:
