@@ -24,7 +24,7 @@ from ruleengine.ir import FINAL_ANSWER, Forced
 from ruleengine.passes import CoreEntry, Pass
 from ruleengine.reasoner import Reasoner
 from ruleengine.requirements.base import Requirement
-from ruleengine.rules import Emitted
+from ruleengine.rules import Emitted, lower
 
 __all__ = ["Engine", "findings", "requirement_core", "requirement_entry"]
 
@@ -258,6 +258,7 @@ def _dead_requirements(
     system: Checked, analysis: Analysis, engine: Engine, cache: CoreCache, hints: Hints
 ) -> list[Finding]:
     out = []
+    dependencies = _dependencies(system)
     for req in system.requirements:
         name = req.name
         if name in analysis.live:
@@ -269,7 +270,11 @@ def _dead_requirements(
             f"live:{name}",
             keep=(name,),
             cache=cache,
-            hints=[*_cones(system, set(_mentions_of(system, name)), forcing=True), *hints],
+            hints=[
+                *_between(system, name, dependencies),
+                *_cones(system, set(_mentions_of(system, name)), forcing=True),
+                *hints,
+            ],
         )
         hints.insert(0, frozenset(r.name for r in core if r.name != name))
         out.append(
@@ -508,9 +513,10 @@ def _around(system: Checked, tools: set[str], rounds: int) -> frozenset[str]:
     its rules mention and the tools whose calls change its view, and ``final_answer`` links
     nothing (every requirement that prevents a stop mentions it)."""
     mentions: dict[str, frozenset[str]] = getattr(system, "mentions", {})
-    touches = _watched(system)
+    touches, links = _watched(system), _watched(system, linking=True)
     for name, mentioned in mentions.items():
         touches.setdefault(name, set()).update(mentioned)
+        links.setdefault(name, set()).update(mentioned)
     chosen: set[str] = set()
     reach = set(tools)
     for _ in range(rounds):
@@ -519,8 +525,91 @@ def _around(system: Checked, tools: set[str], rounds: int) -> frozenset[str]:
             break
         chosen |= added
         for name in added:
-            reach |= touches[name] - {FINAL_ANSWER}
+            reach |= links[name] - {FINAL_ANSWER}
     return frozenset(chosen)
+
+
+Dependency = tuple[str, str, str]
+"""A requirement, a tool its rules mention, and a tool whose calls change its view."""
+
+
+def _dependencies(system: Checked) -> list[Dependency]:
+    """Per component (a requirement tabulated as factors has one per factor), each tool its
+    rules mention paired with each tool that moves its view; global views (see
+    ``_watched``) give none."""
+    callable_tools = len([t for t in system.tools if t != FINAL_ANSWER])
+    out: list[Dependency] = []
+    for comp in system.components:
+        moving = {t for t, c in comp.classes.items() if not comp.still[c * 3]}
+        if len(moving) * 2 > callable_tools:
+            continue
+        mentioned: set[str] = set()
+        for variants in comp.variants:
+            for variant in variants:
+                for e in variant.records:
+                    mentioned |= lower(e.item).mentions
+        name = comp.requirement.name
+        out.extend(
+            (name, m, w) for m in sorted(mentioned - {FINAL_ANSWER}) for w in moving if m != w
+        )
+    return out
+
+
+def _between(system: Checked, name: str, dependencies: list[Dependency]) -> list[frozenset[str]]:
+    """Guesses for why requirement ``name`` is never live: the requirements on chains of
+    dependencies from the tools it mentions and from the tools it watches to a common tool.
+
+    A component that watches `w` and mentions `m` makes `m` depend on `w` ("`a` only after
+    `b`": `a` on `b`; "`c` only before `a`": `c` on `a`). "`c` only before `a`" is never
+    live when `a` needs `b` first and `c` is given up once `b` ran: `a` and `c` both depend
+    on `b`. The guesses: the requirements on the shortest such pairs of chains, then on
+    pairs one link longer."""
+    edges = [(other, m, w) for other, m, w in dependencies if other != name]
+    mine = [(m, w) for other, m, w in dependencies if other == name]
+    ends = ({m for m, _ in mine}, {w for _, w in mine})
+    if not mine:
+        return []
+
+    def forward(start: set[str]) -> dict[str, int]:
+        dist = dict.fromkeys(start, 0)
+        frontier, d = set(start), 0
+        while frontier:
+            d += 1
+            frontier = {w for _, m, w in edges if m in frontier} - dist.keys()
+            dist.update(dict.fromkeys(frontier, d))
+        return dist
+
+    def backward(goal: str) -> dict[str, int]:
+        dist = {goal: 0}
+        frontier, d = {goal}, 0
+        while frontier:
+            d += 1
+            frontier = {m for _, m, w in edges if w in frontier} - dist.keys()
+            dist.update(dict.fromkeys(frontier, d))
+        return dist
+
+    near = (forward(ends[0]), forward(ends[1]))
+    common = near[0].keys() & near[1].keys()
+    if not common:
+        return []
+    out: list[frozenset[str]] = []
+    least = min(near[0][t] + near[1][t] for t in common)
+    for slack in (0, 1):
+        on: set[str] = set()
+        for goal in common:
+            if near[0][goal] + near[1][goal] > least + slack:
+                continue
+            back = backward(goal)
+            for dist in near:
+                # An edge on a shortest chain from this end to ``goal``.
+                on |= {
+                    other
+                    for other, m, w in edges
+                    if m in dist and w in back and dist[m] + 1 + back[w] == dist[goal]
+                }
+        if on and frozenset(on) not in out:
+            out.append(frozenset(on))
+    return out
 
 
 def _mentions_of(system: Checked, name: str) -> frozenset[str]:
@@ -528,11 +617,17 @@ def _mentions_of(system: Checked, name: str) -> frozenset[str]:
     return mentions.get(name, frozenset())
 
 
-def _watched(system: Checked) -> dict[str, set[str]]:
-    """Per requirement, the tools whose calls change its view."""
+def _watched(system: Checked, *, linking: bool = False) -> dict[str, set[str]]:
+    """Per requirement, the tools whose calls change its view. With ``linking``, not those
+    of a global view (one that most tools move: a step counter, the last tool called): it
+    would link every tool to every other, and a guess grown along links would be the whole
+    policy."""
     watched: dict[str, set[str]] = {}
+    callable_tools = len([t for t in system.tools if t != FINAL_ANSWER])
     for comp in system.components:
         moving = {t for t, c in comp.classes.items() if not comp.still[c * 3]}
+        if linking and len(moving) * 2 > callable_tools:
+            moving = set()
         watched.setdefault(comp.requirement.name, set()).update(moving)
     return watched
 
@@ -544,7 +639,7 @@ def cone_of(system: Checked, tools: set[str], *, forcing: bool) -> frozenset[str
     excludes all others). A cone-of-influence guess for a requirement-level core: checked,
     never trusted."""
     mentions: dict[str, frozenset[str]] = getattr(system, "mentions", {})
-    watched = _watched(system)
+    watched = _watched(system, linking=True)
     forcers: frozenset[str] = getattr(system, "forcing", frozenset())
     chosen: set[str] = set(forcers) if forcing else set()
     reach = set(tools)
