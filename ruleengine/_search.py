@@ -32,21 +32,32 @@ def quickxplain(
     sees one int and the background of each question is carried along as one.
     """
 
-    def union(items: list[K]) -> int:
-        return reduce(or_, map(mask_of.__getitem__, items), 0)
+    # A module-level recursion, not a nested function: a nested one would refer to itself
+    # through its closure, a reference cycle keeping the oracle (and whatever it holds, such
+    # as a checker's BDD manager) alive until the cyclic garbage collector runs.
+    return _explain(0, False, list(candidates), mask_of, satisfiable)
 
-    def explain(background: int, added: bool, pool: list[K]) -> list[K]:
-        if added and not satisfiable(background):
-            return []
-        if len(pool) == 1:
-            return list(pool)
-        half = len(pool) // 2
-        first, second = pool[:half], pool[half:]
-        right = explain(background | union(first), True, second)
-        left = explain(background | union(right), bool(right), first)
-        return left + right
 
-    return explain(0, False, list(candidates))
+def _explain(
+    background: int,
+    added: bool,
+    pool: list[K],
+    mask_of: Mapping[K, int],
+    satisfiable: Callable[[int], bool],
+) -> list[K]:
+    if added and not satisfiable(background):
+        return []
+    if len(pool) == 1:
+        return list(pool)
+    half = len(pool) // 2
+    first, second = pool[:half], pool[half:]
+    right = _explain(background | _union(first, mask_of), True, second, mask_of, satisfiable)
+    left = _explain(background | _union(right, mask_of), bool(right), first, mask_of, satisfiable)
+    return left + right
+
+
+def _union(items: list[K], mask_of: Mapping[K, int]) -> int:
+    return reduce(or_, map(mask_of.__getitem__, items), 0)
 
 
 def prefer(

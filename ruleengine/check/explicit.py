@@ -49,6 +49,8 @@ def walk(system: System, trace: Sequence[Event]) -> State | None:
     step and check valuation."""
     state = system.initial
     for tool, status in trace:
+        if tool not in system.callable or status not in STATUSES:
+            return None  # `final_answer` ends a run; it is no step
         if not any(
             isinstance(o, Pass) and tool in o.allowed
             for o in (decide(system, records) for records, _ in system.variants(state))

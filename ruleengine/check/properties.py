@@ -540,9 +540,9 @@ def _dependencies(system: Checked) -> list[Dependency]:
     callable_tools = len([t for t in system.tools if t != FINAL_ANSWER])
     out: list[Dependency] = []
     for comp in system.components:
-        moving = {t for t, c in comp.classes.items() if not comp.still[c * 3]}
-        if len(moving) * 2 > callable_tools:
+        if comp.is_global(callable_tools):
             continue
+        moving = comp.watched
         mentioned: set[str] = set()
         for variants in comp.variants:
             for variant in variants:
@@ -625,9 +625,7 @@ def _watched(system: Checked, *, linking: bool = False) -> dict[str, set[str]]:
     watched: dict[str, set[str]] = {}
     callable_tools = len([t for t in system.tools if t != FINAL_ANSWER])
     for comp in system.components:
-        moving = {t for t, c in comp.classes.items() if not comp.still[c * 3]}
-        if linking and len(moving) * 2 > callable_tools:
-            moving = set()
+        moving = set() if linking and comp.is_global(callable_tools) else set(comp.watched)
         watched.setdefault(comp.requirement.name, set()).update(moving)
     return watched
 

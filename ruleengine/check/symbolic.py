@@ -88,6 +88,11 @@ class _Facts:
     """Where it soft-forces each tool (at the requirement's priority)."""
 
 
+GLOBAL_BITS = 8
+"""Bits of global views (see ``_variable_order``) past which CUDD's dynamic reordering is
+switched on."""
+
+
 class Encoding:
     """The BDD variables of a system's components, and what each component contributes.
 
@@ -127,8 +132,19 @@ class Encoding:
             own = self.bits[id(comp)] + self.next_bits[id(comp)] + self.check_bits[id(comp)]
             if len(own) >= 2:
                 blocks[(self.bits[id(comp)] or self.check_bits[id(comp)])[0]] = len(own)
-        if blocks and hasattr(self.bdd, "group"):  # CUDD only (dd.autoref does not reorder)
-            self.bdd.group(blocks)
+        if hasattr(self.bdd, "group"):  # CUDD (dd.autoref does not reorder)
+            # The static order suits policies with few global views (see _variable_order)
+            # and dynamic reordering then only costs time: it is the larger part of the
+            # check at 50 tools, and, as CUDD's hashing follows memory addresses, varies
+            # from run to run (±50 %). With many global views the order's premise fails
+            # and reordering pays for itself (up to 5× on the `mixed` family at 50 tools).
+            global_bits = sum(
+                len(self.bits[id(c)]) for c in order if c.is_global(len(system.callable))
+            )
+            self.reordering = global_bits > GLOBAL_BITS
+            self.bdd.configure(reordering=self.reordering)
+            if blocks:
+                self.bdd.group(blocks)
         self._components = {id(c): c for c in system.components}
 
     def cube(self, names: Sequence[str], value: int) -> Node:
@@ -244,8 +260,8 @@ def _variable_order(system: System) -> list[Component]:
     links: dict[str, set[str]] = {t: set() for t in system.tools}
     watched: dict[int, list[str]] = {}
     for comp in system.components:
-        watched[id(comp)] = [t for t in comp.classes if not comp.still[comp.classes[t] * 3]]
-        if len(watched[id(comp)]) * 2 > len(system.callable):
+        watched[id(comp)] = comp.watched
+        if comp.is_global(len(system.callable)):
             continue  # a global view: it links every tool, so it orders none
         linked = set(watched[id(comp)]) | mentions.get(comp.requirement.name, frozenset())
         linked.discard(FINAL_ANSWER)  # every requirement preventing a stop mentions it
@@ -269,7 +285,7 @@ def _variable_order(system: System) -> list[Component]:
 
     def key(comp: Component) -> tuple[int, int, str]:
         mine = watched[id(comp)]
-        if len(mine) * 2 > len(system.callable):
+        if comp.is_global(len(system.callable)):
             return (-sum(not still for still in comp.still), -1, comp.requirement.name)
         return (0, min((rank[t] for t in mine), default=len(rank)), comp.requirement.name)
 
@@ -416,6 +432,9 @@ CHAINING_SWEEPS = 3
 
 FEW_STATES = 64
 """Up to this many reachable states, liveness is decided state by state."""
+
+SAMPLED = 16
+"""Reachable states decided first, when a whole analysis asks which requirements are live."""
 
 EARLY_LAYERS = 8
 """Breadth-first layers searched for a requirement being live, or a tool allowed, before
@@ -861,32 +880,46 @@ class _Symbolic:
     def _liveness(self, requirements: Sequence[object]) -> None:
         bdd, reach, result = self.bdd, self.reach, self.result
         names = [req.name for req in requirements]  # type: ignore[attr-defined]
-        if self._count(reach) <= FEW_STATES:
-            # A handful of reachable states: deciding them with the runtime reasoner is
-            # cheaper than building each requirement's "changes the pass" set.
-            result.live |= self._live_by_deciding(names)
+        # A few reachable states decided with the runtime reasoner show most live
+        # requirements for far less than building each one's "changes the pass" set; when
+        # there are no more states than that, they answer for every requirement.
+        few = self._count(reach) <= FEW_STATES
+        if few or len(names) > 1:
+            sets = [reach] if few else [*self.layers, reach]
+            result.live |= self._live_by_deciding(names, sets, FEW_STATES if few else SAMPLED)
+        if few:
             return
         for name in names:
+            if name in result.live:
+                continue
             self._tick()
             if reach & self._live_at(name) != bdd.false:
                 result.live.add(name)
 
-    def _live_by_deciding(self, names: Sequence[str]) -> set[str]:
-        """Which of ``names`` are live at some reachable state, each state decided with
-        and without each requirement's records (the explicit engine's rule)."""
+    def _live_by_deciding(self, names: Sequence[str], sets: Sequence[Node], limit: int) -> set[str]:
+        """Which of ``names`` are live at one of the first ``limit`` states of ``sets``
+        (reachable states), each decided with and without each requirement's records (the
+        explicit engine's rule)."""
         system, enc = self.system, self.enc
         comps = system.components
         bits = [b for c in comps for b in enc.bits[id(c)]]
         wanted, live, asking = frozenset(names), set[str](), asking_of(system)
-        for assignment in self.bdd.pick_iter(self.reach, care_vars=bits):
-            self._tick()
-            state = tuple(
-                sum(1 << b for b, name in enumerate(enc.bits[id(c)]) if assignment[name])
-                for c in comps
-            )
-            for records, _ in system.variants(state):
-                outcome = decide(system, records)
-                live |= live_at(system, records, outcome, wanted - live, asking)
+        seen: set[State] = set()
+        for states in sets:
+            for assignment in self.bdd.pick_iter(states, care_vars=bits):
+                if len(seen) >= limit or live == wanted:
+                    return live
+                state = tuple(
+                    sum(1 << b for b, name in enumerate(enc.bits[id(c)]) if assignment[name])
+                    for c in comps
+                )
+                if state in seen:
+                    continue
+                seen.add(state)
+                self._tick()
+                for records, _ in system.variants(state):
+                    outcome = decide(system, records)
+                    live |= live_at(system, records, outcome, wanted - live, asking)
         return live
 
     def _live_at(self, name: str) -> Node:

@@ -78,6 +78,17 @@ class Component:
         """Whether some view emits differently depending on opaque checks."""
         return any(len(vs) > 1 for vs in self.variants)
 
+    @property
+    def watched(self) -> list[str]:
+        """The tools whose (successful) calls change the view."""
+        return [t for t, c in self.classes.items() if not self.still[c * 3]]
+
+    def is_global(self, callable_tools: int) -> bool:
+        """Whether most of the ``callable_tools`` tools move the view (a step counter, the
+        last tool called, the cycle guard's history): such a view links every tool to
+        every other, so guesses and orders built on links leave it out."""
+        return len(self.watched) * 2 > callable_tools
+
     def move(self, view: int, tool: str, status: Status) -> int:
         """The view index after a step."""
         return self.moves[self.classes[tool] * 3 + STATUSES.index(status)][view]

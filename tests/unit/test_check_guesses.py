@@ -1,0 +1,234 @@
+"""What makes requirement-level cores cheap, without changing them: histories that refuted a
+core question are replayed on the next subsystem (``walk``, ``Analysis.example``), and a
+dead requirement's first guess follows chains of dependencies (``_between``).
+
+A replayed history only ever answers "the finding does not hold" when it truly does not
+(every step allowed when taken, the counterexample at its end), so a core search with
+replays asks the engine fewer questions and gets the same answers: the same report.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import pytest
+
+from ruleengine import ConditionalRequirement as C
+from ruleengine import CycleGuard
+from ruleengine.check import check, properties, symbolic
+from ruleengine.check.explicit import decide, walk
+from ruleengine.check.symbolic import Encoding, analyse_symbolic
+from ruleengine.check.system import System
+from ruleengine.passes import Pass
+
+# -- walk ------------------------------------------------------------------------------------
+
+
+def test_walk_follows_allowed_steps_and_refuses_the_first_disallowed_one() -> None:
+    system = System(["a", "b"], [C("b", only_after=["a"], name="b-after-a")])
+    assert walk(system, []) == system.initial
+    after_a = walk(system, [("a", "ok")])
+    assert after_a is not None and after_a != system.initial
+    assert walk(system, [("a", "ok"), ("b", "ok")]) is not None
+    assert walk(system, [("b", "ok")]) is None  # `b` is not allowed before `a`
+    assert walk(system, [("a", "error"), ("b", "ok")]) is None  # only a successful `a` counts
+    assert walk(system, [("final_answer", "ok")]) is None  # it ends a run, it is no step
+
+
+def test_walk_takes_a_step_that_some_check_value_allows() -> None:
+    system = System(["a", "b"], [C("b", custom_checks=[lambda state: False], name="b-if")])
+    assert walk(system, [("b", "ok")]) is not None  # allowed when the check passes
+
+
+# -- examples from the symbolic engine -----------------------------------------------------
+
+
+CHAIN = ["a", "b", "c", "d"]
+
+
+def _chain_system(extra: list[Any] | None = None) -> System:
+    reqs: list[Any] = [
+        C(later, only_after=[earlier], name=f"{later}-after-{earlier}")
+        for earlier, later in itertools.pairwise(CHAIN)
+    ]
+    reqs.append(C("final_answer", only_after=["d"], name="answer-last"))
+    return System([*CHAIN, "x"], reqs + (extra or []))
+
+
+def _ends(system: System, trace: tuple[tuple[str, str], ...]) -> list[Pass]:
+    state = walk(system, trace)
+    assert state is not None, trace
+    outcomes = [decide(system, records) for records, _ in system.variants(state)]
+    return [o for o in outcomes if isinstance(o, Pass)]
+
+
+def test_a_tool_found_allowed_early_comes_with_a_shortest_history_to_it() -> None:
+    system = _chain_system()
+    found = analyse_symbolic(system, focus="tool:d")
+    assert found.partial and found.example is not None
+    assert [t for t, _ in found.example] == ["a", "b", "c"]
+    assert any("d" in p.allowed for p in _ends(system, found.example))
+
+
+def test_a_finish_within_the_budget_comes_with_its_history() -> None:
+    system = _chain_system()
+    found = analyse_symbolic(system, focus="finish:10")
+    assert found.finish_depth == 4 and found.example is not None
+    assert len(found.example) == 4
+    assert any(p.can_stop for p in _ends(system, found.example))
+    # Not within the budget: no finish, so nothing to show.
+    short = analyse_symbolic(system, focus="finish:2")
+    assert short.finish_depth is None and short.example is None
+
+
+def test_a_live_requirement_found_early_comes_with_a_history_where_it_is_live() -> None:
+    system = _chain_system([C("c", max_invocations=1, name="cap-c")])
+    found = analyse_symbolic(system, focus="live:cap-c")
+    assert found.partial and found.example is not None
+    assert properties._shows(system, found.example, "live:cap-c")
+    # A whole analysis (the requirement never live) gives no example.
+    dead = _chain_system([C("c", max_invocations=1, name="cap-c"), C("a", max_invocations=0)])
+    whole = analyse_symbolic(dead, focus="live:cap-c")
+    assert not whole.partial and "cap-c" not in whole.live and whole.example is None
+
+
+def test_shows_checks_the_focused_counterexample_on_the_subsystem_it_is_given() -> None:
+    system = _chain_system([C("a", max_invocations=0, name="block-a")])
+    trace = (("a", "ok"), ("b", "ok"), ("c", "ok"))
+    assert properties._shows(system.subsystem(["b-after-a", "c-after-b"]), trace, "tool:d")
+    two = trace[:2]  # `c` not run yet: `d` is not allowed at the end
+    assert not properties._shows(system.subsystem(["d-after-c"]), two, "tool:d")
+    assert properties._shows(system.subsystem(["c-after-b"]), two, "tool:d")
+    assert not properties._shows(system, trace, "tool:d")  # `a` is blocked: the walk fails
+    four = (*trace, ("d", "ok"))
+    keep = ["b-after-a", "c-after-b", "d-after-c", "answer-last"]
+    assert properties._shows(system.subsystem(keep), four, "finish:4")
+    assert not properties._shows(system.subsystem(keep), four, "finish:3")  # too long
+    assert not properties._shows(system.subsystem(keep), trace, "finish:9")  # `d` not run
+    assert not properties._shows(system, (), "no-finish")  # no history refutes no-finish
+
+
+# -- replays change no answer -----------------------------------------------------------------
+
+
+def _engine_calls(monkeypatch: pytest.MonkeyPatch) -> list[str | None]:
+    calls: list[str | None] = []
+    run = symbolic._Symbolic.run
+
+    def counted(self: Any) -> Any:
+        calls.append(self.focus)
+        return run(self)
+
+    monkeypatch.setattr(symbolic._Symbolic, "run", counted)
+    return calls
+
+
+def report_of(tools: list[str], reqs: list[Any], **options: Any) -> dict[str, Any]:
+    out = check(tools, reqs, engine="symbolic", **options).model_dump(mode="json")
+    out.pop("stats")
+    return out
+
+
+def test_replayed_histories_save_engine_calls_and_change_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Every core question goes to the engine (no short explicit search); `x` is dead only
+    # through the whole chain, so the core search asks about many subsystems where it is
+    # allowed a few steps in.
+    monkeypatch.setattr(properties, "QUICK_STATES", 1)
+    tools = [*CHAIN, "x", "y", "z"]
+    reqs: list[Any] = [
+        C(later, only_after=[earlier], name=f"{later}-after-{earlier}")
+        for earlier, later in itertools.pairwise(CHAIN)
+    ]
+    reqs += [C("x", only_after=["d"], name="x-after-d"), C("a", max_invocations=0, name="no-a")]
+    reqs += [C(t, max_invocations=2, name=f"cap-{t}") for t in ("y", "z", "b")]
+    calls = _engine_calls(monkeypatch)
+    with_replays = report_of(tools, reqs)
+    replayed = len(calls)
+    monkeypatch.setattr(properties, "EXAMPLES", 0)
+    calls.clear()
+    without = report_of(tools, reqs)
+    assert with_replays == without
+    assert replayed < len(calls)
+    dead_x = next(f for f in with_replays["findings"] if f["tool"] == "x")
+    assert {e["requirement"] for e in dead_x["core"]} == {
+        "no-a",
+        "b-after-a",
+        "c-after-b",
+        "d-after-c",
+        "x-after-d",
+    }
+
+
+# -- guesses along chains of dependencies ---------------------------------------------------
+
+
+def test_a_dead_requirements_first_guess_is_the_chain_that_kills_it() -> None:
+    # `c` only before `a` is never live: `a` needs x1, x1 needs x2, x2 needs `b`, and `c`
+    # is given up once `b` ran. Fillers link other tools to the same ones.
+    tools = ["a", "b", "c", "x1", "x2", "f1", "f2", "f3"]
+    chain = [
+        C("a", only_after=["x1"], name="a-after-x1"),
+        C("x1", only_after=["x2"], name="x1-after-x2"),
+        C("x2", only_after=["b"], name="x2-after-b"),
+        C("c", only_before=["b"], name="c-before-b"),
+    ]
+    noise = [
+        C("f1", only_after=["c"], name="f1-after-c"),
+        C("f2", only_after=["a"], name="f2-after-a"),
+        C("f3", only_before=["x1"], name="f3-before-x1"),
+        C("c", max_invocations=3, name="cap-c"),
+        CycleGuard(),
+    ]
+    dead = C("c", only_before=["a"], name="c-before-a")
+    system = System(tools, [*chain, *noise, dead])
+    guesses = properties._between(system, "c-before-a", properties._dependencies(system))
+    assert guesses and guesses[0] == frozenset(r.name for r in chain)
+    report = check(tools, [*chain, *noise, dead])
+    finding = next(f for f in report.findings if f.requirement == "c-before-a")
+    assert {e.requirement for e in finding.core} == {r.name for r in [*chain, dead]}
+
+
+def test_global_views_make_no_dependencies() -> None:
+    # The cycle guard and a step counter watch every tool: they would link all of them.
+    tools = ["a", "b", "c"]
+    system = System(
+        tools,
+        [
+            CycleGuard(),
+            C("a", force_at_step=2, name="a-at-2"),
+            C("b", only_after=["c"], name="b-c"),
+        ],
+    )
+    found = properties._dependencies(system)
+    assert {d[0] for d in found} == {"b-c"}
+    assert properties._between(system, "a-at-2", found) == []
+
+
+# -- the variable order --------------------------------------------------------------------
+
+
+def test_global_views_come_first_and_linked_tools_sit_together() -> None:
+    tools = ["t0", "t1", "t2", "t3", "t4", "t5"]
+    reqs = [
+        C("t5", only_after=["t0"], name="t5-after-t0"),
+        C("t0", max_invocations=2, name="cap-t0"),
+        C("t5", max_invocations=2, name="cap-t5"),
+        C("t1", max_invocations=2, name="cap-t1"),
+        C("t3", force_at_step=3, name="t3-at-3"),
+    ]
+    system = System(tools, reqs)
+    order = [c.requirement.name for c in symbolic._variable_order(system)]
+    assert order[0] == "t3-at-3"  # a step counter: every tool moves it
+    # t0 and t5 are linked, so their counters sit next to each other (and the link's bit
+    # with them), not at the two ends of the declared order.
+    linked = {order.index(n) for n in ("cap-t0", "cap-t5", "t5-after-t0")}
+    assert max(linked) - min(linked) == 2
+    assert order == [c.requirement.name for c in symbolic._variable_order(System(tools, reqs))]
+    # The encoding declares the bits in that order (and reorders them in blocks).
+    enc = Encoding(system)
+    first = [enc.bits[id(c)] for c in symbolic._variable_order(system) if enc.bits[id(c)]]
+    levels = [enc.bdd.level_of_var(bits[0]) for bits in first]
+    assert levels == sorted(levels)
