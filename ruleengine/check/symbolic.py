@@ -23,8 +23,10 @@ Python, where CUDD is unavailable).
 from __future__ import annotations
 
 import heapq
+import itertools
+import random
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -433,8 +435,14 @@ CHAINING_SWEEPS = 3
 FEW_STATES = 64
 """Up to this many reachable states, liveness is decided state by state."""
 
-SAMPLED = 16
-"""Reachable states decided first, when a whole analysis asks which requirements are live."""
+SAMPLED = 64
+"""Reachable states decided first, when a whole analysis asks which requirements are live
+(random walks of at most ``WALK`` steps)."""
+
+WALK = 16
+
+PROBES = 4
+"""States decided where a requirement alone denies a tool, before its liveness BDD."""
 
 EARLY_LAYERS = 8
 """Breadth-first layers searched for a requirement being live, or a tool allowed, before
@@ -502,6 +510,7 @@ class _Symbolic:
         self.result = Analysis(depends_on_checks=any(c.opaque for c in comps))
         self.layers: list[Node] = []
         self.layered = self.reach = self.start = self.bdd.false
+        self._deniers: dict[str, list[tuple[str, Node]]] | None = None
 
     def _groups(self) -> list[_Group]:
         system, enc = self.system, self.enc
@@ -883,44 +892,101 @@ class _Symbolic:
         # A few reachable states decided with the runtime reasoner show most live
         # requirements for far less than building each one's "changes the pass" set; when
         # there are no more states than that, they answer for every requirement.
-        few = self._count(reach) <= FEW_STATES
-        if few or len(names) > 1:
-            sets = [reach] if few else [*self.layers, reach]
-            result.live |= self._live_by_deciding(names, sets, FEW_STATES if few else SAMPLED)
-        if few:
+        if self._count(reach) <= FEW_STATES:
+            result.live |= self._live_by_deciding(names, self._states(reach))
             return
+        if len(names) > 1:
+            result.live |= self._live_by_deciding(names, self._walks())
         for name in names:
             if name in result.live:
                 continue
             self._tick()
-            if reach & self._live_at(name) != bdd.false:
+            if self._probed(name, len(names) > 1) or reach & self._live_at(name) != bdd.false:
                 result.live.add(name)
 
-    def _live_by_deciding(self, names: Sequence[str], sets: Sequence[Node], limit: int) -> set[str]:
-        """Which of ``names`` are live at one of the first ``limit`` states of ``sets``
-        (reachable states), each decided with and without each requirement's records (the
-        explicit engine's rule)."""
-        system, enc = self.system, self.enc
-        comps = system.components
-        bits = [b for c in comps for b in enc.bits[id(c)]]
+    def _probed(self, name: str, probe: bool) -> bool:
+        """Whether requirement ``name`` is live at one of ``PROBES`` reachable states where
+        it alone denies a tool (where it is most likely live: deciding a few of those often
+        shows it without building its "changes the pass" BDD). Only with ``probe``: a core
+        question about one requirement is usually about one that is never live."""
+        if not probe:
+            return False
+        alone = self.reach & self._sole_denier(name)
+        if alone == self.bdd.false:
+            return False
+        return bool(self._live_by_deciding([name], itertools.islice(self._states(alone), PROBES)))
+
+    def _sole_denier(self, name: str) -> Node:
+        """The states (over view and check bits, reachable or not) where requirement
+        ``name`` denies some tool that no other requirement denies there."""
+        bdd, enc = self.bdd, self.enc
+        if self._deniers is None:
+            self._deniers = {}
+            for comp in self.system.components:
+                for t, where in enc.facts(comp).deny.items():
+                    self._deniers.setdefault(t, []).append((comp.requirement.name, where))
+        out = bdd.false
+        for by in self._deniers.values():
+            mine = [w for n, w in by if n == name]
+            if mine:
+                others = bdd.false
+                for n, w in by:
+                    if n != name:
+                        others |= w
+                for w in mine:
+                    out |= w & ~others
+        return self.some(out)
+
+    def _live_by_deciding(self, names: Sequence[str], states: Iterable[State]) -> set[str]:
+        """Which of ``names`` are live at one of ``states`` (reachable ones), each decided
+        with and without each requirement's records (the explicit engine's rule)."""
+        system = self.system
         wanted, live, asking = frozenset(names), set[str](), asking_of(system)
-        seen: set[State] = set()
-        for states in sets:
-            for assignment in self.bdd.pick_iter(states, care_vars=bits):
-                if len(seen) >= limit or live == wanted:
-                    return live
-                state = tuple(
-                    sum(1 << b for b, name in enumerate(enc.bits[id(c)]) if assignment[name])
-                    for c in comps
-                )
-                if state in seen:
-                    continue
-                seen.add(state)
-                self._tick()
-                for records, _ in system.variants(state):
-                    outcome = decide(system, records)
-                    live |= live_at(system, records, outcome, wanted - live, asking)
+        for state in states:
+            if live == wanted:
+                break
+            self._tick()
+            for records, _ in system.variants(state):
+                outcome = decide(system, records)
+                live |= live_at(system, records, outcome, wanted - live, asking)
         return live
+
+    def _states(self, states: Node) -> Iterator[State]:
+        """The concrete states of ``states``."""
+        enc, comps = self.enc, self.system.components
+        bits = [b for c in comps for b in enc.bits[id(c)]]
+        for assignment in self.bdd.pick_iter(states, care_vars=bits):
+            yield tuple(
+                sum(1 << b for b, name in enumerate(enc.bits[id(c)]) if assignment[name])
+                for c in comps
+            )
+
+    def _walks(self) -> list[State]:
+        """``SAMPLED`` reachable states, from seeded random walks: each step a random
+        allowed tool and status (the same walks on every run)."""
+        system = self.system
+        rng = random.Random(0)
+        seen: dict[State, None] = {}
+        for _ in range(SAMPLED):  # at most that many walks
+            state = system.initial
+            for _ in range(WALK):
+                if len(seen) >= SAMPLED:
+                    return list(seen)
+                seen.setdefault(state)
+                allowed = sorted(
+                    {
+                        t
+                        for records, _ in system.variants(state)
+                        for o in [decide(system, records)]
+                        if isinstance(o, Pass)
+                        for t in o.allowed
+                        if t != FINAL_ANSWER
+                    }
+                )
+                if not allowed:
+                    break
+                state = system.successor(state, (rng.choice(allowed), rng.choice(STATUSES)))
+        return list(seen)
 
     def _live_at(self, name: str) -> Node:
         """The states (reachable or not) where requirement ``name`` is live: it changes the

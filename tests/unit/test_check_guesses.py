@@ -232,3 +232,53 @@ def test_global_views_come_first_and_linked_tools_sit_together() -> None:
     first = [enc.bits[id(c)] for c in symbolic._variable_order(system) if enc.bits[id(c)]]
     levels = [enc.bdd.level_of_var(bits[0]) for bits in first]
     assert levels == sorted(levels)
+
+
+# -- liveness from decided states -------------------------------------------------------------
+
+
+def _wide() -> tuple[list[str], list[Any]]:
+    """More reachable states than ``FEW_STATES``: requirements live only after a few calls,
+    one live only where it alone denies its tool, and dead ones."""
+    tools = ["a", "b", "c", "d", "e", "f"]
+    reqs: list[Any] = [C(t, max_invocations=3, name=f"cap-{t}") for t in tools]
+    reqs += [
+        C("b", only_after=["a"], name="b-after-a"),
+        C("c", only_after=["b"], name="c-after-b"),
+        C("c", only_after=["a"], name="c-after-a"),  # dead: implied by the two above
+        C("d", only_before=["c"], name="d-before-c"),
+        C("e", only_after=["d"], name="e-after-d"),
+        C("f", max_invocations=5, name="loose-f"),  # dead: cap-f is tighter
+    ]
+    return tools, reqs
+
+
+@pytest.mark.parametrize(("sampled", "probes"), [(64, 4), (0, 0), (0, 4), (64, 0)])
+def test_live_requirements_agree_however_they_are_found(
+    sampled: int, probes: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tools, reqs = _wide()
+    system = System(tools, reqs)
+    monkeypatch.setattr(symbolic, "SAMPLED", sampled)
+    monkeypatch.setattr(symbolic, "PROBES", probes)
+    found = analyse_symbolic(system)
+    assert found.states > symbolic.FEW_STATES
+    from ruleengine.check.explicit import analyse
+
+    assert found.live == analyse(system).live
+    assert found.live == {r.name for r in system.requirements} - {"c-after-a", "loose-f"}
+
+
+def test_random_walks_are_reachable_and_the_same_every_time() -> None:
+    tools, reqs = _wide()
+    system = System(tools, reqs)
+    run = symbolic._Symbolic(system, Encoding(system), None, None, None)
+    walks = run._walks()
+    assert walks == symbolic._Symbolic(system, Encoding(system), None, None, None)._walks()
+    assert 1 < len(walks) <= symbolic.SAMPLED and walks[0] == system.initial
+    # Every state of a walk is reachable.
+    run.start = run.enc.cube([b for c in system.components for b in run.enc.bits[id(c)]], 0)
+    reach = run._reach()
+    for state in walks:
+        bits = run.enc.state_bits(system.components, state)
+        assert run.bdd.let(bits, reach) == run.bdd.true
