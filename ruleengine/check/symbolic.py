@@ -134,6 +134,8 @@ class Encoding:
             own = self.bits[id(comp)] + self.next_bits[id(comp)] + self.check_bits[id(comp)]
             if len(own) >= 2:
                 blocks[(self.bits[id(comp)] or self.check_bits[id(comp)])[0]] = len(own)
+        self.reordering = False
+        """Whether CUDD's dynamic reordering is on for this manager."""
         if hasattr(self.bdd, "group"):  # CUDD (dd.autoref does not reorder)
             # The static order suits policies with few global views (see _variable_order)
             # and dynamic reordering then only costs time: it is the larger part of the

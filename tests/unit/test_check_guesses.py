@@ -282,3 +282,18 @@ def test_random_walks_are_reachable_and_the_same_every_time() -> None:
     for state in walks:
         bits = run.enc.state_bits(system.components, state)
         assert run.bdd.let(bits, reach) == run.bdd.true
+
+
+def test_dynamic_reordering_only_with_many_bits_of_global_views() -> None:
+    tools = [f"t{i}" for i in range(6)]
+    counters = [C(t, max_invocations=3, name=f"cap-{t}") for t in tools]
+    assert not Encoding(System(tools, counters)).reordering
+    # "Not twice in a row" and forced steps watch every tool: global views.
+    many = [C(t, consecutive_allowed=False, name=f"apart-{t}") for t in tools]
+    many += [C(t, force_at_step=i + 3, name=f"at-{t}") for i, t in enumerate(tools)]
+    system = System(tools, counters + many)
+    assert sum(len(Encoding(system).bits[id(c)]) for c in system.components if c.is_global(6)) > (
+        symbolic.GLOBAL_BITS
+    )
+    if hasattr(Encoding(system).bdd, "group"):  # CUDD
+        assert Encoding(system).reordering
