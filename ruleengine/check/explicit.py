@@ -27,7 +27,16 @@ from ruleengine.requirements.permission import AskPermissionRequirement
 from ruleengine.rules import Emitted
 from ruleengine.state import STATUSES
 
-__all__ = ["Outcome", "analyse", "asking_of", "decide", "live_at", "same_pass", "walk"]
+__all__ = [
+    "Outcome",
+    "analyse",
+    "asking_of",
+    "callable_at",
+    "decide",
+    "live_at",
+    "same_pass",
+    "walk",
+]
 
 Outcome = Pass | ConflictError
 """A decided state: its pass, or the conflict that leaves it without one."""
@@ -43,18 +52,23 @@ def decide(system: System, records: tuple[Emitted, ...]) -> Outcome:
         return exc.with_traceback(None)
 
 
+def callable_at(system: System, state: State) -> set[str]:
+    """The tools a step may call at ``state``: allowed under some values of the opaque
+    checks (as the engines explore), ``final_answer`` aside (it ends a run)."""
+    out: set[str] = set()
+    for records, _ in system.variants(state):
+        outcome = decide(system, records)
+        if isinstance(outcome, Pass):
+            out.update(t for t in outcome.allowed if t != FINAL_ANSWER)
+    return out
+
+
 def walk(system: System, trace: Sequence[Event]) -> State | None:
-    """The state ``trace`` leads to when each of its steps is allowed when taken (under some
-    values of the opaque checks, as the engines explore), else None. Cost: one decision per
-    step and check valuation."""
+    """The state ``trace`` leads to when each of its steps is allowed when taken (see
+    ``callable_at``), else None. Cost: one decision per step and check valuation."""
     state = system.initial
     for tool, status in trace:
-        if tool not in system.callable or status not in STATUSES:
-            return None  # `final_answer` ends a run; it is no step
-        if not any(
-            isinstance(o, Pass) and tool in o.allowed
-            for o in (decide(system, records) for records, _ in system.variants(state))
-        ):
+        if status not in STATUSES or tool not in callable_at(system, state):
             return None
         state = system.successor(state, (tool, status))
     return state

@@ -24,7 +24,7 @@ from ruleengine.ir import FINAL_ANSWER, Forced
 from ruleengine.passes import CoreEntry, Pass
 from ruleengine.reasoner import Reasoner
 from ruleengine.requirements.base import Requirement
-from ruleengine.rules import Emitted, lower
+from ruleengine.rules import Emitted
 
 __all__ = ["Engine", "findings", "requirement_core", "requirement_entry"]
 
@@ -444,10 +444,11 @@ def _shows(sub: System, trace: tuple[Event, ...], focus: str) -> bool:
     state = walk(sub, trace)
     if state is None:
         return False
+    asking = asking_of(sub) if kind == "live" else {}
     for records, _ in sub.variants(state):
         outcome = decide(sub, records)
         if kind == "live":
-            if live_at(sub, records, outcome, {subject}, asking_of(sub)):
+            if live_at(sub, records, outcome, {subject}, asking):
                 return True
         elif isinstance(outcome, Pass) and (
             outcome.can_stop if kind == "finish" else subject in outcome.allowed
@@ -537,22 +538,18 @@ def _dependencies(system: Checked) -> list[Dependency]:
     """Per component (a requirement tabulated as factors has one per factor), each tool its
     rules mention paired with each tool that moves its view; global views (see
     ``_watched``) give none."""
-    callable_tools = len([t for t in system.tools if t != FINAL_ANSWER])
     out: list[Dependency] = []
     for comp in system.components:
-        if comp.is_global(callable_tools):
+        if comp.is_global(_callable_count(system)):
             continue
-        moving = comp.watched
-        mentioned: set[str] = set()
-        for variants in comp.variants:
-            for variant in variants:
-                for e in variant.records:
-                    mentioned |= lower(e.item).mentions
+        mentioned = sorted(comp.mentions - {FINAL_ANSWER})
         name = comp.requirement.name
-        out.extend(
-            (name, m, w) for m in sorted(mentioned - {FINAL_ANSWER}) for w in moving if m != w
-        )
+        out.extend((name, m, w) for m in mentioned for w in comp.watched if m != w)
     return out
+
+
+def _callable_count(system: Checked) -> int:
+    return sum(t != FINAL_ANSWER for t in system.tools)
 
 
 def _between(system: Checked, name: str, dependencies: list[Dependency]) -> list[frozenset[str]]:
@@ -623,9 +620,9 @@ def _watched(system: Checked, *, linking: bool = False) -> dict[str, set[str]]:
     would link every tool to every other, and a guess grown along links would be the whole
     policy."""
     watched: dict[str, set[str]] = {}
-    callable_tools = len([t for t in system.tools if t != FINAL_ANSWER])
     for comp in system.components:
-        moving = set() if linking and comp.is_global(callable_tools) else set(comp.watched)
+        global_view = linking and comp.is_global(_callable_count(system))
+        moving = set() if global_view else set(comp.watched)
         watched.setdefault(comp.requirement.name, set()).update(moving)
     return watched
 

@@ -32,7 +32,7 @@ from typing import Any
 
 from ruleengine._units import literal_masks
 from ruleengine.check.analysis import Analysis, Witness
-from ruleengine.check.explicit import Outcome, asking_of, decide, live_at
+from ruleengine.check.explicit import Outcome, asking_of, callable_at, decide, live_at
 from ruleengine.check.system import Component, Event, State, System
 from ruleengine.errors import ConflictError
 from ruleengine.ir import FINAL_ANSWER
@@ -262,12 +262,10 @@ def _variable_order(system: System) -> list[Component]:
     position = {t: i for i, t in enumerate(system.tools)}
     mentions = system.mentions
     links: dict[str, set[str]] = {t: set() for t in system.tools}
-    watched: dict[int, list[str]] = {}
     for comp in system.components:
-        watched[id(comp)] = comp.watched
         if comp.is_global(len(system.callable)):
             continue  # a global view: it links every tool, so it orders none
-        linked = set(watched[id(comp)]) | mentions.get(comp.requirement.name, frozenset())
+        linked = set(comp.watched) | mentions.get(comp.requirement.name, frozenset())
         linked.discard(FINAL_ANSWER)  # every requirement preventing a stop mentions it
         for t in linked:
             links[t] |= linked - {t}
@@ -288,10 +286,10 @@ def _variable_order(system: System) -> list[Component]:
                 queue.append(u)
 
     def key(comp: Component) -> tuple[int, int, str]:
-        mine = watched[id(comp)]
         if comp.is_global(len(system.callable)):
             return (-sum(not still for still in comp.still), -1, comp.requirement.name)
-        return (0, min((rank[t] for t in mine), default=len(rank)), comp.requirement.name)
+        first = min((rank[t] for t in comp.watched), default=len(rank))
+        return (0, first, comp.requirement.name)
 
     return sorted(system.components, key=key)
 
@@ -903,16 +901,16 @@ class _Symbolic:
             if name in result.live:
                 continue
             self._tick()
-            if self._probed(name, len(names) > 1) or reach & self._live_at(name) != bdd.false:
+            # A core question about one requirement is usually about one never live:
+            # probing would only add to the BDD below.
+            probed = len(names) > 1 and self._probed(name)
+            if probed or reach & self._live_at(name) != bdd.false:
                 result.live.add(name)
 
-    def _probed(self, name: str, probe: bool) -> bool:
+    def _probed(self, name: str) -> bool:
         """Whether requirement ``name`` is live at one of ``PROBES`` reachable states where
         it alone denies a tool (where it is most likely live: deciding a few of those often
-        shows it without building its "changes the pass" BDD). Only with ``probe``: a core
-        question about one requirement is usually about one that is never live."""
-        if not probe:
-            return False
+        shows it without building its "changes the pass" BDD)."""
         alone = self.reach & self._sole_denier(name)
         if alone == self.bdd.false:
             return False
@@ -975,16 +973,7 @@ class _Symbolic:
                 if len(seen) >= SAMPLED:
                     return list(seen)
                 seen.setdefault(state)
-                allowed = sorted(
-                    {
-                        t
-                        for records, _ in system.variants(state)
-                        for o in [decide(system, records)]
-                        if isinstance(o, Pass)
-                        for t in o.allowed
-                        if t != FINAL_ANSWER
-                    }
-                )
+                allowed = sorted(callable_at(system, state))
                 if not allowed:
                     break
                 state = system.successor(state, (rng.choice(allowed), rng.choice(STATUSES)))

@@ -83,6 +83,17 @@ class Component:
         """The tools whose (successful) calls change the view."""
         return [t for t, c in self.classes.items() if not self.still[c * 3]]
 
+    @property
+    def mentions(self) -> frozenset[str]:
+        """Every tool its rules mention in any view (``final_answer`` for a prevented
+        stop)."""
+        tools: set[str] = set()
+        for variants in self.variants:
+            for variant in variants:
+                for e in variant.records:
+                    tools |= lower(e.item).mentions
+        return frozenset(tools)
+
     def is_global(self, callable_tools: int) -> bool:
         """Whether most of the ``callable_tools`` tools move the view (a step counter, the
         last tool called, the cycle guard's history): such a view links every tool to
@@ -218,13 +229,8 @@ class System:
         prevented stop)."""
         out: dict[str, frozenset[str]] = {}
         for comp in self.components:
-            tools: set[str] = set()
-            for variants in comp.variants:
-                for variant in variants:
-                    for e in variant.records:
-                        tools |= lower(e.item).mentions
             name = comp.requirement.name
-            out[name] = out.get(name, frozenset()) | tools
+            out[name] = out.get(name, frozenset()) | comp.mentions
         return out
 
     @cached_property
