@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from ruleengine._search import quickxplain
 from ruleengine.check.analysis import Analysis, Witness
+from ruleengine.check.bounds import distances
 from ruleengine.check.explicit import analyse, asking_of, decide, live_at, walk
 from ruleengine.check.report import FINDING_IDS, SEVERITY, Finding, FindingId, TraceStep
 from ruleengine.check.system import Component, Event, System
@@ -45,8 +46,35 @@ class Checked(Protocol):
 CoreCache = dict[tuple[frozenset[str], str | None, bool], "Analysis"]
 """Analyses of subsystems, by the requirements kept, the focus, and whether quick."""
 
-Hints = list[frozenset[str]]
-"""Cores of the findings reported so far, most recent first."""
+
+class Hints:
+    """The cores of the findings reported so far, as guesses for the next cores: findings
+    often share a cause (a conflict early in every run leaves most tools and requirements
+    dead, and makes the runs too long or endless)."""
+
+    RECENT = 6
+    """Cores of the latest findings tried as guesses (besides the conflicts')."""
+
+    def __init__(self) -> None:
+        self.roots: list[frozenset[str]] = []
+        """The conflicts' cores: always tried."""
+        self.recent: list[frozenset[str]] = []
+        """The other findings' cores, newest first."""
+
+    def add(self, core: Iterable[str], *, root: bool = False) -> None:
+        (self.roots if root else self.recent).insert(0, frozenset(core))
+
+    def with_roots(self, guess: Iterable[str]) -> frozenset[str]:
+        """``guess`` with every conflict's core: a conflict that every run meets early
+        leaves what comes after it unreachable, and the subject's own requirements say
+        why the subject is not reached before."""
+        return frozenset(guess).union(*self.roots)
+
+    def guesses(self) -> list[frozenset[str]]:
+        """The latest cores, the conflicts' cores, and all of them together."""
+        every = frozenset().union(*self.roots, *self.recent)
+        return [*self.recent[: self.RECENT], *self.roots, every]
+
 
 Engine = Callable[[Any, str | None], Analysis]
 """Analyses a (sub)system; used again for requirement-level cores. The second argument
@@ -60,7 +88,7 @@ def findings(
     """Every finding of ``analysis``, in SPEC order, once per subject."""
     out: list[Finding] = []
     cache: CoreCache = {}
-    hints: list[frozenset[str]] = []
+    hints = Hints()
     if analysis.deadlock is not None:
         out.append(_deadlock(system, analysis.deadlock))
     for tool in system.tools:
@@ -70,7 +98,7 @@ def findings(
     # A conflict early in every run often explains the findings below too (nothing after it
     # is reachable): its requirements are the first guess for their cores.
     for conflict in out:
-        hints.insert(0, frozenset(c.requirement for c in conflict.core))
+        hints.add((c.requirement for c in conflict.core), root=True)
     if analysis.complete and analysis.no_finish is not None:
         out.append(_no_finish(system, analysis.no_finish, engine, cache, hints))
     if analysis.depth_done >= max_iterations - 1 or analysis.complete:
@@ -170,9 +198,9 @@ def _no_finish(
         engine,
         "no-finish",
         cache=cache,
-        hints=[cone_of(system, {FINAL_ANSWER}, forcing=True), *hints],
+        hints=[cone_of(system, {FINAL_ANSWER}, forcing=True), *hints.guesses()],
     )
-    hints.insert(0, frozenset(r.name for r in core))
+    hints.add(r.name for r in core)
     return _finding(
         "no-finish",
         f"{_after(witness)} the run reaches a state from which `final_answer` can never be reached",
@@ -203,9 +231,14 @@ def _budget(
 
     cone = cone_of(system, {FINAL_ANSWER}, forcing=True)
     core = requirement_core(
-        system, fails, engine, f"finish:{max_iterations - 1}", cache=cache, hints=[cone, *hints]
+        system,
+        fails,
+        engine,
+        f"finish:{max_iterations - 1}",
+        cache=cache,
+        hints=[*_lengthening(system), cone, *hints.guesses()],
     )
-    hints.insert(0, frozenset(r.name for r in core))
+    hints.add(r.name for r in core)
     if least is None and not analysis.complete:
         # The search stopped after deciding every state up to depth_done: `final_answer` was
         # not allowed that far, which is all it showed (min_steps stays unknown, null).
@@ -240,9 +273,9 @@ def _dead_tools(
             engine,
             f"tool:{tool}",
             cache=cache,
-            hints=[*cones, *hints],
+            hints=[*cones, hints.with_roots(_mentioning(system, {tool})), *hints.guesses()],
         )
-        hints.insert(0, frozenset(r.name for r in core))
+        hints.add(r.name for r in core)
         out.append(
             _finding(
                 "dead-tool",
@@ -273,10 +306,11 @@ def _dead_requirements(
             hints=[
                 *_between(system, name, dependencies),
                 *_cones(system, set(_mentions_of(system, name)), forcing=True),
-                *hints,
+                hints.with_roots(_mentioning(system, _mentions_of(system, name) - {FINAL_ANSWER})),
+                *hints.guesses(),
             ],
         )
-        hints.insert(0, frozenset(r.name for r in core if r.name != name))
+        hints.add(r.name for r in core if r.name != name)
         out.append(
             _finding(
                 "dead-requirement",
@@ -354,10 +388,10 @@ def requirement_core(
     system with ``engine``; analyses are shared through ``cache`` by the findings of one
     report (keyed by the requirements kept and the focus).
 
-    ``hints`` are the cores of earlier findings: findings often share a cause (a conflict
-    early in every run leaves most tools and requirements dead), so when the finding holds
-    with a hint's requirements alone the search stays among them, where every question is
-    about a small system.
+    ``hints`` are guesses: the requirements around the finding's subject, and the cores of
+    earlier findings (``Hints``). They are tried smallest first (skipping those hardly
+    smaller than the whole policy); when the finding holds with a guess's requirements
+    alone, the search stays among them, where every question is about a small system.
     """
     reqs = sorted(system.requirements, key=lambda r: (-r.priority, r.name))
     bit = {r.name: 1 << i for i, r in enumerate(reqs)}
@@ -399,7 +433,7 @@ def requirement_core(
     else:
         pool = candidates
         tries: list[frozenset[str]] = []
-        for hint in [*hints[:6], frozenset().union(*hints)] if hints else []:
+        for hint in hints:
             if hint in tries or len(hint) * 4 > len(candidates) * 3:
                 continue  # tried, or hardly smaller than everything: no help
             tries.append(hint)
@@ -607,6 +641,46 @@ def _between(system: Checked, name: str, dependencies: list[Dependency]) -> list
         if on and frozenset(on) not in out:
             out.append(frozenset(on))
     return out
+
+
+def _lengthening(system: Checked) -> list[frozenset[str]]:
+    """Guesses for a budget's core: the requirements that make a run long.
+
+    The requirements that keep a run from stopping at first (a minimum of calls) and those
+    that hard-force a tool; then, until nothing changes, those that deny at first a tool the
+    chosen ones need called or force (an "only after"), whose prerequisites — the tools
+    they watch — are then needed too. The first guess stops before that closure; the second
+    is the closure (the budget's core on the benchmark's mixed policies: 12 of 40
+    requirements, all in a closure of 24)."""
+    comps = [c for c in system.components if not c.requirement.yielding]
+    chosen: set[str] = set()
+    needed: set[str] = set()
+    for comp in comps:
+        bound = distances(comp, system.tools)
+        forced = comp.hard_forces
+        if bound.steps[0] > 0 or forced:
+            chosen.add(comp.requirement.name)
+            needed |= forced | {t for t, calls in bound.calls.items() if calls[0] > 0}
+    if not chosen:
+        return []
+    out = [frozenset(chosen)]
+    changed = True
+    while changed:
+        changed = False
+        for comp in comps:
+            if comp.requirement.name not in chosen and comp.denied(0) & needed:
+                chosen.add(comp.requirement.name)
+                needed |= set(comp.watched) - {FINAL_ANSWER}
+                changed = True
+    out.append(frozenset(chosen))
+    return out
+
+
+def _mentioning(system: Checked, tools: Iterable[str]) -> frozenset[str]:
+    """The requirements whose rules mention one of ``tools``."""
+    wanted = set(tools)
+    mentions: dict[str, frozenset[str]] = getattr(system, "mentions", {})
+    return frozenset(name for name, mentioned in mentions.items() if mentioned & wanted)
 
 
 def _mentions_of(system: Checked, name: str) -> frozenset[str]:

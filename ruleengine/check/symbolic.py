@@ -32,6 +32,7 @@ from typing import Any
 
 from ruleengine._units import literal_masks
 from ruleengine.check.analysis import Analysis, Witness
+from ruleengine.check.bounds import Distances, distances
 from ruleengine.check.explicit import Outcome, asking_of, callable_at, decide, live_at
 from ruleengine.check.system import Component, Event, State, System
 from ruleengine.errors import ConflictError
@@ -111,6 +112,8 @@ class Encoding:
         self._facts: dict[int, _Facts] = {}
         self._moves: dict[tuple[int, int], Node] = {}
         self._relations: dict[tuple[tuple[int, int], ...], Node] = {}
+        self._distances: dict[int, Distances] = {}
+        self._at_least: dict[tuple[int, str | None, int], Node] = {}
         names: list[str] = []
         order = _variable_order(system)
         for n, comp in enumerate(order):
@@ -217,6 +220,29 @@ class Encoding:
         for values in valuations:
             out |= self.bdd.cube(dict(zip(names, values, strict=True)))
         return out
+
+    def distances(self, comp: Component) -> Distances:
+        """``bounds.distances`` of ``comp`` (memoised: subsystems share it)."""
+        found = self._distances.get(id(comp))
+        if found is None:
+            found = self._distances[id(comp)] = distances(comp, self.tools)
+        return found
+
+    def at_least(self, comp: Component, tool: str | None, least: int) -> Node:
+        """The views of ``comp`` whose bound (its steps, or its calls of ``tool``) is at
+        least ``least``, over its view bits (memoised)."""
+        key = (id(comp), tool, least)
+        found = self._at_least.get(key)
+        if found is None:
+            dist = self.distances(comp)
+            values = dist.steps if tool is None else dist.calls[tool]
+            bits = self.bits[id(comp)]
+            found = self.bdd.false
+            for view, value in enumerate(values):
+                if value >= least:
+                    found |= self.cube(bits, view)
+            self._at_least[key] = found
+        return found
 
     def relation(self, moved: tuple[tuple[Component, int], ...]) -> Node:
         """The conjunction of the move relations of ``moved`` (memoised: subsystems share it)."""
@@ -634,15 +660,23 @@ class _Symbolic:
 
     def _finish_within(self, steps: int) -> Analysis:
         """Only whether ``final_answer`` is allowed within ``steps`` steps: breadth-first
-        layers up to there, no fixpoint. (Computing the reachable set first, to answer "never"
-        at once or to walk a path through the states that can still finish, cost more on the
-        benchmark families than the layers it would save: a core question about a budget
-        asks this of many subsystems.)"""
+        layers up to there, no fixpoint, each layer keeping only the states whose lower bound
+        (``_fits``) leaves a stop possible in the steps left. (Computing the reachable set
+        first, to answer "never" at once or to walk a path through the states that can still
+        finish, cost more on the benchmark families than the layers it would save: a core
+        question about a budget asks this of many subsystems.)
+
+        The pruning keeps every state of every path that stops within ``steps`` steps (the
+        bounds are lower bounds), so the answer, the first finishing depth and the witness
+        are those of the layers without it."""
         result, bdd = self.result, self.bdd
         finish = self.some(self.pass_.can_stop)
         try:
+            fits = self._fits(steps)
+            if self.start & fits[steps] == bdd.false:
+                self.layers = [bdd.false]
             for d in range(steps + 1):
-                layer = self._layer(d)
+                layer = self._layer(d, fits[steps - d])
                 if layer is None:
                     break
                 if layer & finish != bdd.false:
@@ -654,6 +688,54 @@ class _Symbolic:
         result.complete = result.reason is None
         result.depth_done = len(self.layers) - 1
         return result
+
+    def _fits(self, steps: int) -> list[Node]:
+        """``fits[k]``: the states from which, by the components' relaxed distances
+        (``bounds``), a stop may still be within ``k`` steps: every component's own
+        distance is at most ``k``, and so is the sum over tools of the most calls of each
+        that a component needs."""
+        bdd, enc = self.bdd, self.enc
+        cap = steps + 1
+        comps = [c for c in self.system.components if not c.requirement.yielding]
+        each = bdd.true
+        by_steps = [bdd.true] * (cap + 1)
+        for k in range(cap, -1, -1):
+            for comp in comps:
+                each &= ~enc.at_least(comp, None, k + 1)
+            by_steps[k] = each
+        sums = [bdd.true] + [bdd.false] * cap  # sums[k]: the calls counted so far are k
+        holders: dict[str, list[Component]] = {}
+        for comp in comps:
+            for tool in enc.distances(comp).calls:
+                holders.setdefault(tool, []).append(comp)
+        for tool in sorted(holders, key=enc.tools.index):
+            self._tick()
+            top = min(
+                cap,
+                max(min(cap, max(v for v in enc.distances(c).calls[tool])) for c in holders[tool]),
+            )
+            at_least = [bdd.true]
+            for j in range(1, top + 1):
+                here = bdd.false
+                for comp in holders[tool]:
+                    here |= enc.at_least(comp, tool, j)
+                at_least.append(here)
+            at_least.append(bdd.false)
+            grown = [bdd.false] * (cap + 1)
+            for j in range(top + 1):
+                exactly = at_least[j] & ~at_least[j + 1]
+                if exactly == bdd.false:
+                    continue
+                for k in range(cap + 1):
+                    if sums[k] != bdd.false:
+                        grown[min(cap, k + j)] |= sums[k] & exactly
+            sums = grown
+        fits = []
+        within = bdd.false
+        for k in range(cap):
+            within |= sums[k]
+            fits.append(within & by_steps[k])
+        return fits
 
     def _tick(self) -> None:
         if self.deadline is not None and time.monotonic() > self.deadline:
@@ -728,13 +810,15 @@ class _Symbolic:
             moved = bdd.exist(g.current, source & g.relation)
         return bdd.let(g.renamed, moved)
 
-    def _layer(self, d: int) -> Node | None:
-        """The states first reached after ``d`` steps (computed on demand), or None past the
-        last non-empty layer."""
+    def _layer(self, d: int, keep: Node | None = None) -> Node | None:
+        """The states first reached after ``d`` steps (computed on demand; with ``keep``,
+        only those in it), or None past the last non-empty layer."""
         bdd = self.bdd
         while len(self.layers) <= d:
             self._tick()
             frontier = self.image(self.layers[-1]) & ~self.layered
+            if keep is not None:
+                frontier &= keep
             if frontier == bdd.false:
                 return None
             self.layers.append(frontier)

@@ -22,7 +22,7 @@ from ruleengine.passes import Mode
 from ruleengine.reasoner import Reasoner
 from ruleengine.requirements.base import Requirement
 from ruleengine.requirements.monitor import Monitor
-from ruleengine.rules import Emitted, lower
+from ruleengine.rules import Emitted, literals_of, lower
 from ruleengine.state import STATUSES, Status
 
 __all__ = ["Component", "Event", "State", "System", "Unexplorable", "Variant"]
@@ -93,6 +93,40 @@ class Component:
                 for e in variant.records:
                     tools |= lower(e.item).mentions
         return frozenset(tools)
+
+    @property
+    def hard_forces(self) -> frozenset[str]:
+        """Every tool its rules hard-force in some view."""
+        return frozenset(
+            forced
+            for variants in self.variants
+            for variant in variants
+            for e in variant.records
+            if (forced := lower(e.item).hard_force) is not None
+        )
+
+    def denied(self, view: int) -> frozenset[str]:
+        """The tools its rules deny (or hide) at ``view`` whatever its opaque checks say,
+        ``final_answer`` for a prevented stop. Rules that are not conjunctions of literals
+        deny nothing here (this is for lower bounds and guesses, never for verdicts)."""
+        out: frozenset[str] | None = None
+        for variant in self.variants[view]:
+            tools: set[str] = set()
+            for e in variant.records:
+                literals = literals_of(lower(e.item).restrict)
+                for kind, tool, value in literals or ():
+                    if (kind == "allowed") != value:  # not allowed, or hidden
+                        tools.add(tool)
+            out = frozenset(tools) if out is None else out & tools
+        return out or frozenset()
+
+    def hard_forced(self, view: int) -> frozenset[str]:
+        """The tools its rules hard-force at ``view`` whatever its opaque checks say."""
+        out: frozenset[str] | None = None
+        for variant in self.variants[view]:
+            tools = {f for e in variant.records if (f := lower(e.item).hard_force) is not None}
+            out = frozenset(tools) if out is None else out & tools
+        return out or frozenset()
 
     def is_global(self, callable_tools: int) -> bool:
         """Whether most of the ``callable_tools`` tools move the view (a step counter, the

@@ -1,0 +1,122 @@
+"""Lower bounds on the steps a run still needs before ``final_answer`` may be allowed.
+
+A component on its own, *relaxed* — every step its own rules neither deny nor exclude by a
+hard force on another tool is open to it, and it lets the run stop wherever it does not
+deny ``final_answer`` — can only be more permissive than the system it is part of, in
+strict mode: there a denial always holds (it clashes, or the tool stays out), a hard force
+leaves only its tool (or clashes), a stop needs every component to leave ``final_answer``
+undenied, and soft forces only narrow what the rest leaves. So every path of the system
+that ends where ``final_answer`` is allowed projects, on each component, onto a relaxed
+path of the component that ends where it lets the run stop, with as many steps and as many
+calls of each tool. Hence, for the component's view ``v``:
+
+* ``steps[v]``: the fewest steps of such a relaxed path from ``v`` (``UNREACHABLE`` when
+  none exists), a lower bound on the steps the system needs, whatever the other views;
+* ``calls[t][v]``: the fewest calls of tool ``t`` on such a path; and since each step calls
+  one tool, the sum over tools of the largest ``calls[t]`` over the components is a lower
+  bound too (the components need those calls of different tools one after the other).
+
+Both are exact shortest paths on the component's own tabulated monitor (0-1 breadth-first
+search backwards from the views that let the run stop): cost linear in its views × tools.
+A yielding requirement's denials give way when they clash, so it gets no bound (callers
+skip it). The symbolic engine prunes its breadth-first layers with these bounds when it
+asks whether ``final_answer`` is reached within a number of steps.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ruleengine.check.system import Component
+from ruleengine.ir import FINAL_ANSWER
+
+__all__ = ["UNREACHABLE", "Distances", "distances"]
+
+UNREACHABLE = 1 << 30
+"""The distance of a view from which the component never lets the run stop."""
+
+
+@dataclass(frozen=True, slots=True)
+class Distances:
+    """Per view of one component: lower bounds on what a run needs before it may stop."""
+
+    steps: tuple[int, ...]
+    """The fewest steps (``UNREACHABLE``: the component never lets the run stop again)."""
+    calls: dict[str, tuple[int, ...]]
+    """Per tool, the fewest calls of it (only tools that some view needs called)."""
+
+
+def distances(comp: Component, tools: Sequence[str]) -> Distances:
+    """The relaxed distances of ``comp`` (see the module's docstring) over ``tools``, the
+    declared tools with ``final_answer`` among them. Deterministic; linear in the
+    component's views × ``tools`` (times the tools whose calls it needs)."""
+    bit = {t: 1 << i for i, t in enumerate(tools)}
+    callable_tools = [t for t in tools if t != FINAL_ANSWER]
+    size = len(comp.views)
+    open_at: list[int] = []  # per view, the tools some variant leaves undenied
+    release: list[int] = []
+    everything = (1 << len(tools)) - 1
+    for view in range(size):
+        denied = 0
+        for t in comp.denied(view):
+            denied |= bit[t]
+        forced = 0
+        for t in comp.hard_forced(view):
+            forced |= bit[t]
+        # A hard force leaves only its tool to call (or clashes): the stop stays open.
+        open_at.append(
+            everything & ~denied & (forced | bit[FINAL_ANSWER] if forced else everything)
+        )
+        if not denied & bit[FINAL_ANSWER]:
+            release.append(view)
+    # The relaxed steps out of each view: (view after, the tool if only that tool opens it).
+    members: dict[int, list[str]] = {}
+    for t in callable_tools:
+        members.setdefault(comp.classes[t], []).append(t)
+    back: list[list[tuple[int, str | None]]] = [[] for _ in range(size)]
+    needed: set[str] = set()
+    for klass, of_class in members.items():
+        for v in range(size):
+            opened = [t for t in of_class if open_at[v] & bit[t]]
+            if not opened:
+                continue
+            only = opened[0] if len(opened) == 1 else None
+            for s in range(3):
+                after = comp.moves[klass * 3 + s][v]
+                if after != v:
+                    back[after].append((v, only))
+                    if only is not None:
+                        needed.add(only)
+    steps = _shortest(size, release, back, None)
+    calls: dict[str, tuple[int, ...]] = {}
+    for t in sorted(needed):
+        found = _shortest(size, release, back, t)
+        if any(0 < d < UNREACHABLE for d in found):
+            calls[t] = found
+    return Distances(steps, calls)
+
+
+def _shortest(
+    size: int, targets: list[int], back: list[list[tuple[int, str | None]]], tool: str | None
+) -> tuple[int, ...]:
+    """Distances to ``targets`` along the reversed edges ``back``, where an edge costs 1 when
+    ``tool`` is None or the edge is a call of ``tool`` only, else 0 (0-1 breadth-first)."""
+    dist = [UNREACHABLE] * size
+    queue: deque[int] = deque()
+    for v in targets:
+        dist[v] = 0
+        queue.append(v)
+    while queue:
+        w = queue.popleft()
+        for v, only in back[w]:
+            cost = 1 if tool is None or only == tool else 0
+            d = dist[w] + cost
+            if d < dist[v]:
+                dist[v] = d
+                if cost:
+                    queue.append(v)
+                else:
+                    queue.appendleft(v)
+    return tuple(dist)
