@@ -48,10 +48,12 @@ class Distances:
     """Per tool, the fewest calls of it (only tools that some view needs called)."""
 
 
-def distances(comp: Component, tools: Sequence[str]) -> Distances:
+def distances(comp: Component, tools: Sequence[str], goal: str = FINAL_ANSWER) -> Distances:
     """The relaxed distances of ``comp`` (see the module's docstring) over ``tools``, the
-    declared tools with ``final_answer`` among them. Deterministic; linear in the
-    component's views × ``tools`` (times the tools whose calls it needs)."""
+    declared tools with ``final_answer`` among them, to the views where ``goal`` is open
+    (``final_answer``: where the component lets the run stop; another tool: where it lets
+    that tool be called). Deterministic; linear in the component's views × ``tools`` (times
+    the tools whose calls it needs)."""
     bit = {t: 1 << i for i, t in enumerate(tools)}
     callable_tools = [t for t in tools if t != FINAL_ANSWER]
     size = len(comp.views)
@@ -69,7 +71,7 @@ def distances(comp: Component, tools: Sequence[str]) -> Distances:
         open_at.append(
             everything & ~denied & (forced | bit[FINAL_ANSWER] if forced else everything)
         )
-        if not denied & bit[FINAL_ANSWER]:
+        if open_at[-1] & bit[goal]:
             release.append(view)
     # The relaxed steps out of each view: (view after, the tool if only that tool opens it).
     members: dict[int, list[str]] = {}

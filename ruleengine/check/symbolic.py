@@ -34,6 +34,7 @@ from ruleengine._units import literal_masks
 from ruleengine.check.analysis import Analysis, Witness
 from ruleengine.check.bounds import Distances, distances
 from ruleengine.check.explicit import Outcome, asking_of, callable_at, decide, live_at
+from ruleengine.check.seek import seek
 from ruleengine.check.system import Component, Event, State, System
 from ruleengine.errors import ConflictError
 from ruleengine.ir import FINAL_ANSWER
@@ -112,7 +113,7 @@ class Encoding:
         self._facts: dict[int, _Facts] = {}
         self._moves: dict[tuple[int, int], Node] = {}
         self._relations: dict[tuple[tuple[int, int], ...], Node] = {}
-        self._distances: dict[int, Distances] = {}
+        self._distances: dict[tuple[int, str], Distances] = {}
         self._at_least: dict[tuple[int, str | None, int], Node] = {}
         names: list[str] = []
         order = _variable_order(system)
@@ -221,11 +222,12 @@ class Encoding:
             out |= self.bdd.cube(dict(zip(names, values, strict=True)))
         return out
 
-    def distances(self, comp: Component) -> Distances:
-        """``bounds.distances`` of ``comp`` (memoised: subsystems share it)."""
-        found = self._distances.get(id(comp))
+    def distances(self, comp: Component, goal: str = FINAL_ANSWER) -> Distances:
+        """``bounds.distances`` of ``comp`` to ``goal`` (memoised: subsystems share it)."""
+        key = (id(comp), goal)
+        found = self._distances.get(key)
         if found is None:
-            found = self._distances[id(comp)] = distances(comp, self.tools)
+            found = self._distances[key] = distances(comp, self.tools, goal)
         return found
 
     def at_least(self, comp: Component, tool: str | None, least: int) -> Node:
@@ -470,6 +472,11 @@ WALK = 16
 PROBES = 4
 """States decided where a requirement alone denies a tool, before its liveness BDD."""
 
+SEEK_STATES = 256
+"""States a directed search (``seek``) decides for a tool allowed, or a stop within the
+budget, before the breadth-first layers (which reach a deep one only through every state
+before it)."""
+
 EARLY_LAYERS = 8
 """Breadth-first layers searched for a requirement being live, or a tool allowed, before
 the reachable set ..."""
@@ -537,6 +544,8 @@ class _Symbolic:
         self.layers: list[Node] = []
         self.layered = self.reach = self.start = self.bdd.false
         self._deniers: dict[str, list[tuple[str, Node]]] | None = None
+        self.settled = False
+        """Whether the breadth-first layers reached every reachable state."""
 
     def _groups(self) -> list[_Group]:
         system, enc = self.system, self.enc
@@ -624,11 +633,16 @@ class _Symbolic:
                 else:
                     where = self.some(self.pass_.allowed[name])
                 depth = self._early(where)
+                example = None
                 if depth is not None:
+                    example = self._witness(where, None, depth).trace
+                elif kind == "tool" and not self.settled:
+                    example = seek(self.system, name, self.enc.distances, limit=SEEK_STATES)
+                if example is not None:
                     # Answers the one question asked (the requirement is live, the tool
                     # allowed); the other verdicts of this analysis are not computed.
                     (result.live if kind == "live" else result.allowed_tools).add(name)
-                    result.example = self._witness(where, None, depth).trace
+                    result.example = example
                     result.states = self._count(self.layered)
                     result.depth_done = len(self.layers) - 1
                     result.partial = True
@@ -671,6 +685,12 @@ class _Symbolic:
         are those of the layers without it."""
         result, bdd = self.result, self.bdd
         finish = self.some(self.pass_.can_stop)
+        found = seek(self.system, FINAL_ANSWER, self.enc.distances, limit=SEEK_STATES, within=steps)
+        if found is not None:
+            result.finishes_within = len(found)
+            result.example = found
+            result.partial = True
+            return result
         try:
             fits = self._fits(steps)
             if self.start & fits[steps] == bdd.false:
@@ -1092,6 +1112,7 @@ class _Symbolic:
         for d in range(EARLY_LAYERS + 1):
             layer = self._layer(d)
             if layer is None:
+                self.settled = True
                 return None
             if layer & where != bdd.false:
                 return d

@@ -20,6 +20,7 @@ from policy_strategies import PolicyCase, ReqSpec, policies
 from requirement_strategies import conditional_params
 
 from ruleengine import FINAL_ANSWER
+from ruleengine.check import symbolic
 from ruleengine.check.bounds import Distances, distances
 from ruleengine.check.explicit import callable_at, decide
 from ruleengine.check.symbolic import Encoding, _Symbolic, analyse_symbolic, supports
@@ -149,8 +150,11 @@ def test_pruning_by_the_bounds_changes_no_finish_answer(case: PolicyCase) -> Non
     enc = Encoding(system)
     for steps in range(7):
         focus = f"finish:{steps}"
-        pruned = analyse_symbolic(system, focus=focus, encoding=enc)
+        # The breadth-first layers alone (the directed search that comes first is checked
+        # against them below).
         with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(symbolic, "seek", lambda *args, **kwargs: None)
+            pruned = analyse_symbolic(system, focus=focus, encoding=enc)
             patch.setattr(_Symbolic, "_fits", _unpruned)
             whole = analyse_symbolic(system, focus=focus, encoding=enc)
         assert (pruned.finish_depth, pruned.example, pruned.complete) == (
@@ -158,3 +162,10 @@ def test_pruning_by_the_bounds_changes_no_finish_answer(case: PolicyCase) -> Non
             whole.example,
             whole.complete,
         ), focus
+        seeking = analyse_symbolic(system, focus=focus, encoding=enc)
+        if seeking.finishes_within is not None:
+            assert seeking.finishes_within <= steps
+            assert seeking.example is not None and len(seeking.example) <= steps
+            assert whole.finish_depth is not None and whole.finish_depth <= steps, focus
+        else:
+            assert (seeking.finish_depth, seeking.complete) == (whole.finish_depth, True)

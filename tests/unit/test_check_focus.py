@@ -73,9 +73,17 @@ def test_a_live_requirement_found_early_stops_the_analysis_there() -> None:
 def test_a_tool_allowed_only_deeper_than_the_early_layers_is_still_found() -> None:
     tools = [f"t{i}" for i in range(EARLY_LAYERS + 3)]
     reqs = [C(later, only_after=[earlier]) for earlier, later in itertools.pairwise(tools)]
-    focused = analyse_symbolic(System(tools, reqs), focus=f"tool:{tools[-1]}")
-    assert not focused.partial
-    assert tools[-1] in focused.allowed_tools
+    system = System(tools, reqs)
+    # The directed search walks the chain to it: the question is answered with a history.
+    focused = analyse_symbolic(system, focus=f"tool:{tools[-1]}")
+    assert focused.partial and tools[-1] in focused.allowed_tools
+    assert focused.example == tuple((t, "ok") for t in tools[:-1])
+    # Without it, the whole reachable set answers (no history, nothing left out).
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(symbolic, "seek", lambda *args, **kwargs: None)
+        whole = analyse_symbolic(system, focus=f"tool:{tools[-1]}")
+    assert not whole.partial
+    assert tools[-1] in whole.allowed_tools
 
 
 @pytest.mark.parametrize("blocked", [True, False])

@@ -73,10 +73,17 @@ def test_a_tool_found_allowed_early_comes_with_a_shortest_history_to_it() -> Non
 
 def test_a_finish_within_the_budget_comes_with_its_history() -> None:
     system = _chain_system()
+    # The directed search finds a stop within the budget, and says how far it went.
     found = analyse_symbolic(system, focus="finish:10")
-    assert found.finish_depth == 4 and found.example is not None
+    assert found.finishes_within == 4 and found.example is not None
     assert len(found.example) == 4
     assert any(p.can_stop for p in _ends(system, found.example))
+    # The breadth-first layers alone give the fewest steps, with their history.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(symbolic, "seek", lambda *args, **kwargs: None)
+        layered = analyse_symbolic(system, focus="finish:10")
+    assert layered.finish_depth == 4 and layered.example is not None
+    assert any(p.can_stop for p in _ends(system, layered.example))
     # Not within the budget: no finish, so nothing to show.
     short = analyse_symbolic(system, focus="finish:2")
     assert short.finish_depth is None and short.example is None

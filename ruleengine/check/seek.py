@@ -1,0 +1,186 @@
+"""A directed search for one history that refutes a "never": a tool allowed, or the run
+allowed to stop within a number of steps.
+
+Greedy best-first over the explicit states of a ``System``, ordered by how far the goal looks
+(``guide``: the relaxed distances of ``bounds``, added along chains of prerequisites), then
+the shallowest, then the order of discovery, every state decided by the runtime's reasoner
+as the engines decide it; with a step budget, states whose lower bound exceeds what is left
+are dropped.
+It proves nothing when it fails; when it succeeds, its history is a counterexample checked
+step by step: each step allowed when taken, the goal allowed at the end (under some values
+of the opaque checks, as the engines explore). Breadth-first layers reach a deep goal only
+through every state before it; this walks towards it, which is what a core search needs
+when a question about a large subsystem has a deep "yes".
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections.abc import Callable
+
+from ruleengine.check.bounds import UNREACHABLE, Distances
+from ruleengine.check.explicit import decide
+from ruleengine.check.system import Component, Event, State, System
+from ruleengine.ir import FINAL_ANSWER
+from ruleengine.passes import Pass
+from ruleengine.state import STATUSES
+
+__all__ = ["Estimates", "seek"]
+
+
+class Estimates:
+    """How far ``goal`` is from a state of ``system``, from the components' relaxed
+    distances (``bounds(component, tool)``, memoised by the caller; yielding requirements
+    give way, so they bound nothing)."""
+
+    def __init__(
+        self, system: System, goal: str, bounds: Callable[[Component, str], Distances]
+    ) -> None:
+        self.goal = goal
+        self._kept = [(i, c) for i, c in enumerate(system.components) if not c.requirement.yielding]
+        self._bounds = bounds
+        self._own = [(i, bounds(c, goal)) for i, c in self._kept]
+        self._closing: dict[str, list[tuple[int, Distances]]] = {}
+
+    def bound(self, state: State) -> int | None:
+        """A lower bound on the steps from ``state`` to one where ``goal`` is allowed (the
+        largest component's own distance, and the calls of each tool the components need,
+        added up over the tools), or None when some component never opens it again."""
+        steps = 0
+        calls: dict[str, int] = {}
+        for i, dist in self._own:
+            view = state[i]
+            least = dist.steps[view]
+            if least >= UNREACHABLE:
+                return None
+            steps = max(steps, least)
+            for tool, table in dist.calls.items():
+                if table[view] > calls.get(tool, 0):
+                    calls[tool] = table[view]
+        return max(steps, sum(calls.values()))
+
+    def guide(self, state: State) -> tuple[int, frozenset[str]]:
+        """How far ``goal`` looks from ``state``, and the *helpful* tools: over the
+        components that keep it closed, their own steps plus, for every tool they need
+        called, how far that tool looks (a cycle counts 0); the helpful tools are the
+        needed ones that no component keeps closed now. Not a lower bound (it adds what
+        may be shared): it orders a search along chains of prerequisites across components,
+        which the bound does not see ("`c` only after `b`", "`b` only after `a`": `c` looks
+        2 away, and `a` helps)."""
+        memo: dict[str, int] = {}
+        visiting: set[str] = set()
+        helpful: set[str] = set()
+
+        def cost(tool: str) -> int:
+            if tool in memo:
+                return memo[tool]
+            if tool in visiting:
+                return 0
+            visiting.add(tool)
+            total = 0
+            for i, dist in self._closers(tool):
+                view = state[i]
+                least = dist.steps[view]
+                if least == 0:
+                    continue
+                for t, table in dist.calls.items():
+                    if t != tool and table[view] > 0:
+                        further = cost(t)
+                        if further == 0:
+                            helpful.add(t)
+                        total += further
+                total = min(UNREACHABLE, total + least)
+            visiting.discard(tool)
+            memo[tool] = total
+            return total
+
+        return cost(self.goal), frozenset(helpful)
+
+    def _closers(self, tool: str) -> list[tuple[int, Distances]]:
+        """The components that keep ``tool`` closed in some view, with their distances to
+        where they open it."""
+        found = self._closing.get(tool)
+        if found is None:
+            found = self._closing[tool] = [
+                (i, dist) for i, c in self._kept if any((dist := self._bounds(c, tool)).steps)
+            ]
+        return found
+
+
+def seek(
+    system: System,
+    goal: str,
+    bounds: Callable[[Component, str], Distances],
+    *,
+    limit: int,
+    within: int | None = None,
+) -> tuple[Event, ...] | None:
+    """A history after which ``goal`` is allowed (``final_answer``: the run may stop), of at
+    most ``within`` steps when given, or None when none was found among ``limit`` decided
+    states. ``bounds(component, goal)`` gives a component's relaxed distances (memoised by
+    the caller). Deterministic: states in order of ``Estimates.guide``, then the shallower,
+    then the one found first (tools in declared order, statuses ``ok``, ``error``,
+    ``denied``); with ``within``, a state whose ``Estimates.bound`` leaves no room is
+    dropped. Cost: at most ``limit`` decided states, each with its successors estimated."""
+    estimates = Estimates(system, goal, bounds)
+    first = estimates.bound(system.initial)
+    if first is None or (within is not None and first > within):
+        return None
+    left = limit
+    for helpful_only in (True, False):
+        found, left = _search(system, estimates, left, within, helpful_only=helpful_only)
+        if found is not None or left <= 0:
+            return found
+    return None
+
+
+def _search(
+    system: System, estimates: Estimates, limit: int, within: int | None, *, helpful_only: bool
+) -> tuple[tuple[Event, ...] | None, int]:
+    """One best-first search of ``seek``, and the decisions left of ``limit``. With
+    ``helpful_only``, a state whose helpful tools can be called steps only through them (a
+    plateau of steps that change nothing the goal needs is where a best-first search gets
+    lost); that search can run out of states, and the next one then takes every step."""
+    goal = estimates.goal
+    start = system.initial
+    order = itertools.count()
+    far, helpful = estimates.guide(start)
+    frontier = [(far, 0, next(order), start, helpful)]
+    came: dict[State, tuple[State, Event] | None] = {start: None}
+    while limit > 0 and frontier:
+        limit -= 1
+        _, depth, _, state, helpful = heapq.heappop(frontier)
+        outcomes = [decide(system, records) for records, _ in system.variants(state)]
+        passes = [o for o in outcomes if isinstance(o, Pass)]
+        if any(p.can_stop if goal == FINAL_ANSWER else goal in p.allowed for p in passes):
+            return _trace(came, state), limit
+        if within is not None and depth >= within:
+            continue
+        tools = {t for p in passes for t in p.allowed if t != FINAL_ANSWER}
+        if helpful_only:
+            tools = (tools & helpful) or tools
+        for tool in system.callable:
+            if tool not in tools:
+                continue
+            for status in STATUSES:
+                after = system.successor(state, (tool, status))
+                if after in came:
+                    continue
+                least = estimates.bound(after)
+                if least is None or (within is not None and depth + 1 + least > within):
+                    continue
+                came[after] = (state, (tool, status))
+                far, helps = estimates.guide(after)
+                heapq.heappush(frontier, (far, depth + 1, next(order), after, helps))
+    return None, limit
+
+
+def _trace(came: dict[State, tuple[State, Event] | None], state: State) -> tuple[Event, ...]:
+    out: list[Event] = []
+    step = came[state]
+    while step is not None:
+        state, event = step
+        out.append(event)
+        step = came[state]
+    return tuple(reversed(out))
