@@ -83,6 +83,20 @@ def check_once(path: str, timeout: float) -> tuple[float, dict[str, object] | No
     return seconds, json.loads(done.stdout)
 
 
+def startup(samples: int = 5) -> float:
+    """The median seconds of ``python -m ruleengine --help``: the interpreter's start-up and
+    the command's imports, which every check in the table pays. A yardstick of the machine:
+    compare tables from different machines by it."""
+    times = []
+    for _ in range(samples):
+        start = time.perf_counter()
+        subprocess.run(
+            [sys.executable, "-m", "ruleengine", "--help"], capture_output=True, check=True
+        )
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
 def measure(
     sizes: Sequence[tuple[int, int]], seeds: int, *, timeout: float = 120.0
 ) -> list[StaticRow]:
@@ -214,7 +228,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     print()
     print(format_static_table(rows))
     print()
-    print(f"total {time.perf_counter() - started:.1f} s on {os.cpu_count()} CPUs")
+    print(
+        f"total {time.perf_counter() - started:.1f} s on {os.cpu_count()} CPUs; start-up "
+        f"(`python -m ruleengine --help`, median of 5): {startup():.2f} s"
+    )
     return 0
 
 

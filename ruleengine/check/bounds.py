@@ -18,9 +18,10 @@ calls of each tool. Hence, for the component's view ``v``:
 
 Both are exact shortest paths on the component's own tabulated monitor (0-1 breadth-first
 search backwards from the views that let the run stop): cost linear in its views × tools.
-A yielding requirement's denials give way when they clash, so it gets no bound (callers
-skip it). The symbolic engine prunes its breadth-first layers with these bounds when it
-asks whether ``final_answer`` is reached within a number of steps.
+The same holds with another tool as the goal (the views where the component lets it be
+called), which guides ``seek``. A yielding requirement's denials give way when they clash,
+so it gets no bound (callers skip it). The symbolic engine prunes its breadth-first layers
+with these bounds when it asks whether ``final_answer`` is reached within a number of steps.
 """
 
 from __future__ import annotations

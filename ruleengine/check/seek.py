@@ -148,9 +148,12 @@ def _search(
     far, helpful = estimates.guide(start)
     frontier = [(far, 0, next(order), start, helpful)]
     came: dict[State, tuple[State, Event] | None] = {start: None}
+    best = {start: 0}  # the fewest steps found to each state
     while limit > 0 and frontier:
-        limit -= 1
         _, depth, _, state, helpful = heapq.heappop(frontier)
+        if depth > best[state]:
+            continue  # reached by a shorter history since
+        limit -= 1
         outcomes = [decide(system, records) for records, _ in system.variants(state)]
         passes = [o for o in outcomes if isinstance(o, Pass)]
         if any(p.can_stop if goal == FINAL_ANSWER else goal in p.allowed for p in passes):
@@ -165,12 +168,16 @@ def _search(
                 continue
             for status in STATUSES:
                 after = system.successor(state, (tool, status))
-                if after in came:
+                known = best.get(after)
+                # Without a budget any history will do; with one, a shorter history to a
+                # state found before may be what leaves room to reach the goal in time.
+                if known is not None and (within is None or known <= depth + 1):
                     continue
                 least = estimates.bound(after)
                 if least is None or (within is not None and depth + 1 + least > within):
                     continue
                 came[after] = (state, (tool, status))
+                best[after] = depth + 1
                 far, helps = estimates.guide(after)
                 heapq.heappush(frontier, (far, depth + 1, next(order), after, helps))
     return None, limit
