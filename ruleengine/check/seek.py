@@ -69,33 +69,38 @@ class Estimates:
         which the bound does not see ("`c` only after `b`", "`b` only after `a`": `c` looks
         2 away, and `a` helps)."""
         memo: dict[str, int] = {}
-        visiting: set[str] = set()
         helpful: set[str] = set()
+        far = self._cost(self.goal, state, memo, set(), helpful)
+        return far, frozenset(helpful)
 
-        def cost(tool: str) -> int:
-            if tool in memo:
-                return memo[tool]
-            if tool in visiting:
-                return 0
-            visiting.add(tool)
-            total = 0
-            for i, dist in self._closers(tool):
-                view = state[i]
-                least = dist.steps[view]
-                if least == 0:
-                    continue
-                for t, table in dist.calls.items():
-                    if t != tool and table[view] > 0:
-                        further = cost(t)
-                        if further == 0:
-                            helpful.add(t)
-                        total += further
-                total = min(UNREACHABLE, total + least)
-            visiting.discard(tool)
-            memo[tool] = total
-            return total
-
-        return cost(self.goal), frozenset(helpful)
+    def _cost(
+        self, tool: str, state: State, memo: dict[str, int], visiting: set[str], helpful: set[str]
+    ) -> int:
+        """How far ``tool`` looks from ``state`` (see ``guide``). A method, not a nested
+        function: a closure that calls itself is a reference cycle, which would keep the
+        caller's BDD manager (through ``bounds``) for the cyclic collector to free in any
+        order."""
+        if tool in memo:
+            return memo[tool]
+        if tool in visiting:
+            return 0
+        visiting.add(tool)
+        total = 0
+        for i, dist in self._closers(tool):
+            view = state[i]
+            least = dist.steps[view]
+            if least == 0:
+                continue
+            for t, table in dist.calls.items():
+                if t != tool and table[view] > 0:
+                    further = self._cost(t, state, memo, visiting, helpful)
+                    if further == 0:
+                        helpful.add(t)
+                    total += further
+            total = min(UNREACHABLE, total + least)
+        visiting.discard(tool)
+        memo[tool] = total
+        return total
 
     def _closers(self, tool: str) -> list[tuple[int, Distances]]:
         """The components that keep ``tool`` closed in some view, with their distances to

@@ -9,6 +9,7 @@ explicit engine reaches) are in tests/property/test_check_seek_laws.py.
 
 from __future__ import annotations
 
+import gc
 import itertools
 from collections import deque
 from collections.abc import Callable, Hashable, Sequence
@@ -496,3 +497,22 @@ def test_a_budget_seek_cannot_meet_falls_back_to_the_layers(
     assert found.complete and not found.partial
     assert sought == [(FINAL_ANSWER, None)]
     assert analyse(system).finish_depth == 12
+
+
+def test_the_search_leaves_no_reference_cycle() -> None:
+    # A cycle through the estimates would keep the caller's `bounds` (in the engine, the
+    # BDD manager behind it) for the cyclic collector, which frees a manager and its nodes
+    # in any order ("nodes referenced upon shutdown").
+    system = System(CHAIN, _chain(CHAIN))
+    bounds = _bounds(system)
+    seek(system, "f", bounds, limit=64)  # warm the reasoner's caches
+    gc.collect()
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        assert seek(system, "f", bounds, limit=64) is not None
+        assert Estimates(system, "f", bounds).guide(system.initial)[0] == 5
+        assert gc.collect() == 0
+    finally:
+        if enabled:
+            gc.enable()
