@@ -29,11 +29,13 @@ from ruleengine.state import STATUSES
 
 __all__ = [
     "Outcome",
+    "allows",
     "analyse",
     "asking_of",
     "callable_at",
     "decide",
     "live_at",
+    "reaches",
     "same_pass",
     "walk",
 ]
@@ -72,6 +74,22 @@ def walk(system: System, trace: Sequence[Event]) -> State | None:
             return None
         state = system.successor(state, (tool, status))
     return state
+
+
+def allows(outcome: Outcome, goal: str) -> bool:
+    """Whether a decided state allows ``goal`` (``final_answer``: the run may stop)."""
+    if not isinstance(outcome, Pass):
+        return False
+    return outcome.can_stop if goal == FINAL_ANSWER else goal in outcome.allowed
+
+
+def reaches(system: System, trace: Sequence[Event], goal: str) -> bool:
+    """Whether ``trace`` replays (see ``walk``) to a state that allows ``goal`` under some
+    values of the opaque checks. Cost: one decision per step and check valuation."""
+    state = walk(system, trace)
+    return state is not None and any(
+        allows(decide(system, records), goal) for records, _ in system.variants(state)
+    )
 
 
 def same_pass(a: Outcome, b: Outcome) -> bool:

@@ -17,12 +17,12 @@ from typing import Any, Protocol
 from ruleengine._search import quickxplain
 from ruleengine.check.analysis import Analysis, Witness
 from ruleengine.check.bounds import distances
-from ruleengine.check.explicit import analyse, asking_of, decide, live_at, walk
+from ruleengine.check.explicit import analyse, asking_of, decide, live_at, reaches, walk
 from ruleengine.check.report import FINDING_IDS, SEVERITY, Finding, FindingId, TraceStep
 from ruleengine.check.system import Component, Event, System
 from ruleengine.errors import ConflictError
 from ruleengine.ir import FINAL_ANSWER, Forced
-from ruleengine.passes import CoreEntry, Pass
+from ruleengine.passes import CoreEntry
 from ruleengine.reasoner import Reasoner
 from ruleengine.requirements.base import Requirement
 from ruleengine.rules import Emitted
@@ -473,22 +473,20 @@ def _shows(sub: System, trace: tuple[Event, ...], focus: str) -> bool:
     within the budget (``finish:N``), the tool allowed (``tool:T``), the requirement live
     (``live:R``)."""
     kind, _, subject = focus.partition(":")
-    if kind not in ("finish", "tool", "live") or (kind == "finish" and len(trace) > int(subject)):
+    if kind == "finish":
+        return len(trace) <= int(subject) and reaches(sub, trace, FINAL_ANSWER)
+    if kind == "tool":
+        return reaches(sub, trace, subject)
+    if kind != "live":
         return False
     state = walk(sub, trace)
     if state is None:
         return False
-    asking = asking_of(sub) if kind == "live" else {}
-    for records, _ in sub.variants(state):
-        outcome = decide(sub, records)
-        if kind == "live":
-            if live_at(sub, records, outcome, {subject}, asking):
-                return True
-        elif isinstance(outcome, Pass) and (
-            outcome.can_stop if kind == "finish" else subject in outcome.allowed
-        ):
-            return True
-    return False
+    asking = asking_of(sub)
+    return any(
+        live_at(sub, records, decide(sub, records), {subject}, asking)
+        for records, _ in sub.variants(state)
+    )
 
 
 def _holds(

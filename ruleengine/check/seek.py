@@ -20,7 +20,7 @@ import itertools
 from collections.abc import Callable
 
 from ruleengine.check.bounds import UNREACHABLE, Distances
-from ruleengine.check.explicit import decide
+from ruleengine.check.explicit import allows, decide
 from ruleengine.check.system import Component, Event, State, System
 from ruleengine.ir import FINAL_ANSWER
 from ruleengine.passes import Pass
@@ -161,9 +161,9 @@ def _search(
             continue  # reached by a shorter history since
         limit -= 1
         outcomes = [decide(system, records) for records, _ in system.variants(state)]
-        passes = [o for o in outcomes if isinstance(o, Pass)]
-        if any(p.can_stop if goal == FINAL_ANSWER else goal in p.allowed for p in passes):
+        if any(allows(o, goal) for o in outcomes):
             return _trace(came, state), limit
+        passes = [o for o in outcomes if isinstance(o, Pass)]
         if within is not None and depth >= within:
             continue
         tools = {t for p in passes for t in p.allowed if t != FINAL_ANSWER}

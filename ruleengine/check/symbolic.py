@@ -693,8 +693,7 @@ class _Symbolic:
             return result
         try:
             fits = self._fits(steps)
-            if self.start & fits[steps] == bdd.false:
-                self.layers = [bdd.false]
+            self.layers[0] &= fits[steps]
             for d in range(steps + 1):
                 layer = self._layer(d, fits[steps - d])
                 if layer is None:
@@ -718,8 +717,8 @@ class _Symbolic:
         cap = steps + 1
         comps = [c for c in self.system.components if not c.requirement.yielding]
         each = bdd.true
-        by_steps = [bdd.true] * (cap + 1)
-        for k in range(cap, -1, -1):
+        by_steps = [bdd.true] * cap  # by_steps[k]: every component's own distance is ≤ k
+        for k in range(cap - 1, -1, -1):
             for comp in comps:
                 each &= ~enc.at_least(comp, None, k + 1)
             by_steps[k] = each
@@ -730,10 +729,7 @@ class _Symbolic:
                 holders.setdefault(tool, []).append(comp)
         for tool in sorted(holders, key=enc.tools.index):
             self._tick()
-            top = min(
-                cap,
-                max(min(cap, max(v for v in enc.distances(c).calls[tool])) for c in holders[tool]),
-            )
+            top = min(cap, max(max(enc.distances(c).calls[tool]) for c in holders[tool]))
             at_least = [bdd.true]
             for j in range(1, top + 1):
                 here = bdd.false
