@@ -14,6 +14,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from hypothesis import assume, note
 from hypothesis import strategies as st
 from requirement_strategies import (
     Check,
@@ -40,6 +41,8 @@ from ruleengine import (
     implies,
     requirement,
 )
+from ruleengine.check.symbolic import supports
+from ruleengine.check.system import System
 
 TOOL_POOL = ("a", "b", "c", "d")
 USER_KINDS = ("deny", "hide", "show", "force", "require", "no-stop", "exclusive", "guard")
@@ -349,3 +352,13 @@ __all__ = [
     "policies",
     "requirement_params",
 ]
+
+
+def symbolic_system(case: PolicyCase) -> System:
+    """The case's system, when the symbolic engine takes it (strict mode, literal rules, at
+    most one yielding requirement); else the example is skipped (``assume``)."""
+    note(case.source())
+    assume(case.mode == "strict")
+    system = System(list(case.tools), case.requirements())
+    assume(supports(system) is None)
+    return system

@@ -14,16 +14,16 @@ from collections import deque
 from dataclasses import replace
 
 import pytest
-from hypothesis import assume, given, note
+from hypothesis import given
 from hypothesis import strategies as st
-from policy_strategies import PolicyCase, ReqSpec, policies
+from policy_strategies import PolicyCase, ReqSpec, policies, symbolic_system
 from requirement_strategies import conditional_params
 
 from ruleengine import FINAL_ANSWER
 from ruleengine.check import symbolic
 from ruleengine.check.bounds import Distances, distances
 from ruleengine.check.explicit import callable_at, decide
-from ruleengine.check.symbolic import Encoding, _Symbolic, analyse_symbolic, supports
+from ruleengine.check.symbolic import Encoding, _Symbolic, analyse_symbolic
 from ruleengine.check.system import State, System
 from ruleengine.passes import Pass
 from ruleengine.state import STATUSES
@@ -47,15 +47,6 @@ def _needing_calls(draw: st.DrawFn) -> PolicyCase:
             p = replace(p, min_invocations=least, max_invocations=most)
         extra.append(ReqSpec(f"n{i}", p))
     return replace(case, specs=case.specs + tuple(extra))
-
-
-def _strict_system(case: PolicyCase) -> System:
-    """The case's system, when the symbolic engine takes it (else the example is skipped)."""
-    note(case.source())
-    assume(case.mode == "strict")
-    system = System(list(case.tools), case.requirements())
-    assume(supports(system) is None)
-    return system
 
 
 def _explore(system: System) -> tuple[dict[State, int], dict[State, list[State]], bool]:
@@ -122,7 +113,7 @@ def _bounds(bounded: list[tuple[int, Distances]], state: State) -> tuple[int, in
 
 @given(case=_needing_calls())
 def test_relaxed_distances_never_exceed_the_steps_to_a_stop(case: PolicyCase) -> None:
-    system = _strict_system(case)
+    system = symbolic_system(case)
     bounded = [
         (i, distances(c, system.tools))
         for i, c in enumerate(system.components)
@@ -146,7 +137,7 @@ def _unpruned(self: _Symbolic, steps: int) -> list[object]:
 
 @given(case=_needing_calls())
 def test_pruning_by_the_bounds_changes_no_finish_answer(case: PolicyCase) -> None:
-    system = _strict_system(case)
+    system = symbolic_system(case)
     enc = Encoding(system)
     for steps in range(7):
         focus = f"finish:{steps}"

@@ -14,31 +14,20 @@ from functools import cache
 
 from hypothesis import assume, given, note
 from hypothesis import strategies as st
-from policy_strategies import PolicyCase, policies
+from policy_strategies import PolicyCase, policies, symbolic_system
 
 from ruleengine import FINAL_ANSWER
 from ruleengine.check.analysis import Analysis
 from ruleengine.check.bounds import Distances, distances
-from ruleengine.check.explicit import analyse, decide, walk
+from ruleengine.check.explicit import analyse, reaches
 from ruleengine.check.seek import seek
-from ruleengine.check.symbolic import supports
-from ruleengine.check.system import Component, Event, System
-from ruleengine.passes import Pass
+from ruleengine.check.system import Component, System
 
 LIMIT = 64
 """States ``seek`` decides per question (the engine's ``SEEK_STATES`` is larger)."""
 
 MAX_STATES = 2000
 """States the explicit engine explores for the reference answer."""
-
-
-def _strict_system(case: PolicyCase) -> System:
-    """The case's system, when the symbolic engine takes it (else the example is skipped)."""
-    note(case.source())
-    assume(case.mode == "strict")
-    system = System(list(case.tools), case.requirements())
-    assume(supports(system) is None)
-    return system
 
 
 def _bounds(system: System) -> Callable[[Component, str], Distances]:
@@ -51,28 +40,13 @@ def _bounds(system: System) -> Callable[[Component, str], Distances]:
     return bounds
 
 
-def _reaches(system: System, history: tuple[Event, ...], goal: str) -> bool:
-    """Whether ``history`` replays (each step allowed when taken) to a state where ``goal``
-    is allowed under some values of the opaque checks (``final_answer``: the run may stop)."""
-    state = walk(system, history)
-    if state is None:
-        return False
-    for records, _ in system.variants(state):
-        outcome = decide(system, records)
-        if isinstance(outcome, Pass) and (
-            outcome.can_stop if goal == FINAL_ANSWER else goal in outcome.allowed
-        ):
-            return True
-    return False
-
-
 def _reference(system: System) -> Analysis:
     return analyse(system, max_states=MAX_STATES, live=False)
 
 
 @given(case=policies(), within=st.none() | st.integers(0, 4))
 def test_every_history_found_replays_to_its_goal(case: PolicyCase, within: int | None) -> None:
-    system = _strict_system(case)
+    system = symbolic_system(case)
     bounds = _bounds(system)
     reference: Analysis | None = None
     for goal in system.tools:
@@ -80,7 +54,7 @@ def test_every_history_found_replays_to_its_goal(case: PolicyCase, within: int |
         if history is None:
             continue
         note(f"{goal}: {history}")
-        assert _reaches(system, history, goal), goal
+        assert reaches(system, history, goal), goal
         if within is not None:
             assert len(history) <= within, goal
         reference = reference or _reference(system)
@@ -95,10 +69,10 @@ def test_every_history_found_replays_to_its_goal(case: PolicyCase, within: int |
 
 
 @given(case=policies())
-def test_with_room_for_every_state_seek_finds_what_the_explicit_engine_reaches(
+def test_with_room_for_every_state_seek_finds_what_the_explicit_enginereaches(
     case: PolicyCase,
 ) -> None:
-    system = _strict_system(case)
+    system = symbolic_system(case)
     reference = _reference(system)
     assume(reference.complete)
     bounds = _bounds(system)

@@ -12,13 +12,13 @@ from collections.abc import Hashable, Sequence
 from typing import Any
 
 import pytest
+from monitored import Monitored
 
 from ruleengine import (
     FINAL_ANSWER,
     Monitor,
     Requirement,
     Rule,
-    RunState,
     allowed,
     can_stop,
     forced,
@@ -86,24 +86,8 @@ class _Counting(Monitor):
         return frozenset({self.tool})
 
 
-class _Custom(Requirement):
-    """Emits what its monitor emits at the run's view; ``yielding``: gives way when its
-    rules clash, like the cycle guard."""
-
-    def __init__(self, monitor: Monitor, *, name: str, yielding: bool = False) -> None:
-        super().__init__(name=name)
-        self._monitor = monitor
-        self.yielding = yielding
-
-    def run(self, state: RunState) -> list[Any]:
-        return list(self._monitor.emit(self._monitor.view_of(state)))
-
-    def monitor(self) -> Monitor:
-        return self._monitor
-
-
-def _no_stop_before(tool: str, calls: int, *, yielding: bool = False) -> _Custom:
-    return _Custom(
+def _no_stop_before(tool: str, calls: int, *, yielding: bool = False) -> Monitored:
+    return Monitored(
         _Counting(tool, calls, [~can_stop]), name=f"{tool}-{calls}-first", yielding=yielding
     )
 
@@ -227,7 +211,7 @@ def _cubes(enc: Encoding, bits: tuple[str, ...], views: int) -> Any:
 
 def test_every_status_is_a_step() -> None:
     # The stop waits for a failed call of `t`: a successful one does not count.
-    failed = _Custom(_Counting("t", 1, [~can_stop], statuses=["error"]), name="t-must-fail-once")
+    failed = Monitored(_Counting("t", 1, [~can_stop], statuses=["error"]), name="t-must-fail-once")
     comp, dist = _only(["t", "a"], failed)
     assert (dist.steps[0], dist.calls["t"][0]) == (1, 1)
     assert dist.steps[_after(comp, [("t", "ok")])] == 1
@@ -241,7 +225,7 @@ def test_a_rule_under_some_check_values_only_bounds_nothing() -> None:
         ("no-a-if", [~allowed("a"), ~can_stop]),
         ("b-if", [forced("b"), ~can_stop]),
     ):
-        req = _Custom(_Counting("a", 1, items, otherwise=[~can_stop]), name=name)
+        req = Monitored(_Counting("a", 1, items, otherwise=[~can_stop]), name=name)
         comp, dist = _only(["a", "b"], req)
         assert comp.opaque
         assert (dist.steps[0], dist.calls["a"][0]) == (1, 1), name
@@ -251,17 +235,17 @@ def test_a_rule_under_some_check_values_only_bounds_nothing() -> None:
 def test_a_hard_force_leaves_only_its_tool_open() -> None:
     # Until `a` runs, `b` is hard-forced and the stop denied: in strict mode only `b` may
     # be called, so `a` never runs and the run never stops.
-    forcing = _Custom(_Counting("a", 1, [forced("b"), ~can_stop]), name="b-until-a")
+    forcing = Monitored(_Counting("a", 1, [forced("b"), ~can_stop]), name="b-until-a")
     _, dist = _only(["a", "b"], forcing)
     assert dist.steps[0] == UNREACHABLE
     assert analyse(System(["a", "b"], [forcing])).finish_depth is None
     # A soft force is not read: another requirement denying `b` would lift it. Alone it
     # holds, so the bound (1) is below the truth (never), as a lower bound may be.
-    soft = _Custom(_Counting("a", 1, [Rule("b", forced=True), ~can_stop]), name="b-soft")
+    soft = Monitored(_Counting("a", 1, [Rule("b", forced=True), ~can_stop]), name="b-soft")
     _, dist = _only(["a", "b"], soft)
     assert dist.steps[0] == 1 and dist.calls["a"][0] == 1
     assert analyse(System(["a", "b"], [soft])).finish_depth is None
-    lifted = _Custom(_Counting("a", 1, [~allowed("b")]), name="no-b-before-a")
+    lifted = Monitored(_Counting("a", 1, [~allowed("b")]), name="no-b-before-a")
     assert analyse(System(["a", "b"], [soft, lifted])).finish_depth == 1
 
 
@@ -319,7 +303,7 @@ def test_a_yielding_requirements_denial_of_the_stop_bounds_nothing() -> None:
     # Its own distance is 2, but it gives way to `stop-allowed` (until `a` runs): the run
     # may stop after no step. Pruning by its distance would lose that stop.
     tools = ["t", "a"]
-    stop_ok = _Custom(_Counting("a", 1, [allowed(FINAL_ANSWER)]), name="stop-allowed")
+    stop_ok = Monitored(_Counting("a", 1, [allowed(FINAL_ANSWER)]), name="stop-allowed")
     system = System(tools, [_no_stop_before("t", 2, yielding=True), stop_ok])
     yielding = next(c for c in system.components if c.requirement.yielding)
     assert distances(yielding, system.tools).steps[0] == 2

@@ -16,16 +16,16 @@ from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 import pytest
+from monitored import Monitored
 
 import ruleengine.check.seek as seek_module
-from ruleengine import FINAL_ANSWER, Monitor, Requirement, RunState, allowed
+from ruleengine import FINAL_ANSWER, Monitor, Requirement, allowed
 from ruleengine.check import check, symbolic
 from ruleengine.check.bounds import UNREACHABLE, Distances, distances
-from ruleengine.check.explicit import Outcome, analyse, callable_at, decide, walk
+from ruleengine.check.explicit import Outcome, analyse, callable_at, decide, reaches, walk
 from ruleengine.check.seek import Estimates, seek
 from ruleengine.check.symbolic import EARLY_LAYERS, analyse_symbolic
 from ruleengine.check.system import Component, Event, State, System
-from ruleengine.passes import Pass
 from ruleengine.requirements import ConditionalRequirement as C
 from ruleengine.rules import Emitted
 from ruleengine.state import STATUSES, Status
@@ -65,21 +65,6 @@ def _seek(system: System, goal: str, **kwargs: Any) -> tuple[Event, ...] | None:
 
 def _estimates(system: System, goal: str) -> Estimates:
     return Estimates(system, goal, _bounds(system))
-
-
-def _reaches(system: System, history: Sequence[Event], goal: str) -> bool:
-    """Whether ``history`` replays (each step allowed when taken) to a state where ``goal`` is
-    allowed under some check values (``final_answer``: the run may stop)."""
-    state = walk(system, history)
-    if state is None:
-        return False
-    for records, _ in system.variants(state):
-        outcome = decide(system, records)
-        if isinstance(outcome, Pass) and (
-            outcome.can_stop if goal == FINAL_ANSWER else goal in outcome.allowed
-        ):
-            return True
-    return False
 
 
 @pytest.fixture
@@ -131,21 +116,6 @@ class _Denial(Monitor):
         return frozenset({self.trigger})
 
 
-class _Custom(Requirement):
-    """Emits what its monitor emits; ``yielding``: gives way when its rules clash."""
-
-    def __init__(self, monitor: Monitor, *, name: str, yielding: bool = False) -> None:
-        super().__init__(name=name)
-        self._monitor = monitor
-        self.yielding = yielding
-
-    def run(self, state: RunState) -> list[Any]:
-        return list(self._monitor.emit(self._monitor.view_of(state)))
-
-    def monitor(self) -> Monitor:
-        return self._monitor
-
-
 # -- seek on hand-built policies ---------------------------------------------------------------
 
 
@@ -156,7 +126,7 @@ def test_a_chain_of_prerequisites_is_walked_in_order(decisions: Decided) -> None
     # One decision per state on the way, and the goal's: the guide never strays.
     assert len(decisions) <= 3 * len(history)
     assert len(decisions) == len(history) + 1
-    assert _reaches(system, history, "f")
+    assert reaches(system, history, "f")
 
 
 def test_only_successful_calls_open_the_next_link() -> None:
@@ -169,11 +139,11 @@ def test_only_successful_calls_open_the_next_link() -> None:
     for i, status in itertools.product(range(len(history)), failing):
         changed = list(history)
         changed[i] = (history[i][0], status)
-        assert not _reaches(system, changed, "f"), changed
+        assert not reaches(system, changed, "f"), changed
     # Counting every call, a failed one opens the next link as well.
     loose = System(CHAIN, _chain(CHAIN, only_success_invocations=False))
     failed: list[Event] = [(tool, "error") for tool, _ in history]
-    assert _reaches(loose, failed, "f")
+    assert reaches(loose, failed, "f")
     assert _seek(loose, "f") == history  # `ok` still comes first
 
 
@@ -207,7 +177,7 @@ def test_a_forced_step_in_the_way_is_taken(decisions: Decided) -> None:
     assert history is not None
     assert history == (("a", "ok"), ("z", "ok"), ("b", "ok"), ("c", "ok"), ("d", "ok"), ("e", "ok"))
     assert walk(system, history) is not None
-    assert _reaches(system, history, "f")
+    assert reaches(system, history, "f")
     assert len(decisions) == len(history) + 1
     after_a = system.successor(system.initial, ("a", "ok"))
     assert _estimates(system, "f").guide(after_a)[1] == {"z"}
@@ -221,7 +191,7 @@ def test_where_no_helpful_tool_is_callable_every_callable_one_is_taken(
     tools = ["a", "b", "w"]
     reqs = [
         C("b", only_after=["a"], name="b-after-a"),
-        _Custom(_Denial("b", "w", until=True), name="no-b-before-w", yielding=True),
+        Monitored(_Denial("b", "w", until=True), name="no-b-before-w", yielding=True),
     ]
     system = System(tools, reqs)
     after_a = system.successor(system.initial, ("a", "ok"))
@@ -229,7 +199,7 @@ def test_where_no_helpful_tool_is_callable_every_callable_one_is_taken(
     assert "b" not in callable_at(system, after_a)
     history = _seek(system, "b")
     assert history == (("a", "ok"), ("w", "ok"))
-    assert _reaches(system, history, "b")
+    assert reaches(system, history, "b")
     # The first search stepped on through `w`: it did not run dry and start over.
     assert len(decisions) == len(history) + 1
 
@@ -272,7 +242,7 @@ def test_a_history_that_fits_is_found_by_the_engine_either_way() -> None:
         found = analyse_symbolic(system, focus="finish:6")
         example = found.example
         assert example is not None and len(example) <= 6, tools
-        assert _reaches(system, example, FINAL_ANSWER)
+        assert reaches(system, example, FINAL_ANSWER)
         assert (found.finish_depth or found.finishes_within) == 6
     assert _seek(_alternating(["t", "a"]), FINAL_ANSWER, within=6) is not None
 
@@ -351,7 +321,7 @@ def test_the_bound_is_none_exactly_where_a_strict_component_never_opens_the_goal
     tools = ["t", "u", "v"]
     reqs = [
         C("t", only_before=["u"], name="t-before-u"),
-        _Custom(_Denial("t", "v"), name="no-t-after-v", yielding=True),
+        Monitored(_Denial("t", "v"), name="no-t-after-v", yielding=True),
     ]
     system = System(tools, reqs)
     bounds = _bounds(system)
@@ -437,7 +407,7 @@ def test_a_tool_deeper_than_the_early_layers_is_found_by_seek(
     assert found.partial and found.complete
     assert found.depth_done <= EARLY_LAYERS  # the layers did not get there
     assert found.example == tuple((t, "ok") for t in LONG[:-1])
-    assert _reaches(system, found.example, "t11")
+    assert reaches(system, found.example, "t11")
     assert sought == [("t11", found.example)]
 
 
@@ -483,7 +453,7 @@ def test_finish_within_a_budget_is_answered_by_seek(
     assert found.partial
     assert found.finishes_within is not None and found.finishes_within <= 15
     assert found.example is not None and len(found.example) == found.finishes_within
-    assert _reaches(system, found.example, FINAL_ANSWER)
+    assert reaches(system, found.example, FINAL_ANSWER)
     assert sought == [(FINAL_ANSWER, found.example)]
 
 
