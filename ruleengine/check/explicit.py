@@ -119,7 +119,13 @@ def live_at(
         for name, req in asking.items():
             if name in candidates and any(req.covers(t) for t in outcome.allowed):
                 live.add(name)
-    for name in sorted(({e.requirement for e in records} & candidates) - live):
+    deciding = {e.requirement for e in records} & candidates
+    if isinstance(outcome, ConflictError) and system.mode == "strict":
+        # In strict mode records that hold a conflict's core conflict too (a constraint
+        # added never mends a clash, and a yielding requirement's records are never in the
+        # final core), so only a requirement with a record in the core can change it.
+        deciding &= {entry.requirement for entry in outcome.core}
+    for name in sorted(deciding - live):
         rest = tuple(e for e in records if e.requirement != name)
         if not same_pass(outcome, decide(system, rest)):
             live.add(name)

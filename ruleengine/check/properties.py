@@ -18,6 +18,7 @@ from ruleengine._search import quickxplain
 from ruleengine.check.analysis import Analysis, Witness
 from ruleengine.check.bounds import distances
 from ruleengine.check.explicit import analyse, asking_of, decide, live_at, reaches, walk
+from ruleengine.check.relaxed import Relaxed
 from ruleengine.check.report import FINDING_IDS, SEVERITY, Finding, FindingId, TraceStep
 from ruleengine.check.system import Component, Event, System
 from ruleengine.errors import ConflictError
@@ -106,8 +107,10 @@ def findings(
         if budget is not None:
             out.append(budget)
     if analysis.complete:
-        out.extend(_dead_tools(system, analysis, engine, cache, hints))
-        out.extend(_dead_requirements(system, analysis, engine, cache, hints))
+        dead_tools = _dead_tools(system, analysis, engine, cache, hints)
+        out.extend(dead_tools)
+        closed = {f.tool: frozenset(c.requirement for c in f.core) for f in dead_tools if f.tool}
+        out.extend(_dead_requirements(system, analysis, engine, cache, hints, closed))
     if analysis.tie is not None:
         out.append(_tie(system, analysis.tie))
     rank = {finding_id: i for i, finding_id in enumerate(FINDING_IDS)}
@@ -263,9 +266,13 @@ def _dead_tools(
     system: Checked, analysis: Analysis, engine: Engine, cache: CoreCache, hints: Hints
 ) -> list[Finding]:
     out = []
+    relaxed: Relaxed | None = None
     for tool in system.tools:
         if tool == FINAL_ANSWER or tool in analysis.allowed_tools:
             continue
+        if relaxed is None:
+            relaxed = Relaxed(system.components, system.tools)
+        closing = relaxed.closing(tool)
         cones = _cones(system, {tool}, forcing=True)
         core = requirement_core(
             system,
@@ -273,7 +280,12 @@ def _dead_tools(
             engine,
             f"tool:{tool}",
             cache=cache,
-            hints=[*cones, hints.with_roots(_mentioning(system, {tool})), *hints.guesses()],
+            hints=[
+                *([] if closing is None else [_names(system, closing)]),
+                *cones,
+                hints.with_roots(_mentioning(system, {tool})),
+                *hints.guesses(),
+            ],
         )
         hints.add(r.name for r in core)
         out.append(
@@ -288,14 +300,25 @@ def _dead_tools(
 
 
 def _dead_requirements(
-    system: Checked, analysis: Analysis, engine: Engine, cache: CoreCache, hints: Hints
+    system: Checked,
+    analysis: Analysis,
+    engine: Engine,
+    cache: CoreCache,
+    hints: Hints,
+    closed: dict[str, frozenset[str]],
 ) -> list[Finding]:
+    """``closed``: the dead tools' cores, by tool. A requirement whose rules mention a dead
+    tool is often dead for that reason (a force after it never fires), with what else
+    mentions its tools (another requirement's rule subsumes its own)."""
     out = []
     dependencies = _dependencies(system)
+    watched = _watched(system)
     for req in system.requirements:
         name = req.name
         if name in analysis.live:
             continue
+        mentioned = _mentions_of(system, name) - {FINAL_ANSWER}
+        moving = mentioned | watched.get(name, set())
         core = requirement_core(
             system,
             _never_live(name),
@@ -306,7 +329,8 @@ def _dead_requirements(
             hints=[
                 *_between(system, name, dependencies),
                 *_cones(system, set(_mentions_of(system, name)), forcing=True),
-                hints.with_roots(_mentioning(system, _mentions_of(system, name) - {FINAL_ANSWER})),
+                hints.with_roots(_mentioning(system, mentioned)),
+                _mentioning(system, mentioned).union(*(closed.get(t, ()) for t in moving)),
                 *hints.guesses(),
             ],
         )
@@ -320,6 +344,11 @@ def _dead_requirements(
             )
         )
     return out
+
+
+def _names(system: Checked, indices: Iterable[int]) -> frozenset[str]:
+    """The requirements of the components at ``indices``."""
+    return frozenset(system.components[i].requirement.name for i in indices)
 
 
 def _never_allowed(tool: str) -> Callable[[Analysis], bool]:

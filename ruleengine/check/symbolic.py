@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ruleengine._units import literal_masks
+from ruleengine.check._bdd import and_exists as _and_exists
+from ruleengine.check._bdd import dd as _dd
 from ruleengine.check.analysis import Analysis, Witness
 from ruleengine.check.bounds import Distances, distances
 from ruleengine.check.explicit import Outcome, asking_of, callable_at, decide, live_at
@@ -42,17 +44,6 @@ from ruleengine.passes import Pass
 from ruleengine.requirements.permission import AskPermissionRequirement
 from ruleengine.rules import Emitted, literals_of, lower
 from ruleengine.state import STATUSES
-
-_dd: Any
-_and_exists: Callable[[Any, Any, Iterable[str]], Any] | None
-try:  # pragma: no cover - which one depends on the platform's wheels
-    import dd.cudd
-
-    _dd, _and_exists = dd.cudd, dd.cudd.and_exists
-except ImportError:  # pragma: no cover
-    import dd.autoref
-
-    _dd, _and_exists = dd.autoref, None
 
 __all__ = ["Encoding", "analyse_symbolic", "supports"]
 
@@ -476,6 +467,11 @@ SEEK_STATES = 256
 """States a directed search (``seek``) decides for a tool allowed, or a stop within the
 budget, before the breadth-first layers (which reach a deep one only through every state
 before it)."""
+
+WITNESS_STATES = 512
+"""Up to this many states in the layers before a witness's depth, its trace is found by a
+search of concrete states instead of preimages (which cost the same however few states
+there are)."""
 
 EARLY_LAYERS = 8
 """Breadth-first layers searched for a requirement being live, or a tool allowed, before
@@ -1123,10 +1119,71 @@ class _Symbolic:
     ) -> Witness:
         """The lexicographically smallest shortest trace into ``target`` (over view bits);
         ``depth``: the first layer meeting it, when the caller knows."""
-        system, enc, bdd = self.system, self.enc, self.bdd
+        system = self.system
         if depth is None:
             depth = self._first_layer(target)
         assert depth is not None
+        trace = self._forward_trace(target, depth)
+        if trace is None:
+            trace = self._backward_trace(target, depth)
+        state = system.initial
+        depends = False
+        for event in trace:
+            outcomes = [decide(system, records) for records, _ in system.variants(state)]
+            depends = depends or not all(
+                isinstance(o, Pass) and event[0] in o.allowed for o in outcomes
+            )
+            state = system.successor(state, event)
+        records: tuple[Emitted, ...] = ()
+        if finding is not None:
+            decided = [(rs, decide(system, rs)) for rs, _ in system.variants(state)]
+            showing = [rs for rs, o in decided if finding(o)]
+            # INVARIANT: the target set holds this state under some check values.
+            assert showing
+            records = showing[0]
+            depends = depends or len(showing) < len(decided)
+        return Witness(tuple(trace), records, depends)
+
+    def _forward_trace(self, target: Node, depth: int) -> list[Event] | None:
+        """The trace of ``_witness`` by a breadth-first search of concrete states through
+        the layers, when they hold at most ``WITNESS_STATES`` states up to ``depth`` (None:
+        more). Parents are expanded in the order of their traces and steps in declared
+        order, so each state is first reached by its smallest trace, as on the way back."""
+        layers = self.layers[: depth + 1]
+        if sum(self._count(layer) for layer in layers) > WITNESS_STATES:
+            return None
+        system, enc, bdd = self.system, self.enc, self.bdd
+        comps = system.components
+
+        def inside(state: State, u: Node) -> bool:
+            return bool(bdd.let(enc.state_bits(comps, state), u) == bdd.true)
+
+        frontier: list[tuple[State, tuple[Event, ...]]] = [(system.initial, ())]
+        seen = {system.initial}
+        for d in range(depth):
+            self._tick()
+            following: list[tuple[State, tuple[Event, ...]]] = []
+            for state, trace in frontier:
+                some_tools = callable_at(system, state)
+                for tool in system.callable:
+                    if tool not in some_tools:
+                        continue
+                    for status in STATUSES:
+                        after = system.successor(state, (tool, status))
+                        if after not in seen and inside(after, layers[d + 1]):
+                            seen.add(after)
+                            following.append((after, (*trace, (tool, status))))
+            frontier = following
+        for state, trace in frontier:
+            if inside(state, target):
+                return list(trace)
+        # INVARIANT: layer `depth` meets the target, and the search covered that layer.
+        raise AssertionError("no trace into the target")  # pragma: no cover
+
+    def _backward_trace(self, target: Node, depth: int) -> list[Event]:
+        """The trace of ``_witness`` from the states of each layer that lead into the
+        target (preimages), followed forward from the initial state."""
+        system, enc, bdd = self.system, self.enc, self.bdd
         back = [bdd.false] * (depth + 1)
         back[depth] = self.layers[depth] & target
         for d in range(depth - 1, -1, -1):
@@ -1134,14 +1191,9 @@ class _Symbolic:
             back[d] = self.preimage(back[d + 1], self.layers[d])
         state = system.initial
         trace: list[Event] = []
-        depends = False
         comps = system.components
         for d in range(depth):
-            outcomes = [decide(system, records) for records, _ in system.variants(state)]
-            some_tools = {t for o in outcomes if isinstance(o, Pass) for t in o.allowed}
-            every = set.intersection(
-                *({t for t in o.allowed} if isinstance(o, Pass) else set() for o in outcomes)
-            )
+            some_tools = callable_at(system, state)
             chosen: tuple[Event, State] | None = None
             for tool in system.callable:
                 if tool not in some_tools:
@@ -1152,21 +1204,12 @@ class _Symbolic:
                         chosen = ((tool, status), after)
                         break
                 if chosen is not None:
-                    depends = depends or tool not in every
                     break
             # INVARIANT: back[d] holds `state`, so some step leads into back[d + 1].
             assert chosen is not None
             trace.append(chosen[0])
             state = chosen[1]
-        records: tuple[Emitted, ...] = ()
-        if finding is not None:
-            decided = [(rs, decide(system, rs)) for rs, _ in system.variants(state)]
-            showing = [rs for rs, o in decided if finding(o)]
-            # INVARIANT: the target set holds this state under some check values.
-            assert showing
-            records = showing[0]
-            depends = depends or len(showing) < len(decided)
-        return Witness(tuple(trace), records, depends)
+        return trace
 
 
 def _differ(a: _Pass, b: _Pass, tools: Sequence[str]) -> Node:

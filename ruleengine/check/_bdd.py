@@ -1,0 +1,49 @@
+"""The BDD package behind the symbolic engine, imported without its optional graph library.
+
+``dd`` imports ``networkx`` when it can, for drawing and graph export that the checker never
+uses; that import is two thirds of ``dd``'s and a sixth of a ``ruleengine check`` process's
+start-up. ``dd`` already runs without it (its ``_utils`` catches the ``ImportError``), so
+while ``dd`` is first imported here the name ``networkx`` is held unimportable, and put back
+as it was straight after.
+
+The one effect outside the checker: in a process that imports ``dd`` first through here,
+``dd``'s own graph export (``dd._utils.import_module("networkx")``) raises ``ImportError``.
+A program that wants it imports ``networkx`` (or ``dd``) before the checker: then nothing
+is held back and ``dd`` is imported as it always is.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterable
+from types import ModuleType
+from typing import Any
+
+__all__ = ["and_exists", "dd"]
+
+_OPTIONAL = "networkx"
+
+
+def _import_without_graphs() -> tuple[ModuleType, Callable[[Any, Any, Iterable[str]], Any] | None]:
+    """The ``dd`` backend (CUDD where the platform's wheel has it, else the pure-Python one)
+    and its fused conjunction-and-quantification (None: the backend has none)."""
+    hold = _OPTIONAL not in sys.modules and "dd" not in sys.modules
+    if hold:
+        # A ``None`` entry makes ``import networkx`` raise ImportError (the import system's
+        # documented way to block a module); removed again below whatever happens.
+        sys.modules[_OPTIONAL] = None  # type: ignore[assignment]
+    try:
+        try:  # pragma: no cover - which one depends on the platform's wheels
+            import dd.cudd
+
+            return dd.cudd, dd.cudd.and_exists
+        except ImportError:  # pragma: no cover
+            import dd.autoref
+
+            return dd.autoref, None
+    finally:
+        if hold and sys.modules.get(_OPTIONAL, "") is None:
+            del sys.modules[_OPTIONAL]
+
+
+dd, and_exists = _import_without_graphs()

@@ -1,0 +1,185 @@
+"""Which tools a run may ever call, by the *relaxed product*; and the fewest components
+that keep a tool closed there.
+
+The relaxed product forgets that the components move together: a tool counts as callable
+once every component, each on its own, reaches a view that leaves it open, where a
+component moves only by calls of tools already counted callable and open at its view (any
+status). In strict mode this over-approximates the real runs (``bounds`` explains why a
+component on its own is more permissive: a denial always holds, a hard force leaves only its
+tool): the first call of any tool in a real run finds every tool called before it counted
+callable (induction on the run), every component at a view so reached, and the tool open at
+each. So a tool the relaxed product never counts callable is allowed in no reachable state.
+
+The checker uses this only for guesses: the fewest components under which a tool stays
+closed in the relaxed product (``closing``) are, on the policies that have them, the
+requirement-level core of that dead tool, found without analysing a single subsystem
+(a chain of "only after"s around a cycle, a prerequisite capped at zero calls). The core
+search still asks the engines whether the guess holds and whether each member is needed,
+so a guess only saves questions, never changes an answer; yielding requirements give way
+when they clash, so they close nothing (they are left out).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ruleengine._search import quickxplain
+from ruleengine.check.system import Component
+from ruleengine.ir import FINAL_ANSWER
+
+__all__ = ["Relaxed"]
+
+
+LAYERS = 64
+"""Steps the layered relaxation follows before it gives up looking for a step where every
+run is stuck, or for its layers to repeat."""
+
+
+class _Table:
+    """One component's views with, per view, the tools it leaves open (a bit mask) and its
+    moves per class of tools (the tools of each class as a bit mask)."""
+
+    __slots__ = ("moves", "open_at")
+
+    def __init__(self, comp: Component, bit: dict[str, int]) -> None:
+        everything = sum(bit.values())
+        self.open_at: list[int] = []
+        for view in range(len(comp.views)):
+            denied = sum(bit[t] for t in comp.denied(view) if t in bit)
+            forced = sum(bit[t] for t in comp.hard_forced(view) if t in bit)
+            self.open_at.append(everything & ~denied & (forced if forced else everything))
+        members: dict[int, int] = {}
+        for tool, klass in comp.classes.items():
+            if tool in bit:
+                members[klass] = members.get(klass, 0) | bit[tool]
+        # Per class: its tools, and the views after a step of it with each status.
+        self.moves = [
+            (mask, [comp.moves[klass * 3 + s] for s in range(3)])
+            for klass, mask in sorted(members.items())
+        ]
+
+    def open_in(self, views: frozenset[int]) -> int:
+        """The tools open at some of ``views``."""
+        opened = 0
+        for view in views:
+            opened |= self.open_at[view]
+        return opened
+
+    def step(self, views: frozenset[int], callable_tools: int) -> frozenset[int]:
+        """The views one call of one of ``callable_tools`` (open there) after ``views``."""
+        after: set[int] = set()
+        for view in views:
+            steps = self.open_at[view] & callable_tools
+            if not steps:
+                continue
+            for mask, tables in self.moves:
+                if mask & steps:
+                    for table in tables:
+                        after.add(table[view])
+        return frozenset(after)
+
+    def opened(self, callable_tools: int) -> int:
+        """The tools open at some view reached by calls of ``callable_tools`` only."""
+        seen = {0}
+        stack = [0]
+        opened = 0
+        while stack:
+            view = stack.pop()
+            here = self.open_at[view]
+            opened |= here
+            steps = here & callable_tools
+            if not steps:
+                continue
+            for mask, tables in self.moves:
+                if mask & steps:
+                    for table in tables:
+                        after = table[view]
+                        if after not in seen:
+                            seen.add(after)
+                            stack.append(after)
+        return opened
+
+
+class Relaxed:
+    """The relaxed product of ``components`` over ``tools`` (the declared tools with
+    ``final_answer``). Built once per system; every question is a fixpoint over tabulated
+    views (no decisions, no BDDs): linear in the components' views × classes per round, at
+    most one round per tool."""
+
+    def __init__(self, components: Sequence[Component], tools: Sequence[str]) -> None:
+        callable_tools = [t for t in tools if t != FINAL_ANSWER]
+        self._bit = {t: 1 << i for i, t in enumerate(callable_tools)}
+        self._kept = [i for i, c in enumerate(components) if not c.requirement.yielding]
+        self._tables = {i: _Table(components[i], self._bit) for i in self._kept}
+
+    def callable(self, members: Sequence[int] | None = None) -> frozenset[str]:
+        """The tools the relaxed product of the components at indices ``members`` (None:
+        all of them; yielding ones are always left out) counts callable: a superset of the
+        tools the real system allows in some reachable state, in strict mode."""
+        mask = self._callable(self._kept if members is None else members)
+        return frozenset(t for t, b in self._bit.items() if mask & b)
+
+    def closing(self, tool: str) -> list[int] | None:
+        """A minimal set of component indices under whose relaxed product ``tool`` is
+        never callable (QuickXplain in index order: deterministic), or None when it is
+        callable under all of them. A set that closes it without the layers (a cycle of
+        "only after"s, a cap at zero) is preferred: such sets are small, while the layers
+        tend to gather every force that ends the runs early."""
+        b = self._bit.get(tool)
+        if b is None:
+            return None
+        everything = sum(self._bit.values())
+        index_bit = {i: 1 << n for n, i in enumerate(self._kept)}
+
+        def tables(mask: int) -> list[_Table]:
+            return [self._tables[i] for i in self._kept if index_bit[i] & mask]
+
+        def open_unlayered(mask: int) -> bool:
+            return bool(self._unlayered(tables(mask), everything) & b)
+
+        def open_layered(mask: int) -> bool:
+            return bool(self._callable([i for i in self._kept if index_bit[i] & mask]) & b)
+
+        full = (1 << len(self._kept)) - 1
+        for opens in (open_unlayered, open_layered):
+            if not opens(full):
+                return quickxplain(self._kept, index_bit, opens)
+        return None
+
+    def _callable(self, members: Sequence[int]) -> int:
+        tables = [self._tables[i] for i in members if i in self._tables]
+        everything = sum(self._bit.values())
+        found = self._unlayered(tables, everything)
+        layered = self._layered(tables, everything)
+        return found if layered is None else found & layered
+
+    @staticmethod
+    def _unlayered(tables: Sequence[_Table], everything: int) -> int:
+        found = -1
+        now = 0
+        while found != now:
+            found = now
+            now = everything
+            for table in tables:
+                now &= table.opened(found)
+                if not now:
+                    break
+        return found
+
+    @staticmethod
+    def _layered(tables: Sequence[_Table], everything: int) -> int | None:
+        views: tuple[frozenset[int], ...] = tuple(frozenset((0,)) for _ in tables)
+        seen: set[tuple[frozenset[int], ...]] = set()
+        found = 0
+        for _ in range(LAYERS):
+            if views in seen:
+                return found
+            seen.add(views)
+            now = everything
+            for table, at in zip(tables, views, strict=True):
+                now &= table.open_in(at)
+                if not now:
+                    return found  # every run is stuck by this step
+            found |= now
+            views = tuple(table.step(at, now) for table, at in zip(tables, views, strict=True))
+        return None

@@ -1,0 +1,74 @@
+"""Laws of the relaxed product (``check/relaxed.py``) on random strict policies:
+
+* it over-approximates: every tool the explicit engine finds allowed in some reachable state
+  is counted callable, by the whole system and by any part of it;
+* a closing set is a real dead-tool set: the subsystem keeping only its requirements never
+  allows the tool (explicit engine), and it is minimal in the relaxed product (without any
+  one member the tool is counted callable again).
+
+Unit tests: tests/unit/test_check_relaxed.py."""
+
+from __future__ import annotations
+
+from hypothesis import assume, event, given, note
+from hypothesis import strategies as st
+from policy_strategies import PolicyCase, policies
+
+from ruleengine import FINAL_ANSWER
+from ruleengine.check.explicit import analyse
+from ruleengine.check.relaxed import Relaxed
+from ruleengine.check.system import System
+
+MAX_STATES = 3000
+"""States of the explicit search; a case it does not finish is skipped."""
+
+
+def _system(case: PolicyCase) -> System:
+    note(case.source())
+    assume(case.mode == "strict")
+    return System(list(case.tools), case.requirements())
+
+
+def _allowed(system: System) -> set[str]:
+    analysis = analyse(system, max_states=MAX_STATES, live=False)
+    assume(analysis.complete)
+    return analysis.allowed_tools - {FINAL_ANSWER}
+
+
+@given(policies(priority=False, max_requirements=6), st.data())
+def test_the_relaxed_product_counts_every_allowed_tool_callable(
+    case: PolicyCase, data: st.DataObject
+) -> None:
+    system = _system(case)
+    relaxed = Relaxed(system.components, system.tools)
+    assert _allowed(system) <= relaxed.callable()
+    # Any part of the components: their subsystem allows no tool the part does not count.
+    members = data.draw(
+        st.sets(st.sampled_from(range(len(system.components))))
+        if system.components
+        else st.just(set())
+    )
+    part = sorted(members)
+    sub = system.subsystem([system.components[i].requirement.name for i in part])
+    assert _allowed(sub) <= relaxed.callable(part)
+
+
+@given(policies(priority=False, max_requirements=6))
+def test_a_closing_set_is_a_minimal_relaxed_core_and_a_real_dead_tool_set(
+    case: PolicyCase,
+) -> None:
+    system = _system(case)
+    relaxed = Relaxed(system.components, system.tools)
+    for tool in system.callable:
+        closing = relaxed.closing(tool)
+        if closing is None:
+            assert tool in relaxed.callable()
+            continue
+        event("a tool closed")
+        assert tool not in relaxed.callable()
+        assert tool not in relaxed.callable(closing)
+        for member in closing:
+            assert tool in relaxed.callable([i for i in closing if i != member])
+        names = [system.components[i].requirement.name for i in closing]
+        assert tool not in _allowed(system.subsystem(names))
+        assert relaxed.closing(tool) == closing  # deterministic

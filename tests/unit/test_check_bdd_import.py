@@ -1,0 +1,71 @@
+"""The symbolic engine imports ``dd`` without ``networkx`` (start-up), and leaves the name
+importable afterwards; a process that imported either first gets ``dd`` as it always is.
+
+Each case runs in a fresh interpreter: what is imported first is the point."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run_fresh(code: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_the_checker_imports_dd_without_networkx_and_leaves_it_importable() -> None:
+    pytest.importorskip("networkx")
+    out = run_fresh(
+        """
+        import sys
+        from ruleengine import Policy
+        from ruleengine.requirements import ConditionalRequirement as C
+        report = Policy(["a", "b"], [C("b", only_after=["a"])]).check(engine="symbolic")
+        print(report.complete, "dd" in sys.modules, "networkx" in sys.modules)
+        import networkx  # the name was put back: a later import works
+        print(type(networkx).__name__)
+        """
+    )
+    assert out.splitlines() == ["True True False", "module"]
+
+
+def test_a_process_that_imported_networkx_first_keeps_it_and_dd_uses_it() -> None:
+    pytest.importorskip("networkx")
+    out = run_fresh(
+        """
+        import networkx
+        import sys
+        import ruleengine.check.symbolic
+        import dd._utils
+        print(sys.modules["networkx"] is networkx, dd._utils.import_module("networkx") is networkx)
+        """
+    )
+    assert out == "True True"
+
+
+def test_a_process_that_imported_dd_first_is_left_alone() -> None:
+    out = run_fresh(
+        """
+        import dd
+        import sys
+        had = "networkx" in sys.modules
+        import ruleengine.check.symbolic
+        print(had == ("networkx" in sys.modules))
+        """
+    )
+    assert out == "True"
