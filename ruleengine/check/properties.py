@@ -719,13 +719,9 @@ def _watched(system: Checked, *, linking: bool = False) -> dict[str, set[str]]:
     """Per requirement, the tools whose calls change its view. With ``linking``, not those
     of a global view (one that most tools move: a step counter, the last tool called): it
     would link every tool to every other, and a guess grown along links would be the whole
-    policy."""
-    watched: dict[str, set[str]] = {}
-    for comp in system.components:
-        global_view = linking and comp.is_global(_callable_count(system))
-        moving = set() if global_view else set(comp.watched)
-        watched.setdefault(comp.requirement.name, set()).update(moving)
-    return watched
+    policy. (A fresh copy: callers add to it. A system without components has none.)"""
+    known: dict[bool, dict[str, frozenset[str]]] = getattr(system, "watching", {linking: {}})
+    return {name: set(tools) for name, tools in known[linking].items()}
 
 
 def cone_of(system: Checked, tools: set[str], *, forcing: bool) -> frozenset[str]:

@@ -111,6 +111,8 @@ class Relaxed:
         self._bit = {t: 1 << i for i, t in enumerate(callable_tools)}
         self._kept = [i for i, c in enumerate(components) if not c.requirement.yielding]
         self._tables = {i: _Table(components[i], self._bit) for i in self._kept}
+        self._closing: list[list[int]] = []
+        """The sets ``closing`` found so far, tried first for the next tool."""
 
     def callable(self, members: Sequence[int] | None = None) -> frozenset[str]:
         """The tools the relaxed product of the components at indices ``members`` (None:
@@ -121,10 +123,11 @@ class Relaxed:
 
     def closing(self, tool: str) -> list[int] | None:
         """A minimal set of component indices under whose relaxed product ``tool`` is
-        never callable (QuickXplain in index order: deterministic), or None when it is
-        callable under all of them. A set that closes it without the layers (a cycle of
-        "only after"s, a cap at zero) is preferred: such sets are small, while the layers
-        tend to gather every force that ends the runs early."""
+        never callable, or None when it is callable under all of them. QuickXplain in
+        index order, inside the first set found for an earlier tool that closes this one
+        too: deterministic for a given sequence of calls. A set that closes it without the
+        layers (a cycle of "only after"s, a cap at zero) is preferred: such sets are small,
+        while the layers tend to gather every force that ends the runs early."""
         b = self._bit.get(tool)
         if b is None:
             return None
@@ -143,7 +146,20 @@ class Relaxed:
         full = (1 << len(self._kept)) - 1
         for opens in (open_unlayered, open_layered):
             if not opens(full):
-                return quickxplain(self._kept, index_bit, opens)
+                # A set that closed another tool often closes this one too (a conflict that
+                # ends every run early closes them all): the search then stays inside it.
+                pool = next(
+                    (
+                        found
+                        for found in self._closing
+                        if not opens(sum(index_bit[i] for i in found))
+                    ),
+                    self._kept,
+                )
+                found = quickxplain(pool, index_bit, opens)
+                if found not in self._closing:
+                    self._closing.append(found)
+                return found
         return None
 
     def _callable(self, members: Sequence[int]) -> int:

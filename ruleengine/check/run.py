@@ -3,7 +3,10 @@
 Engines: ``explicit`` (breadth-first over the monitors' product, every state decided by the
 runtime reasoner; any policy whose requirements have monitors) and ``symbolic`` (binary
 decision diagrams over the same tabulated monitors; strict-mode policies whose rules are
-literals, which covers every built-in). ``auto`` takes the symbolic engine when it applies.
+literals, which covers every built-in). ``auto`` takes the symbolic engine when it applies,
+except for the analysis of a whole policy with at most ``SMALL_STATES`` reachable states:
+a breadth-first search that finds so few settles it with the explicit engine (the engines
+agree; on so few states deciding each costs a fraction of building the BDD relations).
 Policies with requirements that have no monitor get a bounded search of concrete histories,
 reported as incomplete.
 """
@@ -20,7 +23,7 @@ from ruleengine.check.concrete import ConcreteSystem, analyse_concrete
 from ruleengine.check.explicit import analyse
 from ruleengine.check.properties import Checked, findings
 from ruleengine.check.report import Report, Stats
-from ruleengine.check.system import System, Unexplorable
+from ruleengine.check.system import System, Unexplorable, symbolic_problem
 from ruleengine.errors import PolicyError
 from ruleengine.passes import Mode
 from ruleengine.requirements.base import Requirement
@@ -114,7 +117,11 @@ def check(
             system, engine, max_states=max_states, deadline=deadline, budget=max_iterations - 1
         )
 
-    analysis = run(system, None)
+    analysis = None
+    if engine == "auto" and isinstance(system, System):
+        analysis = _whole_if_small(system, max_states=max_states, deadline=deadline)
+    if analysis is None:
+        analysis = run(system, None)
     cut: list[str] = []
 
     def core_question(sub: Any, focus: str | None = None) -> Analysis:
@@ -144,6 +151,24 @@ def check(
     )
 
 
+SMALL_STATES = 256
+"""Reachable states up to which ``auto`` analyses a whole policy with the explicit engine."""
+
+
+def _whole_if_small(
+    system: System, *, max_states: int | None, deadline: float | None
+) -> Analysis | None:
+    """The explicit engine's analysis of ``system`` when a breadth-first search without
+    liveness (the costly part: a decision per requirement and state) finds every reachable
+    state within ``SMALL_STATES`` and the state limit; else None. The search costs a few
+    milliseconds where it gives up, and its decisions are cached for the analysis."""
+    limit = SMALL_STATES if max_states is None else min(SMALL_STATES, max_states)
+    probe = analyse(system, max_states=limit, deadline=deadline, live=False)
+    if not probe.complete:
+        return None
+    return analyse(system, max_states=max_states, deadline=deadline, live=True)
+
+
 def _engine(
     system: System,
     name: EngineName,
@@ -153,9 +178,7 @@ def _engine(
     budget: int,
 ) -> Callable[[Any, str | None], Analysis]:
     """The engine ``name`` picks for ``system``, as a function of a (sub)system and a focus."""
-    from ruleengine.check.symbolic import Encoding, analyse_symbolic, supports
-
-    problem = supports(system)
+    problem = symbolic_problem(system)
     if name == "symbolic" and problem is not None:
         raise PolicyError(f"the symbolic engine cannot check this policy: {problem}")
     if name == "explicit" or problem is not None:
@@ -167,16 +190,34 @@ def _engine(
             return analyse(sub, max_states=max_states, deadline=deadline, live=live)
 
         return explicit
-    encoding = Encoding(system)
+    return _SymbolicEngine(system, max_states=max_states, deadline=deadline, budget=budget)
 
-    def symbolic(sub: Any, focus: str | None = None) -> Analysis:
+
+class _SymbolicEngine:
+    """The symbolic engine for a system and its subsystems, sharing one encoding. The BDD
+    package is imported, and the encoding built, at the first question: a policy whose
+    analyses all end in a short explicit search (``SMALL_STATES``, the quick searches of
+    the core questions) never pays for either."""
+
+    def __init__(
+        self, system: System, *, max_states: int | None, deadline: float | None, budget: int
+    ) -> None:
+        self.system = system
+        self.max_states = max_states
+        self.deadline = deadline
+        self.budget = budget
+        self.encoding: Any = None
+
+    def __call__(self, sub: Any, focus: str | None = None) -> Analysis:
+        from ruleengine.check.symbolic import Encoding, analyse_symbolic
+
+        if self.encoding is None:
+            self.encoding = Encoding(self.system)
         return analyse_symbolic(
             sub,
-            max_states=max_states,
-            deadline=deadline,
-            encoding=encoding,
+            max_states=self.max_states,
+            deadline=self.deadline,
+            encoding=self.encoding,
             focus=focus,
-            budget=budget,
+            budget=self.budget,
         )
-
-    return symbolic

@@ -37,7 +37,7 @@ from ruleengine.check.analysis import Analysis, Witness
 from ruleengine.check.bounds import Distances, distances
 from ruleengine.check.explicit import Outcome, asking_of, callable_at, decide, live_at
 from ruleengine.check.seek import seek
-from ruleengine.check.system import Component, Event, State, System
+from ruleengine.check.system import Component, Event, State, System, symbolic_problem
 from ruleengine.errors import ConflictError
 from ruleengine.ir import FINAL_ANSWER
 from ruleengine.passes import Pass
@@ -47,27 +47,11 @@ from ruleengine.state import STATUSES
 
 __all__ = ["Encoding", "analyse_symbolic", "supports"]
 
+supports = symbolic_problem
+"""Why the symbolic engine cannot check a system (None: it can); see ``symbolic_problem``."""
+
 Node = Any
 """A BDD node of the ``dd`` manager."""
-
-
-def supports(system: System) -> str | None:
-    """Why the symbolic engine cannot check ``system`` (None: it can)."""
-    if system.mode != "strict":
-        return "it decides strict mode only"
-    if sum(c.requirement.yielding for c in system.components) > 1:
-        return "it models one yielding requirement at most"
-    for comp in system.components:
-        for variants in comp.variants:
-            for variant in variants:
-                for e in variant.records:
-                    lowered = lower(e.item)
-                    if lowered.hard_force is None and literals_of(lowered.restrict) is None:
-                        return (
-                            f"requirement `{comp.requirement.name}` emits the formula "
-                            f"`{e.item!r}`, which is not a conjunction of literals"
-                        )
-    return None
 
 
 @dataclass(slots=True)
@@ -468,7 +452,7 @@ SEEK_STATES = 256
 budget, before the breadth-first layers (which reach a deep one only through every state
 before it)."""
 
-WITNESS_STATES = 512
+WITNESS_STATES = 64
 """Up to this many states in the layers before a witness's depth, its trace is found by a
 search of concrete states instead of preimages (which cost the same however few states
 there are)."""
@@ -540,6 +524,8 @@ class _Symbolic:
         self.layers: list[Node] = []
         self.layered = self.reach = self.start = self.bdd.false
         self._deniers: dict[str, list[tuple[str, Node]]] | None = None
+        self.pruned = False
+        """Whether some layer kept only part of the states first reached there."""
         self.settled = False
         """Whether the breadth-first layers reached every reachable state."""
 
@@ -830,7 +816,9 @@ class _Symbolic:
             self._tick()
             frontier = self.image(self.layers[-1]) & ~self.layered
             if keep is not None:
-                frontier &= keep
+                kept = frontier & keep
+                self.pruned = self.pruned or kept != frontier
+                frontier = kept
             if frontier == bdd.false:
                 return None
             self.layers.append(frontier)
@@ -1159,6 +1147,8 @@ class _Symbolic:
             return bool(bdd.let(enc.state_bits(comps, state), u) == bdd.true)
 
         frontier: list[tuple[State, tuple[Event, ...]]] = [(system.initial, ())]
+        if depth == 0:
+            return []
         seen = {system.initial}
         for d in range(depth):
             self._tick()
@@ -1170,13 +1160,20 @@ class _Symbolic:
                         continue
                     for status in STATUSES:
                         after = system.successor(state, (tool, status))
-                        if after not in seen and inside(after, layers[d + 1]):
-                            seen.add(after)
-                            following.append((after, (*trace, (tool, status))))
+                        if after in seen:
+                            continue
+                        # A state first reached now is in the layer, unless the layers
+                        # were pruned (``_finish_within``): then it must be in it.
+                        if self.pruned and not inside(after, layers[d + 1]):
+                            continue
+                        seen.add(after)
+                        step = (*trace, (tool, status))
+                        if d + 1 == depth:
+                            if inside(after, target):
+                                return list(step)
+                        else:
+                            following.append((after, step))
             frontier = following
-        for state, trace in frontier:
-            if inside(state, target):
-                return list(trace)
         # INVARIANT: layer `depth` meets the target, and the search covered that layer.
         raise AssertionError("no trace into the target")  # pragma: no cover
 

@@ -25,7 +25,15 @@ from ruleengine.requirements.monitor import Monitor
 from ruleengine.rules import Emitted, literals_of, lower
 from ruleengine.state import STATUSES, Status
 
-__all__ = ["Component", "Event", "State", "System", "Unexplorable", "Variant"]
+__all__ = [
+    "Component",
+    "Event",
+    "State",
+    "System",
+    "Unexplorable",
+    "Variant",
+    "symbolic_problem",
+]
 
 State = tuple[int, ...]
 """One view index per component."""
@@ -268,6 +276,20 @@ class System:
         return out
 
     @cached_property
+    def watching(self) -> dict[bool, dict[str, frozenset[str]]]:
+        """Per requirement, the tools whose (successful) calls change its view; under
+        ``True``, not those of a global view (``Component.is_global``)."""
+        callable_count = sum(t != FINAL_ANSWER for t in self.tools)
+        out: dict[bool, dict[str, frozenset[str]]] = {False: {}, True: {}}
+        for comp in self.components:
+            name = comp.requirement.name
+            moving = frozenset(comp.watched)
+            for linking in (False, True):
+                kept = frozenset() if linking and comp.is_global(callable_count) else moving
+                out[linking][name] = out[linking].get(name, frozenset()) | kept
+        return out
+
+    @cached_property
     def forcing(self) -> frozenset[str]:
         """The requirements that force a tool (hard or soft) in some view."""
         return frozenset(
@@ -351,3 +373,23 @@ def _monitor_of(requirement: Requirement) -> Monitor:
     # INVARIANT: System.__init__ refused requirements without a monitor.
     assert monitor is not None
     return monitor
+
+
+def symbolic_problem(system: System) -> str | None:
+    """Why the symbolic engine cannot check ``system`` (None: it can). Here, not in the
+    engine's module, so that choosing an engine imports no BDD package."""
+    if system.mode != "strict":
+        return "it decides strict mode only"
+    if sum(c.requirement.yielding for c in system.components) > 1:
+        return "it models one yielding requirement at most"
+    for comp in system.components:
+        for variants in comp.variants:
+            for variant in variants:
+                for e in variant.records:
+                    lowered = lower(e.item)
+                    if lowered.hard_force is None and literals_of(lowered.restrict) is None:
+                        return (
+                            f"requirement `{comp.requirement.name}` emits the formula "
+                            f"`{e.item!r}`, which is not a conjunction of literals"
+                        )
+    return None

@@ -126,6 +126,9 @@ def test_explicit_and_symbolic_engines_agree(case: PolicyCase) -> None:
         return
     explicit, symbolic = comparable(checked(case, "explicit"), checked(case, "symbolic"))
     assert explicit == symbolic
+    # `auto`: the explicit engine for a small whole policy, the symbolic one for the rest.
+    auto, _ = comparable(checked(case, "auto"), checked(case, "explicit"))
+    assert auto == explicit
 
 
 @given(case=policies())

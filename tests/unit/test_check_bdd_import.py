@@ -69,3 +69,23 @@ def test_a_process_that_imported_dd_first_is_left_alone() -> None:
         """
     )
     assert out == "True"
+
+
+def test_a_policy_settled_by_short_explicit_searches_never_imports_the_bdd_package() -> None:
+    # Few reachable states: the whole analysis and every core question end in a short
+    # explicit search, so the symbolic engine is never asked (nor imported).
+    out = run_fresh(
+        """
+        import sys
+        from ruleengine import Policy
+        from ruleengine.requirements import ConditionalRequirement as C
+        report = Policy(
+            ["a", "b", "c"], [C("b", only_after=["a"]), C("a", max_invocations=0)]
+        ).check()
+        print(report.complete, [f.id for f in report.findings], "dd" in sys.modules)
+        tools = [f"t{i}" for i in range(12)]
+        big = Policy(tools, [C(t, max_invocations=3) for t in tools])
+        print(big.check().complete, "dd" in sys.modules)
+        """
+    )
+    assert out.splitlines() == ["True ['dead-tool', 'dead-tool'] False", "True True"]
