@@ -88,6 +88,7 @@ class Encoding:
         self._facts: dict[int, _Facts] = {}
         self._moves: dict[tuple[int, int], Node] = {}
         self._relations: dict[tuple[tuple[int, int], ...], Node] = {}
+        self._relations_any: dict[tuple[tuple[tuple[int, int], ...], ...], Node] = {}
         self._distances: dict[tuple[int, str], Distances] = {}
         self._at_least: dict[tuple[int, str | None, int], Node] = {}
         names: list[str] = []
@@ -230,6 +231,19 @@ class Encoding:
             for comp, table in moved:
                 found &= self.move(comp, table)
             self._relations[key] = found
+        return found
+
+    def relations(self, moves: Sequence[tuple[tuple[Component, int], ...]]) -> Node:
+        """The disjunction of the ``relation`` of each of ``moves`` (memoised)."""
+        if len(moves) == 1:
+            return self.relation(moves[0])
+        key = tuple(tuple((id(comp), table) for comp, table in moved) for moved in moves)
+        found = self._relations_any.get(key)
+        if found is None:
+            found = self.bdd.false
+            for moved in moves:
+                found |= self.relation(moved)
+            self._relations_any[key] = found
         return found
 
     def move(self, comp: Component, table_index: int) -> Node:
@@ -497,6 +511,27 @@ class _Group:
         return self._relation
 
 
+class _Cluster:
+    """Groups that move the same components under the same guard (the statuses of one
+    tool; tools alike to every component they move): one relational product steps them
+    all, on the disjunction of their relations (memoised by the encoding: subsystems share
+    it, as their guards differ but not the relations)."""
+
+    def __init__(self, enc: Encoding, groups: list[_Group]) -> None:
+        self.groups = groups
+        self.current = groups[0].current
+        self.renamed = groups[0].renamed
+        self.guard = groups[0].guard
+        self._enc = enc
+        self._relation: Node | None = None
+
+    @property
+    def relation(self) -> Node:
+        if self._relation is None:
+            self._relation = self._enc.relations([g.moved for g in self.groups])
+        return self._relation
+
+
 class _Symbolic:
     def __init__(
         self,
@@ -520,6 +555,10 @@ class _Symbolic:
         self.pass_ = _decided(enc, comps, self.priorities)
         self.check_names = [n for c in comps for n in enc.check_bits[id(c)]]
         self.groups = self._groups()
+        alike: dict[tuple[tuple[str, ...], Node], list[_Group]] = {}
+        for g in self.groups:
+            alike.setdefault((tuple(g.current), g.guard), []).append(g)
+        self.clusters = [_Cluster(enc, gs) for gs in alike.values()]
         self.result = Analysis(depends_on_checks=any(c.opaque for c in comps))
         self.layers: list[Node] = []
         self.layered = self.reach = self.start = self.bdd.false
@@ -559,8 +598,8 @@ class _Symbolic:
     def image(self, states: Node) -> Node:
         """The states one step after ``states``."""
         out = self.bdd.false
-        for g in self.groups:
-            out |= self._image(states, g)
+        for c in self.clusters:
+            out |= self._image(states, c)
         return out
 
     def preimage(self, states: Node, within: Node) -> Node:
@@ -742,21 +781,23 @@ class _Symbolic:
     def _reach(self) -> Node:
         """Every reachable state: a few sweeps of chaining, then event-driven chaining.
 
-        A *sweep* applies each group in turn to everything reached so far and adds its
-        image at once. Most policies converge in a few sweeps; but a chain of steps through
-        different tools against the group order (ReAct's act, think, act, think, …) gains
-        one link per sweep. After ``CHAINING_SWEEPS`` sweeps without a fixpoint, each group
-        keeps a *pending* set of states it has not stepped from yet: the group with the
-        lowest index and something pending runs next, on its pending states only, to its
-        own fixpoint, and what it adds becomes pending for the groups whose guard it meets.
-        A chain is then followed link after link as it grows. Both phases compute the same
-        fixpoint: every reached state is stepped from by every group whose guard holds there.
+        Steps go by clusters of groups (``_Cluster``: one relational product for the
+        statuses of a tool, or for tools alike). A *sweep* applies each cluster in turn to
+        everything reached so far and adds its image at once. Most policies converge in a
+        few sweeps; but a chain of steps through different tools against the cluster order
+        (ReAct's act, think, act, think, …) gains one link per sweep. After
+        ``CHAINING_SWEEPS`` sweeps without a fixpoint, each cluster keeps a *pending* set of
+        states it has not stepped from yet: the cluster with the lowest index and something
+        pending runs next, on its pending states only, to its own fixpoint, and what it adds
+        becomes pending for the clusters whose guard it meets. A chain is then followed link
+        after link as it grows. Both phases compute the same fixpoint: every reached state
+        is stepped from by every cluster whose guard holds there.
         (Measured on the benchmark families at 50 tools: event-driven from the start is
         fastest on long chains and slower on many small independent counters; this mix is
         close to the better of the two on each.)
         """
         bdd, reach = self.bdd, self.start
-        groups = self.groups
+        groups = self.clusters
         try:
             for _ in range(CHAINING_SWEEPS):
                 changed = False
@@ -797,7 +838,7 @@ class _Symbolic:
             self.result.reason = "the time limit ran out"
         return reach
 
-    def _image(self, states: Node, g: _Group) -> Node:
+    def _image(self, states: Node, g: _Group | _Cluster) -> Node:
         bdd = self.bdd
         source = states & g.guard
         if source == bdd.false:
