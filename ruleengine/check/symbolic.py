@@ -446,6 +446,10 @@ def _decided(enc: Encoding, components: Sequence[Component], priorities: dict[in
     )
 
 
+_FACT_TABLES = ("deny", "hide", "allow", "show", "hard")
+"""The facts of ``_Facts`` that ``_pass`` unites over the components (soft forces are
+weighed by priority instead)."""
+
 CHAINING_SWEEPS = 3
 """Sweeps of plain chaining before the reachable-set search turns event-driven."""
 
@@ -521,6 +525,7 @@ class _Cluster:
         self.groups = groups
         self.current = groups[0].current
         self.renamed = groups[0].renamed
+        self.forward = groups[0].forward
         self.guard = groups[0].guard
         self._enc = enc
         self._relation: Node | None = None
@@ -563,6 +568,7 @@ class _Symbolic:
         self.layers: list[Node] = []
         self.layered = self.reach = self.start = self.bdd.false
         self._deniers: dict[str, list[tuple[str, Node]]] | None = None
+        self._counts: dict[str, tuple[dict[str, Node], dict[str, Node]]] | None = None
         self.pruned = False
         """Whether some layer kept only part of the states first reached there."""
         self.settled = False
@@ -608,13 +614,13 @@ class _Symbolic:
         group that cannot fire there never has its relation built."""
         bdd = self.bdd
         out = bdd.false
-        for g in self.groups:
-            if within & g.guard != bdd.false:
-                out |= self._preimage(states, g)
+        for c in self.clusters:
+            if within & c.guard != bdd.false:
+                out |= self._preimage(states, c)
         # Steps that move no component (e.g. a failed call nothing counts) keep the state.
         return within & (out | (states & self._staying()))
 
-    def _preimage(self, states: Node, g: _Group) -> Node:
+    def _preimage(self, states: Node, g: _Group | _Cluster) -> Node:
         bdd = self.bdd
         primed = bdd.let(g.forward, states)
         nexts = [g.forward[name] for name in g.current]
@@ -949,9 +955,9 @@ class _Symbolic:
         bdd, reach = self.bdd, self.reach
         deciding = reach & self.some(self.pass_.consistent)
         reaches = reach & finish
-        # A group that cannot fire in a deciding state adds nothing (and its relation is
+        # A cluster that cannot fire in a deciding state adds nothing (and its relation is
         # never built).
-        active = [(g, deciding & g.guard) for g in self.groups]
+        active = [(c, deciding & c.guard) for c in self.clusters]
         active = [(g, where) for g, where in active if where != bdd.false]
         changed = True
         while changed:
@@ -1029,8 +1035,75 @@ class _Symbolic:
             # A core question about one requirement is usually about one never live:
             # probing would only add to the BDD below.
             probed = len(names) > 1 and self._probed(name)
-            if probed or reach & self._live_at(name) != bdd.false:
+            if probed:
                 result.live.add(name)
+            elif reach & self._unmasked(name) == bdd.false:
+                continue  # its rules change no fact where it is reached: never live
+            elif reach & self._live_at(name) != bdd.false:
+                result.live.add(name)
+
+    def _unmasked(self, name: str) -> Node:
+        """The states (checks quantified; reachable or not) where requirement ``name``'s
+        rules change a fact the pass is made of, or everywhere when it soft-forces a tool,
+        yields or asks permission. Outside them, dropping its records leaves every fact of
+        ``_pass`` as it is (another requirement denies, hides, allows, shows or hard-forces
+        the same tool there; an allow or show that clashes with nothing is no fact at all),
+        so the pass is the same: the requirement is not live there. Far cheaper than ``_live_at``
+        (no pass without it), and exact enough for requirements masked everywhere.
+        """
+        bdd = self.bdd
+        comps = self.system.components
+        mine = [c for c in comps if c.requirement.name == name]
+        own = [self.enc.facts(c) for c in mine]
+        requirement = mine[0].requirement
+        if (
+            requirement.yielding
+            or isinstance(requirement, AskPermissionRequirement)
+            or any(f.soft for f in own)
+        ):
+            return bdd.true
+        counts = self._fact_counts()
+        out = bdd.false
+        for table in _FACT_TABLES:
+            at_least_two = counts[table][1]
+            for t in self.enc.tools:
+                here = bdd.false
+                for f in own:
+                    here |= getattr(f, table).get(t, bdd.false)
+                if here == bdd.false:
+                    continue
+                changed = here & ~at_least_two[t]  # no other requirement states it there
+                if table == "allow":
+                    changed &= counts["deny"][0][t]  # only a clash with a denial counts
+                elif table == "show":
+                    changed &= counts["hide"][0][t]
+                out |= changed
+        return self.some(out)
+
+    def _fact_counts(self) -> dict[str, tuple[dict[str, Node], dict[str, Node]]]:
+        """Per kind of fact and tool, where at least one requirement states it, and where
+        at least two do (a requirement's factors count once)."""
+        if self._counts is not None:
+            return self._counts
+        bdd, tools = self.bdd, self.enc.tools
+        by_requirement: dict[str, list[_Facts]] = {}
+        for comp in self.system.components:
+            by_requirement.setdefault(comp.requirement.name, []).append(self.enc.facts(comp))
+        counts: dict[str, tuple[dict[str, Node], dict[str, Node]]] = {}
+        for table in _FACT_TABLES:
+            one = dict.fromkeys(tools, bdd.false)
+            two = dict.fromkeys(tools, bdd.false)
+            for facts in by_requirement.values():
+                for t in tools:
+                    here = bdd.false
+                    for f in facts:
+                        here |= getattr(f, table).get(t, bdd.false)
+                    if here != bdd.false:
+                        two[t] |= one[t] & here
+                        one[t] |= here
+            counts[table] = (one, two)
+        self._counts = counts
+        return counts
 
     def _probed(self, name: str) -> bool:
         """Whether requirement ``name`` is live at one of ``PROBES`` reachable states where
