@@ -313,12 +313,24 @@ def _dead_requirements(
     out = []
     dependencies = _dependencies(system)
     watched = _watched(system)
+    linked = _watched(system, linking=True)
+    relaxed = Relaxed(system.components, system.tools)
     for req in system.requirements:
         name = req.name
         if name in analysis.live:
             continue
         mentioned = _mentions_of(system, name) - {FINAL_ANSWER}
         moving = mentioned | watched.get(name, set())
+        mine = [i for i, c in enumerate(system.components) if c.requirement.name == name]
+        # Pairs of a tool it mentions and one it watches, but not through a global view (a
+        # step counter watches every tool): that would be a relaxed fixpoint per tool.
+        pairs = [(t, w) for t in sorted(mentioned) for w in sorted(linked.get(name, set()))]
+        implied = [
+            _names(system, closing) | {name}
+            for tool, first in pairs[:IMPLIED_PAIRS]
+            for succeeded in (True, False)
+            if (closing := relaxed.closed_until(tool, first, mine, succeeded=succeeded)) is not None
+        ]
         core = requirement_core(
             system,
             _never_live(name),
@@ -327,6 +339,7 @@ def _dead_requirements(
             keep=(name,),
             cache=cache,
             hints=[
+                *implied,
                 *_between(system, name, dependencies),
                 *_cones(system, set(_mentions_of(system, name)), forcing=True),
                 hints.with_roots(_mentioning(system, mentioned)),
@@ -486,6 +499,10 @@ def requirement_core(
     chosen = set(core_names) | set(keep)
     return [r for r in reqs if r.name in chosen]
 
+
+IMPLIED_PAIRS = 8
+"""Pairs (a tool a dead requirement mentions, one it watches) tried for a guess that other
+requirements already keep the first closed until the second runs (``Relaxed.closed_until``)."""
 
 QUICK_STATES = 64
 """States a core question first explores explicitly: enough to settle small subsystems

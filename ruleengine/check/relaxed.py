@@ -26,9 +26,13 @@ from collections.abc import Sequence
 from ruleengine._search import quickxplain
 from ruleengine.check.system import Component
 from ruleengine.ir import FINAL_ANSWER
+from ruleengine.state import STATUSES
 
 __all__ = ["Relaxed"]
 
+
+_OK = STATUSES.index("ok")
+"""The move table of a successful call, among a class's three (``Component.moves``)."""
 
 LAYERS = 64
 """Steps the layered relaxation follows before it gives up looking for a step where every
@@ -78,8 +82,9 @@ class _Table:
                         after.add(table[view])
         return frozenset(after)
 
-    def opened(self, callable_tools: int) -> int:
-        """The tools open at some view reached by calls of ``callable_tools`` only."""
+    def opened(self, callable_tools: int, failing_only: int = 0) -> int:
+        """The tools open at some view reached by calls of ``callable_tools`` only, those of
+        ``failing_only`` with status ``error`` or ``denied`` only."""
         seen = {0}
         stack = [0]
         opened = 0
@@ -92,7 +97,10 @@ class _Table:
                 continue
             for mask, tables in self.moves:
                 if mask & steps:
-                    for table in tables:
+                    succeeding = bool(mask & steps & ~failing_only)
+                    for status, table in enumerate(tables):
+                        if status == _OK and not succeeding:
+                            continue
                         after = table[view]
                         if after not in seen:
                             seen.add(after)
@@ -162,6 +170,38 @@ class Relaxed:
                 return found
         return None
 
+    def closed_until(
+        self, tool: str, first: str, leaving: Sequence[int], *, succeeded: bool
+    ) -> list[int] | None:
+        """A minimal set of component indices, none of ``leaving``, under whose relaxed
+        product ``tool`` is never callable while ``first`` is never called (``succeeded``:
+        never called with status ``ok``), without the layers; so every run calls ``first``
+        (successfully) before ``tool``. None when no such set exists or the tools are one.
+        QuickXplain in index order: deterministic.
+
+        The guess for a requirement that keeps ``tool`` closed until ``first`` runs and is
+        dead because others already do ("`d` only after `a`" beside "`d` only after `c`",
+        "`c` only after `b`", "`b` only after `a`")."""
+        b, banned = self._bit.get(tool), self._bit.get(first)
+        if b is None or banned is None or b == banned:
+            return None
+        everything = sum(self._bit.values())
+        if succeeded:
+            failing_only = banned
+        else:
+            everything &= ~banned
+            failing_only = 0
+        kept = [i for i in self._kept if i not in set(leaving)]
+        index_bit = {i: 1 << n for n, i in enumerate(kept)}
+
+        def opens(mask: int) -> bool:
+            tables = [self._tables[i] for i in kept if index_bit[i] & mask]
+            return bool(self._unlayered(tables, everything, failing_only) & b)
+
+        if opens((1 << len(kept)) - 1):
+            return None
+        return quickxplain(kept, index_bit, opens)
+
     def _callable(self, members: Sequence[int]) -> int:
         tables = [self._tables[i] for i in members if i in self._tables]
         everything = sum(self._bit.values())
@@ -170,14 +210,14 @@ class Relaxed:
         return found if layered is None else found & layered
 
     @staticmethod
-    def _unlayered(tables: Sequence[_Table], everything: int) -> int:
+    def _unlayered(tables: Sequence[_Table], everything: int, failing_only: int = 0) -> int:
         found = -1
         now = 0
         while found != now:
             found = now
             now = everything
             for table in tables:
-                now &= table.opened(found)
+                now &= table.opened(found, failing_only)
                 if not now:
                     break
         return found

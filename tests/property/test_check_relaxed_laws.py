@@ -18,6 +18,7 @@ from ruleengine import FINAL_ANSWER
 from ruleengine.check.explicit import analyse
 from ruleengine.check.relaxed import Relaxed
 from ruleengine.check.system import System
+from ruleengine.requirements import ConditionalRequirement as C
 
 MAX_STATES = 3000
 """States of the explicit search; a case it does not finish is skipped."""
@@ -72,3 +73,34 @@ def test_a_closing_set_is_a_minimal_relaxed_core_and_a_real_dead_tool_set(
         names = [system.components[i].requirement.name for i in closing]
         assert tool not in _allowed(system.subsystem(names))
         assert relaxed.closing(tool) == closing  # deterministic
+
+
+@given(policies(priority=False, max_requirements=5))
+def test_a_set_that_keeps_a_tool_closed_until_another_runs_makes_that_rule_dead(
+    case: PolicyCase,
+) -> None:
+    # The guess for a dead "`tool` only after `first`": the requirements that already keep
+    # `tool` closed until `first` runs. Added to them, that rule changes no pass.
+    system = _system(case)
+    relaxed = Relaxed(system.components, system.tools)
+    for tool in system.callable:
+        for first in system.callable:
+            for succeeded in (True, False):
+                closing = relaxed.closed_until(tool, first, (), succeeded=succeeded)
+                if closing is None:
+                    continue
+                event("closed until another runs")
+                assert tool != first
+                for member in closing:  # minimal: without any one member it opens
+                    others = [
+                        i for i in range(len(system.components)) if i not in closing or i == member
+                    ]
+                    assert relaxed.closed_until(tool, first, others, succeeded=succeeded) is None
+                kept = [system.components[i].requirement for i in closing]
+                probe = C(
+                    tool, only_after=[first], only_success_invocations=succeeded, name="probe"
+                )
+                sub = System([t for t in system.tools if t != FINAL_ANSWER], [*kept, probe])
+                analysis = analyse(sub, max_states=MAX_STATES, live=True)
+                assume(analysis.complete)
+                assert "probe" not in analysis.live

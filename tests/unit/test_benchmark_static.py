@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+import ruleengine
 from benchmarks import static
 from benchmarks._policies import FAMILIES, make_policy, policy_file
 
@@ -54,3 +55,25 @@ def test_bad_arguments_exit_2_naming_the_value(
         static.main(argv)
     assert exited.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_the_package_is_byte_compiled_before_anything_is_timed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # As an install does: otherwise, where PYTHONDONTWRITEBYTECODE is set, every check
+    # process compiles every module again.
+    compiled: list[str] = []
+    monkeypatch.setattr(
+        "compileall.compile_dir", lambda path, **kwargs: compiled.append(path) or True
+    )
+    order: list[str] = []
+    real_check = static.check_once
+
+    def timed(path: str, timeout: float) -> tuple[float, dict[str, object] | None]:
+        order.append("check" if compiled else "check before compiling")
+        return real_check(path, timeout)
+
+    monkeypatch.setattr(static, "check_once", timed)
+    static.measure([(4, 4)], 1)
+    assert compiled == [str(Path(ruleengine.__file__).parent)]
+    assert order and set(order) == {"check"}

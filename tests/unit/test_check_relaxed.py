@@ -137,3 +137,43 @@ def test_the_dead_tool_core_follows_the_relaxed_guess_and_asks_less(
     }
     assert dead == {"t0": ["A", "B"], "t1": ["A", "B"], "t2": ["A", "B", "after-t0"]}
     assert asked < len(questions)
+
+
+def test_a_rule_implied_by_a_chain_of_only_afters_is_guessed_from_the_chain() -> None:
+    tools = ["a", "b", "c", "d", "e"]
+    chain = [
+        C("b", only_after=["a"], name="b-after-a"),
+        C("c", only_after=["b"], name="c-after-b"),
+        C("d", only_after=["c"], name="d-after-c"),
+    ]
+    implied = C("d", only_after=["a"], name="d-after-a")
+    noise = [C(t, max_invocations=2, name=f"cap-{t}") for t in tools]
+    system, relaxed = _relaxed(tools, [*chain, implied, *noise])
+    mine = [i for i, c in enumerate(system.components) if c.requirement.name == "d-after-a"]
+    closing = relaxed.closed_until("d", "a", mine, succeeded=True)
+    assert closing is not None
+    assert _names(system, closing) == ["b-after-a", "c-after-b", "d-after-c"]
+    # Nothing else keeps `d` closed until `a` runs.
+    assert relaxed.closed_until("d", "a", [*mine, *closing], succeeded=True) is None
+    assert relaxed.closed_until("a", "d", mine, succeeded=True) is None
+    assert relaxed.closed_until("d", "d", mine, succeeded=True) is None
+    report = check(tools, [*chain, implied, *noise])
+    (dead,) = [f for f in report.findings if f.id == "dead-requirement"]
+    assert dead.requirement == "d-after-a"
+    assert sorted(c.requirement for c in dead.core) == [
+        "b-after-a",
+        "c-after-b",
+        "d-after-a",
+        "d-after-c",
+    ]
+
+
+def test_until_it_succeeds_and_until_it_is_called_differ() -> None:
+    # `b` waits for a successful `a`; a failed `a` opens nothing, but it is a call.
+    reqs = [C("b", only_after=["a"], name="B")]
+    system, relaxed = _relaxed(["a", "b"], reqs)
+    assert _names(system, relaxed.closed_until("b", "a", (), succeeded=True)) == ["B"]
+    counting_any = [C("b", only_after=["a"], only_success_invocations=False, name="B")]
+    system, relaxed = _relaxed(["a", "b"], counting_any)
+    assert relaxed.closed_until("b", "a", (), succeeded=True) is None
+    assert _names(system, relaxed.closed_until("b", "a", (), succeeded=False)) == ["B"]
