@@ -107,10 +107,11 @@ def findings(
         if budget is not None:
             out.append(budget)
     if analysis.complete:
-        dead_tools = _dead_tools(system, analysis, engine, cache, hints)
+        relaxed = Relaxed(system.components, system.tools)
+        dead_tools = _dead_tools(system, analysis, engine, cache, hints, relaxed)
         out.extend(dead_tools)
         closed = {f.tool: frozenset(c.requirement for c in f.core) for f in dead_tools if f.tool}
-        out.extend(_dead_requirements(system, analysis, engine, cache, hints, closed))
+        out.extend(_dead_requirements(system, analysis, engine, cache, hints, relaxed, closed))
     if analysis.tie is not None:
         out.append(_tie(system, analysis.tie))
     rank = {finding_id: i for i, finding_id in enumerate(FINDING_IDS)}
@@ -263,15 +264,17 @@ def _budget(
 
 
 def _dead_tools(
-    system: Checked, analysis: Analysis, engine: Engine, cache: CoreCache, hints: Hints
+    system: Checked,
+    analysis: Analysis,
+    engine: Engine,
+    cache: CoreCache,
+    hints: Hints,
+    relaxed: Relaxed,
 ) -> list[Finding]:
     out = []
-    relaxed: Relaxed | None = None
     for tool in system.tools:
         if tool == FINAL_ANSWER or tool in analysis.allowed_tools:
             continue
-        if relaxed is None:
-            relaxed = Relaxed(system.components, system.tools)
         closing = relaxed.closing(tool)
         cones = _cones(system, {tool}, forcing=True)
         core = requirement_core(
@@ -305,6 +308,7 @@ def _dead_requirements(
     engine: Engine,
     cache: CoreCache,
     hints: Hints,
+    relaxed: Relaxed,
     closed: dict[str, frozenset[str]],
 ) -> list[Finding]:
     """``closed``: the dead tools' cores, by tool. A requirement whose rules mention a dead
@@ -314,7 +318,6 @@ def _dead_requirements(
     dependencies = _dependencies(system)
     watched = _watched(system)
     linked = _watched(system, linking=True)
-    relaxed = Relaxed(system.components, system.tools)
     for req in system.requirements:
         name = req.name
         if name in analysis.live:

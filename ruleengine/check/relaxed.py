@@ -10,13 +10,21 @@ tool): the first call of any tool in a real run finds every tool called before i
 callable (induction on the run), every component at a view so reached, and the tool open at
 each. So a tool the relaxed product never counts callable is allowed in no reachable state.
 
+A layered version follows the components' views step by step (the views each may be at
+after exactly ``d`` steps, and the tools open in all of them at step ``d``) until a step where
+every run is stuck (two hard forces at the same step) or the layers repeat. It is tighter
+where it ends, but components that move on different events at the same step (a counter
+of successful calls stays put on a failed one) are not tied together there either.
+
 The checker uses this only for guesses: the fewest components under which a tool stays
 closed in the relaxed product (``closing``) are, on the policies that have them, the
 requirement-level core of that dead tool, found without analysing a single subsystem
-(a chain of "only after"s around a cycle, a prerequisite capped at zero calls). The core
-search still asks the engines whether the guess holds and whether each member is needed,
-so a guess only saves questions, never changes an answer; yielding requirements give way
-when they clash, so they close nothing (they are left out).
+(a chain of "only after"s around a cycle, a prerequisite capped at zero calls); the fewest
+under which it stays closed while another tool is never called (``closed_until``) say why a
+requirement that waits for that tool is dead. The core search still asks the engines
+whether a guess holds and whether each member is needed, so a guess only saves questions,
+never changes an answer; yielding requirements give way when they clash, so they close
+nothing (they are left out).
 """
 
 from __future__ import annotations
