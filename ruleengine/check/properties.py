@@ -328,12 +328,15 @@ def _dead_requirements(
         # Pairs of a tool it mentions and one it watches, but not through a global view (a
         # step counter watches every tool): that would be a relaxed fixpoint per tool.
         pairs = [(t, w) for t in sorted(mentioned) for w in sorted(linked.get(name, set()))]
-        implied = [
-            _names(system, closing) | {name}
-            for tool, first in pairs[:IMPLIED_PAIRS]
-            for succeeded in (True, False)
-            if (closing := relaxed.closed_until(tool, first, mine, succeeded=succeeded)) is not None
-        ]
+        implied = []
+        for tool, first in pairs[:IMPLIED_PAIRS]:
+            # Closed until `first` succeeds implies closed until it is called at all: the
+            # second is asked only when the first is not so.
+            closing = relaxed.closed_until(tool, first, mine, succeeded=True)
+            if closing is None:
+                closing = relaxed.closed_until(tool, first, mine, succeeded=False)
+            if closing is not None:
+                implied.append(_names(system, closing) | {name})
         core = requirement_core(
             system,
             _never_live(name),

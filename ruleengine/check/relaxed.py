@@ -42,6 +42,9 @@ __all__ = ["Relaxed"]
 _OK = STATUSES.index("ok")
 """The move table of a successful call, among a class's three (``Component.moves``)."""
 
+OPENED_MEMO = 4096
+"""Masks whose open tools one component remembers (then it starts again)."""
+
 LAYERS = 64
 """Steps the layered relaxation follows before it gives up looking for a step where every
 run is stuck, or for its layers to repeat."""
@@ -51,7 +54,7 @@ class _Table:
     """One component's views with, per view, the tools it leaves open (a bit mask) and its
     moves per class of tools (the tools of each class as a bit mask)."""
 
-    __slots__ = ("moves", "open_at")
+    __slots__ = ("_opened", "moves", "open_at")
 
     def __init__(self, comp: Component, bit: dict[str, int]) -> None:
         everything = sum(bit.values())
@@ -64,6 +67,7 @@ class _Table:
         for tool, klass in comp.classes.items():
             if tool in bit:
                 members[klass] = members.get(klass, 0) | bit[tool]
+        self._opened: dict[tuple[int, int], int] = {}
         # Per class: its tools, and the views after a step of it with each status.
         self.moves = [
             (mask, [comp.moves[klass * 3 + s] for s in range(3)])
@@ -92,7 +96,17 @@ class _Table:
 
     def opened(self, callable_tools: int, failing_only: int = 0) -> int:
         """The tools open at some view reached by calls of ``callable_tools`` only, those of
-        ``failing_only`` with status ``error`` or ``denied`` only."""
+        ``failing_only`` with status ``error`` or ``denied`` only (memoised: the fixpoints of
+        a core search ask the same few masks again and again)."""
+        key = (callable_tools, failing_only)
+        found = self._opened.get(key)
+        if found is None:
+            if len(self._opened) >= OPENED_MEMO:
+                self._opened.clear()
+            found = self._opened[key] = self._search(callable_tools, failing_only)
+        return found
+
+    def _search(self, callable_tools: int, failing_only: int) -> int:
         seen = {0}
         stack = [0]
         opened = 0
