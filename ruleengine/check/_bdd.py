@@ -9,7 +9,9 @@ as it was straight after.
 The one effect outside the checker: in a process that imports ``dd`` first through here,
 ``dd``'s own graph export (``dd._utils.import_module("networkx")``) raises ``ImportError``.
 A program that wants it imports ``networkx`` (or ``dd``) before the checker: then nothing
-is held back and ``dd`` is imported as it always is.
+is held back and ``dd`` is imported as it always is. (Another thread that imports
+``networkx`` during those few milliseconds would get the ``ImportError`` too; importing it
+first avoids that as well.)
 """
 
 from __future__ import annotations
