@@ -951,7 +951,8 @@ class _Symbolic:
 
     def _can_finish(self, finish: Node) -> Node:
         """The reachable states from which some path of deciding states reaches ``finish``
-        (backward chaining: each group's preimage joins the set at once)."""
+        (backward chaining: each cluster's preimage joins the set at once; done as soon as
+        every deciding state is in, without a last round that adds nothing)."""
         bdd, reach = self.bdd, self.reach
         deciding = reach & self.some(self.pass_.consistent)
         reaches = reach & finish
@@ -968,6 +969,8 @@ class _Symbolic:
                 if new != bdd.false:
                     reaches |= new
                     changed = True
+                    if deciding & ~reaches == bdd.false:
+                        return reaches  # every deciding state is in: nothing more to add
         return reaches
 
     def _no_finish(self) -> None:
