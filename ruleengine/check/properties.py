@@ -324,6 +324,7 @@ def _dead_requirements(
             continue
         mentioned = _mentions_of(system, name) - {FINAL_ANSWER}
         moving = mentioned | watched.get(name, set())
+        mentioning = _mentioning(system, mentioned)
         mine = [i for i, c in enumerate(system.components) if c.requirement.name == name]
         # Pairs of a tool it mentions and one it watches, but not through a global view (a
         # step counter watches every tool): that would be a relaxed fixpoint per tool.
@@ -348,8 +349,8 @@ def _dead_requirements(
                 *implied,
                 *_between(system, name, dependencies),
                 *_cones(system, set(_mentions_of(system, name)), forcing=True),
-                hints.with_roots(_mentioning(system, mentioned)),
-                _mentioning(system, mentioned).union(*(closed.get(t, ()) for t in moving)),
+                hints.with_roots(mentioning),
+                mentioning.union(*(closed.get(t, ()) for t in moving)),
                 *hints.guesses(),
             ],
         )

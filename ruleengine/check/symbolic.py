@@ -567,7 +567,6 @@ class _Symbolic:
         self.result = Analysis(depends_on_checks=any(c.opaque for c in comps))
         self.layers: list[Node] = []
         self.layered = self.reach = self.start = self.bdd.false
-        self._deniers: dict[str, list[tuple[str, Node]]] | None = None
         self._counts: dict[str, tuple[dict[str, Node], dict[str, Node]]] | None = None
         self.pruned = False
         """Whether some layer kept only part of the states first reached there."""
@@ -1051,30 +1050,25 @@ class _Symbolic:
         yields or asks permission. Outside them, dropping its records leaves every fact of
         ``_pass`` as it is (another requirement denies, hides, allows, shows or hard-forces
         the same tool there; an allow or show that clashes with nothing is no fact at all),
-        so the pass is the same: the requirement is not live there. Far cheaper than ``_live_at``
-        (no pass without it), and exact enough for requirements masked everywhere.
+        so the pass is the same: the requirement is not live there. Far cheaper than
+        ``_live_at`` (no pass without it), and exact enough for requirements masked
+        everywhere.
         """
         bdd = self.bdd
-        comps = self.system.components
-        mine = [c for c in comps if c.requirement.name == name]
-        own = [self.enc.facts(c) for c in mine]
-        requirement = mine[0].requirement
+        requirement = next(
+            c.requirement for c in self.system.components if c.requirement.name == name
+        )
         if (
             requirement.yielding
             or isinstance(requirement, AskPermissionRequirement)
-            or any(f.soft for f in own)
+            or self._stated(name, "soft")
         ):
             return bdd.true
         counts = self._fact_counts()
         out = bdd.false
         for table in _FACT_TABLES:
             at_least_two = counts[table][1]
-            for t in self.enc.tools:
-                here = bdd.false
-                for f in own:
-                    here |= getattr(f, table).get(t, bdd.false)
-                if here == bdd.false:
-                    continue
+            for t, here in self._stated(name, table).items():
                 changed = here & ~at_least_two[t]  # no other requirement states it there
                 if table == "allow":
                     changed &= counts["deny"][0][t]  # only a clash with a denial counts
@@ -1083,27 +1077,31 @@ class _Symbolic:
                 out |= changed
         return self.some(out)
 
+    def _stated(self, name: str, table: str) -> dict[str, Node]:
+        """Per tool, where requirement ``name`` (all its factors) states the fact ``table``
+        of ``_Facts`` (tools it never states it of are left out)."""
+        out: dict[str, Node] = {}
+        for comp in self.system.components:
+            if comp.requirement.name == name:
+                for t, where in getattr(self.enc.facts(comp), table).items():
+                    out[t] = out.get(t, self.bdd.false) | where
+        return out
+
     def _fact_counts(self) -> dict[str, tuple[dict[str, Node], dict[str, Node]]]:
         """Per kind of fact and tool, where at least one requirement states it, and where
         at least two do (a requirement's factors count once)."""
         if self._counts is not None:
             return self._counts
         bdd, tools = self.bdd, self.enc.tools
-        by_requirement: dict[str, list[_Facts]] = {}
-        for comp in self.system.components:
-            by_requirement.setdefault(comp.requirement.name, []).append(self.enc.facts(comp))
+        names = dict.fromkeys(c.requirement.name for c in self.system.components)
         counts: dict[str, tuple[dict[str, Node], dict[str, Node]]] = {}
         for table in _FACT_TABLES:
             one = dict.fromkeys(tools, bdd.false)
             two = dict.fromkeys(tools, bdd.false)
-            for facts in by_requirement.values():
-                for t in tools:
-                    here = bdd.false
-                    for f in facts:
-                        here |= getattr(f, table).get(t, bdd.false)
-                    if here != bdd.false:
-                        two[t] |= one[t] & here
-                        one[t] |= here
+            for name in names:
+                for t, here in self._stated(name, table).items():
+                    two[t] |= one[t] & here
+                    one[t] |= here
             counts[table] = (one, two)
         self._counts = counts
         return counts
@@ -1118,24 +1116,12 @@ class _Symbolic:
         return bool(self._live_by_deciding([name], itertools.islice(self._states(alone), PROBES)))
 
     def _sole_denier(self, name: str) -> Node:
-        """The states (over view and check bits, reachable or not) where requirement
-        ``name`` denies some tool that no other requirement denies there."""
-        bdd, enc = self.bdd, self.enc
-        if self._deniers is None:
-            self._deniers = {}
-            for comp in self.system.components:
-                for t, where in enc.facts(comp).deny.items():
-                    self._deniers.setdefault(t, []).append((comp.requirement.name, where))
-        out = bdd.false
-        for by in self._deniers.values():
-            mine = [w for n, w in by if n == name]
-            if mine:
-                others = bdd.false
-                for n, w in by:
-                    if n != name:
-                        others |= w
-                for w in mine:
-                    out |= w & ~others
+        """The states (checks quantified; reachable or not) where requirement ``name``
+        denies some tool that no other requirement denies there."""
+        at_least_two = self._fact_counts()["deny"][1]
+        out = self.bdd.false
+        for t, here in self._stated(name, "deny").items():
+            out |= here & ~at_least_two[t]
         return self.some(out)
 
     def _live_by_deciding(self, names: Sequence[str], states: Iterable[State]) -> set[str]:
