@@ -304,3 +304,44 @@ def test_dynamic_reordering_only_with_many_bits_of_global_views() -> None:
     )
     if hasattr(Encoding(system).bdd, "group"):  # CUDD
         assert Encoding(system).reordering
+
+
+def test_the_variables_are_sifted_once_when_a_reachable_set_passes_sift_nodes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    tools = ["a", "b", "c", "d"]
+    reqs = [C("b", only_after=["a"]), C("c", only_after=["b"]), C("d", max_invocations=2)]
+    system = System(tools, reqs)
+    small = Encoding(system)
+    if not hasattr(small.bdd, "group"):  # not CUDD: nothing is ever sifted
+        assert small.settled
+        return
+    analyse_symbolic(system, encoding=small)
+    assert not small.settled  # far under SIFT_NODES: the static order stays
+    sifted = Encoding(system)
+    calls: list[object] = []
+    sifted.bdd = _CountingReorders(sifted.bdd, calls)
+    monkeypatch.setattr(symbolic, "SIFT_NODES", 0)
+    assert analyse_symbolic(system, encoding=sifted) == analyse_symbolic(system, encoding=small)
+    names = [r.name for r in system.requirements]
+    analyse_symbolic(system.subsystem(names[1:]), encoding=sifted)  # shares the encoding
+    assert sifted.settled and calls == [None]  # sifting: no order given
+    # With dynamic reordering on, the order is CUDD's to keep: never sifted by hand.
+    six = [f"t{i}" for i in range(6)]
+    many = [C(t, consecutive_allowed=False, name=f"apart-{t}") for t in six]
+    many += [C(t, force_at_step=i + 3, name=f"at-{t}") for i, t in enumerate(six)]
+    assert Encoding(System(six, many)).settled
+
+
+class _CountingReorders:
+    """A BDD manager that records its ``reorder`` calls (CUDD's class is immutable)."""
+
+    def __init__(self, bdd: Any, calls: list[object]) -> None:
+        self._bdd, self._calls = bdd, calls
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._bdd, name)
+
+    def reorder(self, order: object = None) -> None:
+        self._calls.append(order)
+        self._bdd.reorder(order)
