@@ -2,7 +2,9 @@
 
 ``make_solver`` builds the incremental SAT-backed solver every reasoner uses; ``Session`` wraps
 one such solver (and its private ``z3.Context``) with assumption checks through the low-level C
-API, which skips the Python-side costs that dominate tiny queries.
+API, which skips the Python-side costs that dominate tiny queries. A session makes its context
+and solver at its first check, and Z3 is imported then: steps the reasoner's fast path
+decides never need it.
 
 Every check is bounded twice: by ``rlimit`` (Z3's deterministic resource units: the same
 query gives the same answer on any machine) and, per decision, by ``timeout_ms`` of wall
@@ -25,12 +27,9 @@ from collections.abc import Callable, Hashable
 from itertools import compress
 from typing import Any
 
-import z3
-from z3 import z3core
-
 from ruleengine.errors import SolverError
 
-__all__ = ["DEFAULT_RLIMIT", "DEFAULT_TIMEOUT_MS", "Session", "make_solver"]
+__all__ = ["DEFAULT_RLIMIT", "DEFAULT_TIMEOUT_MS", "Make", "Session", "make_solver"]
 
 DEFAULT_RLIMIT = 10_000_000
 """Z3 resource units per check (deterministic). Our per-step queries use a few thousand units;
@@ -51,19 +50,35 @@ _BITS = bytes.maketrans(b"01", b"\x00\x01")
 RawCheck = Callable[[int, int, int, int], int]
 """``Z3_solver_check_assumptions(context, solver, n, address of n AST pointers)``."""
 
+Make = Callable[[Any], Any]
+"""Builds a z3 term (an assumption literal or an axiom) in the ``z3.Context`` it is given."""
+
+
+def _z3() -> Any:
+    """The ``z3`` module, imported on first use (a session's first check)."""
+    import z3
+
+    return z3
+
+
+def _z3core() -> Any:
+    from z3 import z3core
+
+    return z3core
+
 
 # -- the C entry point -------------------------------------------------------------------------
 
 
 def _from_wrapper() -> int | None:
     """The function's address inside z3core's generated wrapper (its bound C function)."""
-    defaults = z3core.Z3_solver_check_assumptions.__defaults__
+    defaults = _z3core().Z3_solver_check_assumptions.__defaults__
     return ctypes.cast(defaults[0].f, ctypes.c_void_p).value
 
 
 def _from_library() -> int | None:
     """The function's address in the libz3 shipped inside the z3 package (already loaded)."""
-    here = os.path.join(os.path.dirname(z3.__file__), "lib")
+    here = os.path.join(os.path.dirname(_z3().__file__), "lib")
     for path in sorted(glob.glob(os.path.join(here, "*z3*"))):
         try:
             function = ctypes.CDLL(path).Z3_solver_check_assumptions
@@ -111,7 +126,7 @@ def _find_entry() -> RawCheck | None:
         if _answers_right(check):
             return check
     warnings.warn(
-        f"ruleengine: z3 {z3.get_version_string()} does not expose the C entry point "
+        f"ruleengine: z3 {_z3().get_version_string()} does not expose the C entry point "
         "`Z3_solver_check_assumptions` where ruleengine looks for it; solver checks go "
         "through z3's public wrapper instead (same answers, slower)",
         RuntimeWarning,
@@ -123,6 +138,7 @@ def _find_entry() -> RawCheck | None:
 def _answers_right(check: RawCheck) -> bool:
     """Whether ``check`` answers a tiny sat query and a tiny unsat query correctly."""
     try:
+        z3 = _z3()
         ctx = z3.Context()
         solver = make_solver(ctx, rlimit=DEFAULT_RLIMIT)
         x = z3.Bool("x", ctx)
@@ -141,7 +157,7 @@ def _answers_right(check: RawCheck) -> bool:
 # -- solvers -------------------------------------------------------------------------------------
 
 
-def make_solver(ctx: z3.Context, *, rlimit: int = DEFAULT_RLIMIT) -> Any:
+def make_solver(ctx: Any, *, rlimit: int = DEFAULT_RLIMIT) -> Any:
     """An incremental propositional solver with fixed seeds and a resource budget.
 
     ``QF_BV`` gives Z3's incremental SAT solver with a thin front (``QF_FD`` wraps the same
@@ -155,7 +171,7 @@ def make_solver(ctx: z3.Context, *, rlimit: int = DEFAULT_RLIMIT) -> Any:
     Z3 ``timeout`` is set: Z3 arms a timer thread for every check that has one, which costs
     more than a small check; the ``_Watchdog`` interrupts long checks instead.
     """
-    solver = z3.SolverFor("QF_BV", ctx=ctx)
+    solver = _z3().SolverFor("QF_BV", ctx=ctx)
     solver.set("random_seed", 0)
     solver.set("model", False)
     solver.set("sat.cardinality.solver", False)
@@ -239,23 +255,29 @@ _WATCHDOG = _Watchdog()
 class Session:
     """A solver with named assumption literals, checked through the C API.
 
-    Every z3 object handed to the C API stays referenced from ``self._keep``: a dropped wrapper
-    would leave a dangling pointer inside Z3.
+    Assumptions and axioms are given as functions that build them (``Make``): until the
+    first check they are only recorded (an assumption gets its slot at once), and
+    ``start`` makes the context and solver and builds them in the order they came; after
+    that, each is built when given. Every z3 object handed to the C API stays referenced
+    from ``self._keep``: a dropped wrapper would leave a dangling pointer inside Z3.
     """
 
     def __init__(self, *, rlimit: int = DEFAULT_RLIMIT, timeout_ms: int = DEFAULT_TIMEOUT_MS):
-        self.ctx = z3.Context()
+        self.ctx: Any = None
+        """The ``z3.Context`` once started (``start``), else None."""
+        self.solver: Any = None
         self.rlimit = rlimit
         self.timeout_ms = timeout_ms
-        self.solver = make_solver(self.ctx, rlimit=rlimit)
-        self._ctx_ref = self.ctx.ref()
-        self._solver_ref = self.solver.solver
-        self._ctx_pointer = self._ctx_ref.value
-        self._solver_pointer = self._solver_ref.value
-        self._raw = raw_entry()
+        self._ctx_ref: Any = None
+        self._solver_ref: Any = None
+        self._ctx_pointer = 0
+        self._solver_pointer = 0
+        self._raw: RawCheck | None = None
+        self._pending: list[tuple[int, Make]] = []
+        """What to build at the start: (slot, its literal) or (-1, an axiom), in order."""
         self._keep: list[Any] = []
         self._slot: dict[Hashable, int] = {}
-        self._by_slot: list[Any] = []
+        self._by_slot: list[int] = []
         self._seconds = timeout_ms / 1000
         self.deadline = 0.0
         """When the current decision runs out of time (``time.monotonic``; 0: not started)."""
@@ -264,17 +286,45 @@ class Session:
         self.checks = 0
         """How many solver calls this session made (for benchmarks and tests)."""
 
-    def add(self, formula: Any) -> None:
-        """Assert ``formula`` for good (an axiom of the vocabulary)."""
-        self._keep.append(formula)
-        self.solver.add(formula)
+    def start(self) -> Any:
+        """Make the context and the solver (the first time) and build what was given so far;
+        return the context."""
+        if self.ctx is None:
+            ctx = _z3().Context()
+            solver = make_solver(ctx, rlimit=self.rlimit)
+            self._raw = raw_entry()
+            self._ctx_ref, self._solver_ref = ctx.ref(), solver.solver
+            self._ctx_pointer, self._solver_pointer = self._ctx_ref.value, self._solver_ref.value
+            self.ctx, self.solver = ctx, solver
+            pending, self._pending = self._pending, []
+            for slot, make in pending:
+                self._build(slot, make)
+        return self.ctx
 
-    def name(self, key: Hashable, literal: Any) -> None:
-        """Register ``literal`` (a z3 Bool literal) as the assumption called ``key``."""
-        self._keep.append(literal)
-        ast = literal.as_ast()
-        self._slot[key] = len(self._by_slot)
-        self._by_slot.append(ast.value)
+    def _build(self, slot: int, make: Make) -> None:
+        term = make(self.ctx)
+        self._keep.append(term)
+        if slot < 0:
+            self.solver.add(term)
+        else:
+            self._by_slot[slot] = term.as_ast().value
+
+    def add(self, axiom: Make) -> None:
+        """Assert the formula ``axiom`` builds, for good (an axiom of the vocabulary)."""
+        if self.ctx is None:
+            self._pending.append((-1, axiom))
+        else:
+            self._build(-1, axiom)
+
+    def name(self, key: Hashable, literal: Make) -> None:
+        """Register the z3 Bool literal that ``literal`` builds as the assumption ``key``."""
+        slot = len(self._by_slot)
+        self._slot[key] = slot
+        self._by_slot.append(0)
+        if self.ctx is None:
+            self._pending.append((slot, literal))
+        else:
+            self._build(slot, literal)
 
     def slot(self, key: Hashable) -> int:
         """The bit of assumption ``key`` in a *literal mask* (a set of assumptions as an int)."""
@@ -297,12 +347,17 @@ class Session:
     def interrupt(self) -> None:
         """Stop the check under way, if any (from another thread; it answers *unknown*)."""
         # The wrapper then reads the context's error code, which may be one left by the
-        # thread that owns the context: not ours to report.
+        # thread that owns the context: not ours to report. (Before the start there is no
+        # check to stop.)
+        if self._ctx_ref is None:
+            return
         with contextlib.suppress(Exception):
-            z3core.Z3_solver_interrupt(self._ctx_ref, self._solver_ref)
+            _z3core().Z3_solver_interrupt(self._ctx_ref, self._solver_ref)
 
     def check_mask(self, mask: int) -> bool:
         """Whether the axioms and the assumptions in ``mask`` are satisfiable together."""
+        if self.ctx is None:
+            self.start()
         by_slot = self._by_slot
         if mask.bit_length() <= 16 * mask.bit_count():
             # Dense enough: select the pointers in C, from the mask's bits as 0/1 bytes
@@ -349,6 +404,7 @@ class Session:
 
     def _public_check(self, pointers: array[int]) -> int:
         """The same check through z3core's checked wrapper (the fallback entry point)."""
+        z3core = _z3core()
         asts = (z3core.Ast * len(pointers))(*pointers)
         try:
             return int(
@@ -356,17 +412,18 @@ class Session:
                     self._ctx_ref, self._solver_ref, len(pointers), asts
                 )
             )
-        except z3.Z3Exception:
+        except _z3().Z3Exception:
             return 0
 
     def _unknown(self) -> SolverError:
         """The error for an *unknown* answer: which budget ran out, or what Z3 said."""
         if self.timeout_ms and self.deadline and time.monotonic() >= self.deadline:
             return self._out_of_time()
+        z3core = _z3core()
         try:
             z3core.Z3_get_error_code(self._ctx_ref)
             reason = z3core.Z3_solver_get_reason_unknown(self._ctx_ref, self._solver_ref)
-        except z3.Z3Exception as exc:
+        except _z3().Z3Exception as exc:
             reason = f"z3 error: {exc}"
         return SolverError(
             f"the solver could not decide this step within rlimit=`{self.rlimit}`: {reason}",

@@ -11,14 +11,19 @@ The axiom ``A[t1] ∨ … ∨ A[tn]`` says some tool is allowed. An emitted item
 conjunction of literals is assumed literal by literal; any other formula ``φ`` gets a guard
 ``p`` with the axiom ``p ⇒ φ`` and is assumed through ``p``. Assumption keys are plain tuples:
 ``("allowed", t, value)``, ``("hidden", t, value)``, ``("force", t)``, ``("item", φ)``.
+
+Atoms and axioms are *declared* here and *built* by the session when it first checks
+(``Session.start``): a reasoner whose steps the fast path decides, as every literal step is,
+never makes a Z3 context nor imports Z3. Each atom is a constant named after its key
+(``allowed[t]``, ``hidden[t]``, ``forced[t]``, ``item[n]``); Z3 shares a constant's term by
+name and sort, so an atom built twice is one term.
 """
 
 from __future__ import annotations
 
 from collections.abc import Hashable
+from functools import partial
 from typing import Any
-
-import z3
 
 from ruleengine._solver import DEFAULT_RLIMIT, DEFAULT_TIMEOUT_MS, Session
 from ruleengine.ir import (
@@ -36,6 +41,7 @@ from ruleengine.ir import (
     Implies,
     Not,
     Or,
+    walk,
 )
 
 __all__ = ["Vocabulary"]
@@ -56,81 +62,120 @@ class Vocabulary:
         self.reset()
 
     def reset(self) -> None:
-        """Drop every lazily made atom and guard: a fresh context, session and axioms."""
+        """Drop every lazily made atom and guard: a fresh session and axioms."""
         rlimit, timeout_ms = self._limits
         self.session = Session(rlimit=rlimit, timeout_ms=timeout_ms)
+        self._hidden: set[str] = set()
+        self._forced: list[str] = []
         tools = self.tools
-        ctx = self.session.ctx
-        self._ctx = ctx
-        self._allowed = {t: z3.Bool(f"allowed[{t}]", ctx) for t in tools}
-        self._hidden: dict[str, Any] = {}
-        self._forced: dict[str, Any] = {}
-        for t, atom in self._allowed.items():
-            self.session.name(("allowed", t, True), atom)
-            self.session.name(("allowed", t, False), z3.Not(atom, ctx))
-        self.session.add(z3.Or(*self._allowed.values()))
+        for t in tools:
+            self.session.name(("allowed", t, True), partial(_atom, "allowed", t))
+            self.session.name(("allowed", t, False), partial(_negated, "allowed", t))
+        self.session.add(partial(_some_allowed, tools))
 
-    def hidden_atom(self, tool: str) -> Any:
-        atom = self._hidden.get(tool)
-        if atom is None:
-            atom = z3.Bool(f"hidden[{tool}]", self._ctx)
-            self._hidden[tool] = atom
-            self.session.add(z3.Implies(atom, z3.Not(self._allowed[tool], self._ctx), self._ctx))
-            self.session.name(("hidden", tool, True), atom)
-            self.session.name(("hidden", tool, False), z3.Not(atom, self._ctx))
-        return atom
+    def _declare_hidden(self, tool: str) -> None:
+        if tool in self._hidden:
+            return
+        self._hidden.add(tool)
+        self.session.add(partial(_hidden_axiom, tool))
+        self.session.name(("hidden", tool, True), partial(_atom, "hidden", tool))
+        self.session.name(("hidden", tool, False), partial(_negated, "hidden", tool))
 
     def ensure(self, key: Hashable) -> None:
-        """Make sure the assumption ``key`` has a literal (creating atoms and guards lazily)."""
+        """Make sure the assumption ``key`` has a literal (declaring atoms and guards lazily)."""
         if self.session.knows(key):
             return
         match key:
             case ("hidden", str(tool), bool()):
-                self.hidden_atom(tool)
+                self._declare_hidden(tool)
             case ("force", str(tool)):
-                self._force_atom(tool)
+                self._declare_force(tool)
             case ("item", Expr() as formula):
-                guard = z3.Bool(f"item[{self.session.size}]", self._ctx)
-                self.session.add(z3.Implies(guard, self.encode(formula), self._ctx))
-                self.session.name(key, guard)
+                for t in _hidden_in(formula):
+                    self._declare_hidden(t)
+                guard = str(self.session.size)
+                self.session.add(partial(self._guarded, guard, formula))
+                self.session.name(key, partial(_atom, "item", guard))
             case _:
                 raise AssertionError(f"unknown assumption key {key!r}")
 
-    def _force_atom(self, tool: str) -> None:
-        atom = z3.Bool(f"forced[{tool}]", self._ctx)
-        for other in self._forced.values():
-            self.session.add(z3.Or(z3.Not(atom, self._ctx), z3.Not(other, self._ctx), self._ctx))
-        self._forced[tool] = atom
-        self.session.add(z3.Implies(atom, self._allowed[tool], self._ctx))
-        self.session.name(("force", tool), atom)
+    def _declare_force(self, tool: str) -> None:
+        for other in self._forced:
+            self.session.add(partial(_one_force, tool, other))
+        self._forced.append(tool)
+        self.session.add(partial(_force_axiom, tool))
+        self.session.name(("force", tool), partial(_atom, "forced", tool))
 
-    def encode(self, expr: Expr) -> Any:
-        """The z3 formula of ``expr`` (``forced`` never occurs nested: rejected at lowering)."""
-        ctx = self._ctx
+    def _guarded(self, guard: str, formula: Expr, ctx: Any) -> Any:
+        """The axiom ``item[guard] ⇒ formula``."""
+        return _z3().Implies(_atom("item", guard, ctx), self.encode(formula, ctx), ctx)
+
+    def encode(self, expr: Expr, ctx: Any) -> Any:
+        """The z3 formula of ``expr`` in the started session's context ``ctx`` (its hidden
+        atoms declared: ``ensure`` does it; ``forced`` never occurs nested: rejected at
+        lowering)."""
+        z3 = _z3()
         match expr:
             case Const(value=v):
                 return z3.BoolVal(v, ctx)
             case Allowed(tool=t):
-                return self._allowed[t]
+                return _atom("allowed", t, ctx)
             case CanStop():
-                return self._allowed[FINAL_ANSWER]
+                return _atom("allowed", FINAL_ANSWER, ctx)
             case Hidden(tool=t):
-                return self.hidden_atom(t)
+                return _atom("hidden", t, ctx)
             case Not(arg=a):
-                return z3.Not(self.encode(a), ctx)
+                return z3.Not(self.encode(a, ctx), ctx)
             case And(args=xs):
-                return z3.And(*[self.encode(x) for x in xs])
+                return z3.And(*[self.encode(x, ctx) for x in xs])
             case Or(args=xs):
-                return z3.Or(*[self.encode(x) for x in xs])
+                return z3.Or(*[self.encode(x, ctx) for x in xs])
             case Implies(lhs=a, rhs=b):
-                return z3.Implies(self.encode(a), self.encode(b), ctx)
+                return z3.Implies(self.encode(a, ctx), self.encode(b, ctx), ctx)
             case AtMost(k=k, args=xs):
-                return z3.PbLe([(self.encode(x), 1) for x in xs], k)
+                return z3.PbLe([(self.encode(x, ctx), 1) for x in xs], k)
             case AtLeast(k=k, args=xs):
-                return z3.PbGe([(self.encode(x), 1) for x in xs], k)
+                return z3.PbGe([(self.encode(x, ctx), 1) for x in xs], k)
             case Exactly(k=k, args=xs):
-                return z3.PbEq([(self.encode(x), 1) for x in xs], k)
+                return z3.PbEq([(self.encode(x, ctx), 1) for x in xs], k)
             case Forced():
                 raise AssertionError("forced() must not be nested; lower() rejects it")
             case _:
                 raise AssertionError(f"unknown node {expr!r}")
+
+
+def _z3() -> Any:
+    """The ``z3`` module, imported on first use (only a started session needs it)."""
+    import z3
+
+    return z3
+
+
+def _atom(kind: str, tool: str, ctx: Any) -> Any:
+    """The atom ``kind[tool]`` (``allowed``, ``hidden``, ``forced``; ``item[n]``: a guard)."""
+    return _z3().Bool(f"{kind}[{tool}]", ctx)
+
+
+def _negated(kind: str, tool: str, ctx: Any) -> Any:
+    return _z3().Not(_atom(kind, tool, ctx), ctx)
+
+
+def _some_allowed(tools: tuple[str, ...], ctx: Any) -> Any:
+    return _z3().Or(*[_atom("allowed", t, ctx) for t in tools])
+
+
+def _hidden_axiom(tool: str, ctx: Any) -> Any:
+    return _z3().Implies(_atom("hidden", tool, ctx), _negated("allowed", tool, ctx), ctx)
+
+
+def _force_axiom(tool: str, ctx: Any) -> Any:
+    return _z3().Implies(_atom("forced", tool, ctx), _atom("allowed", tool, ctx), ctx)
+
+
+def _one_force(tool: str, other: str, ctx: Any) -> Any:
+    return _z3().Or(_negated("forced", tool, ctx), _negated("forced", other, ctx), ctx)
+
+
+def _hidden_in(expr: Expr) -> list[str]:
+    """The tools whose ``hidden`` atom ``expr`` mentions, in first-mention order."""
+    return list(dict.fromkeys(node.tool for node in walk(expr) if isinstance(node, Hidden)))

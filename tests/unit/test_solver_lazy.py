@@ -1,0 +1,100 @@
+"""A solver session makes its Z3 context at its first check: a reasoner whose steps the fast
+path decides never imports Z3, and what was declared before the start means the same after.
+
+The import cases run in a fresh interpreter (in this one, other tests have imported Z3)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import z3
+
+from ruleengine import ConditionalRequirement as C
+from ruleengine import Reasoner, RunState, requirement
+from ruleengine._solver import Session
+from ruleengine.ir import Expr, allowed, any_of, hidden
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run_fresh(code: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_literal_steps_and_a_static_check_never_import_z3() -> None:
+    out = run_fresh(
+        """
+        import sys
+        from ruleengine import Policy, Reasoner
+        from ruleengine.requirements import ConditionalRequirement as C
+        reqs = [C("b", only_after=["a"]), C("a", max_invocations=1), C("c", force_at_step=2)]
+        reasoner = Reasoner(["a", "b", "c"], reqs)
+        first = reasoner.decide([])
+        second = reasoner.decide([("a", "ok")])
+        report = Policy(["a", "b", "c"], reqs).check()
+        print(first.allowed, second.forced, report.complete, "z3" in sys.modules)
+        """
+    )
+    assert out == "('a', 'c', 'final_answer') c True False"
+
+
+def test_a_general_formula_starts_the_solver_with_every_earlier_declaration() -> None:
+    out = run_fresh(
+        """
+        import sys
+        from ruleengine import Reasoner, requirement
+        from ruleengine.ir import allowed, any_of
+
+        @requirement
+        def one_of(state):
+            return [any_of(allowed("a"), allowed("b"))] if state.steps else []
+
+        reasoner = Reasoner(["a", "b"], [one_of])
+        print(reasoner.decide([]).allowed, "z3" in sys.modules)
+        print(reasoner.decide([("a", "ok")]).allowed, "z3" in sys.modules)
+        """
+    )
+    assert out.splitlines() == [
+        "('a', 'b', 'final_answer') False",
+        "('a', 'b', 'final_answer') True",
+    ]
+
+
+def test_assumptions_and_axioms_given_before_and_after_the_start_are_one_session() -> None:
+    session = Session()
+    session.name("x", lambda ctx: z3.Bool("x", ctx))
+    session.add(lambda ctx: z3.Not(z3.Bool("x", ctx), ctx))
+    session.interrupt()  # nothing to stop yet
+    assert session.ctx is None and session.checks == 0
+    assert session.size == 1 and session.knows("x") and not session.knows("y")
+    assert not session.check_mask(session.slot("x"))  # starts here: x is refuted
+    assert session.ctx is not None
+    session.name("y", lambda ctx: z3.Bool("y", ctx))  # built at once now
+    assert session.slot("y") == 2 and session.check_mask(session.slot("y"))
+    session.add(lambda ctx: z3.Not(z3.Bool("y", ctx), ctx))
+    assert not session.check_mask(session.slot("y"))
+    assert session.checks == 3
+
+
+def test_hidden_atoms_inside_a_formula_are_declared_before_its_guard() -> None:
+    # The formula mentions `hidden(b)` before any literal did: its axiom (hidden ⇒ not
+    # allowed) must be there when the formula is built at the start.
+    @requirement
+    def hide_b_unless_a(state: RunState) -> list[Expr]:
+        return [any_of(hidden("b"), allowed("a"))]
+
+    reasoner = Reasoner(["a", "b"], [C("a", max_invocations=0), hide_b_unless_a])
+    got = reasoner.decide([])
+    assert "b" in got.hidden and got.allowed == ("final_answer",)
