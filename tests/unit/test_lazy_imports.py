@@ -1,7 +1,8 @@
-"""A solver session makes its Z3 context at its first check: a reasoner whose steps the fast
-path decides never imports Z3, and what was declared before the start means the same after.
+"""What is imported only when needed: Z3 at a solver session's first check (a reasoner whose
+steps the fast path decides never imports it, and what was declared before the start means
+the same after), PyYAML for a YAML policy file.
 
-The import cases run in a fresh interpreter (in this one, other tests have imported Z3)."""
+The import cases run in a fresh interpreter (in this one, other tests have imported both)."""
 
 from __future__ import annotations
 
@@ -98,3 +99,19 @@ def test_hidden_atoms_inside_a_formula_are_declared_before_its_guard() -> None:
     reasoner = Reasoner(["a", "b"], [C("a", max_invocations=0), hide_b_unless_a])
     got = reasoner.decide([])
     assert "b" in got.hidden and got.allowed == ("final_answer",)
+
+
+def test_json_and_toml_policies_load_without_the_yaml_parser() -> None:
+    out = run_fresh(
+        """
+        import sys
+        from ruleengine import Policy
+        json_policy = Policy.load("examples/policies/research.json")
+        toml_policy = Policy.load("examples/policies/research.toml")
+        before = "yaml" in sys.modules
+        yaml_policy = Policy.load("examples/policies/research.yaml")
+        same = json_policy == toml_policy == yaml_policy
+        print(before, "yaml" in sys.modules, same)
+        """
+    )
+    assert out == "False True True"
