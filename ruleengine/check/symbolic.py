@@ -75,6 +75,10 @@ SIFT_NODES = 12_000
 """Nodes of a reachable set, while it is being computed, past which the static variable
 order counts as failed and the variables are sifted once (``Encoding.settle_order``)."""
 
+SIFT_MAX_NODES = 400_000
+"""Nodes past which that one sifting is not started: it takes time in proportion to the
+diagrams (0.8 s at 40,000 nodes and 115 blocks here) and does not look at ``--timeout``."""
+
 
 class Encoding:
     """The BDD variables of a system's components, and what each component contributes.
@@ -163,13 +167,18 @@ class Encoding:
         representative, and the rest grows: ReAct chains at 50 tools, whose sets stay under
         10 000 nodes, took up to 5× longer sifted after the first sweep. Hence the
         threshold, and once only: dynamic reordering, the other answer, costs more than it
-        saves where the static order is right (see ``GLOBAL_BITS``). Only the speed depends
-        on the order; every result is the same.
+        saves where the static order is right (see ``GLOBAL_BITS``). A set past
+        ``SIFT_MAX_NODES`` is left as it is (sifting it would outlast a time limit). Only
+        the speed depends on the order; every result is the same.
         """
-        if self.settled or len(reached) <= SIFT_NODES:
+        if self.settled:
             return
-        self.settled = True
-        self.bdd.reorder()
+        nodes = len(reached)
+        if nodes <= SIFT_NODES:
+            return
+        self.settled = True  # once, sifted or not: a larger set would cost more
+        if nodes <= SIFT_MAX_NODES:
+            self.bdd.reorder()
 
     def facts(self, comp: Component) -> _Facts:
         key = id(comp)

@@ -326,6 +326,12 @@ def test_the_variables_are_sifted_once_when_a_reachable_set_passes_sift_nodes(
     names = [r.name for r in system.requirements]
     analyse_symbolic(system.subsystem(names[1:]), encoding=sifted)  # shares the encoding
     assert sifted.settled and calls == [None]  # sifting: no order given
+    # Past SIFT_MAX_NODES the order stays as it is, and no later set is sifted either.
+    monkeypatch.setattr(symbolic, "SIFT_MAX_NODES", 0)
+    too_large = Encoding(system)
+    too_large.bdd = _CountingReorders(too_large.bdd, calls)
+    analyse_symbolic(system, encoding=too_large)
+    assert too_large.settled and calls == [None]
     # With dynamic reordering on, the order is CUDD's to keep: never sifted by hand.
     six = [f"t{i}" for i in range(6)]
     many = [C(t, consecutive_allowed=False, name=f"apart-{t}") for t in six]
