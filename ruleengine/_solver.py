@@ -292,39 +292,49 @@ class Session:
         if self.ctx is None:
             ctx = _z3().Context()
             solver = make_solver(ctx, rlimit=self.rlimit)
+            built: list[Any] = []
+            try:
+                for slot, make in self._pending:
+                    term = make(ctx)
+                    built.append(term)
+                    if slot < 0:
+                        solver.add(term)
+                    else:
+                        self._by_slot[slot] = term.as_ast().value
+            except BaseException:
+                # Nothing half-built is kept: a solver missing an axiom would answer wrongly.
+                # The next check starts over (and fails the same way: the step fails).
+                self._by_slot = [0] * len(self._by_slot)
+                raise
             self._raw = raw_entry()
             self._ctx_ref, self._solver_ref = ctx.ref(), solver.solver
             self._ctx_pointer, self._solver_pointer = self._ctx_ref.value, self._solver_ref.value
+            self._keep, self._pending = built, []
             self.ctx, self.solver = ctx, solver
-            pending, self._pending = self._pending, []
-            for slot, make in pending:
-                self._build(slot, make)
         return self.ctx
-
-    def _build(self, slot: int, make: Make) -> None:
-        term = make(self.ctx)
-        self._keep.append(term)
-        if slot < 0:
-            self.solver.add(term)
-        else:
-            self._by_slot[slot] = term.as_ast().value
 
     def add(self, axiom: Make) -> None:
         """Assert the formula ``axiom`` builds, for good (an axiom of the vocabulary)."""
         if self.ctx is None:
             self._pending.append((-1, axiom))
-        else:
-            self._build(-1, axiom)
+            return
+        term = axiom(self.ctx)
+        self._keep.append(term)
+        self.solver.add(term)
 
     def name(self, key: Hashable, literal: Make) -> None:
-        """Register the z3 Bool literal that ``literal`` builds as the assumption ``key``."""
+        """Register the z3 Bool literal that ``literal`` builds as the assumption ``key``
+        (after the start, built first: a literal that fails to build gets no slot)."""
+        pointer = 0
+        if self.ctx is not None:
+            term = literal(self.ctx)
+            pointer = term.as_ast().value
+            self._keep.append(term)
         slot = len(self._by_slot)
         self._slot[key] = slot
-        self._by_slot.append(0)
+        self._by_slot.append(pointer)
         if self.ctx is None:
             self._pending.append((slot, literal))
-        else:
-            self._build(slot, literal)
 
     def slot(self, key: Hashable) -> int:
         """The bit of assumption ``key`` in a *literal mask* (a set of assumptions as an int)."""

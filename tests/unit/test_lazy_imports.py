@@ -11,6 +11,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
 import z3
 
 from ruleengine import ConditionalRequirement as C
@@ -115,3 +116,26 @@ def test_json_and_toml_policies_load_without_the_yaml_parser() -> None:
         """
     )
     assert out == "False True True"
+
+
+def test_a_declaration_that_fails_to_build_leaves_no_half_built_solver() -> None:
+    def broken(ctx: object) -> object:
+        raise RuntimeError("cannot build this term")
+
+    session = Session()
+    session.name("x", lambda ctx: z3.Bool("x", ctx))
+    session.add(broken)
+    for _ in range(2):  # every check tries to start again, and fails the same way
+        with pytest.raises(RuntimeError, match="cannot build"):
+            session.check_mask(session.slot("x"))
+        assert session.ctx is None and session.checks == 0
+    # After the start, a literal that fails to build gets no slot, an axiom is not added.
+    started = Session()
+    started.name("x", lambda ctx: z3.Bool("x", ctx))
+    assert started.check_mask(started.slot("x"))
+    with pytest.raises(RuntimeError):
+        started.name("y", broken)
+    with pytest.raises(RuntimeError):
+        started.add(broken)
+    assert not started.knows("y") and started.size == 1
+    assert started.check_mask(started.slot("x"))
