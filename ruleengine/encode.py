@@ -65,18 +65,20 @@ class Vocabulary:
         """Drop every lazily made atom and guard: a fresh session and axioms."""
         rlimit, timeout_ms = self._limits
         self.session = Session(rlimit=rlimit, timeout_ms=timeout_ms)
-        self._hidden: set[str] = set()
         self._forced: list[str] = []
+        """The tools with a force atom, in the order they got it."""
         tools = self.tools
         for t in tools:
             self.session.name(("allowed", t, True), partial(_atom, "allowed", t))
             self.session.name(("allowed", t, False), partial(_negated, "allowed", t))
         self.session.add(partial(_some_allowed, tools))
 
+    # A declaration counts as made once its literals are named, the last thing it does: one
+    # whose build failed (after the session's start) is made again in full next time.
+
     def _declare_hidden(self, tool: str) -> None:
-        if tool in self._hidden:
+        if self.session.knows(("hidden", tool, False)):
             return
-        self._hidden.add(tool)
         self.session.add(partial(_hidden_axiom, tool))
         self.session.name(("hidden", tool, True), partial(_atom, "hidden", tool))
         self.session.name(("hidden", tool, False), partial(_negated, "hidden", tool))
@@ -102,9 +104,9 @@ class Vocabulary:
     def _declare_force(self, tool: str) -> None:
         for other in self._forced:
             self.session.add(partial(_one_force, tool, other))
-        self._forced.append(tool)
         self.session.add(partial(_force_axiom, tool))
         self.session.name(("force", tool), partial(_atom, "forced", tool))
+        self._forced.append(tool)
 
     def _guarded(self, guard: str, formula: Expr, ctx: Any) -> Any:
         """The axiom ``item[guard] ⇒ formula``."""

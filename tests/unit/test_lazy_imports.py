@@ -15,8 +15,9 @@ import pytest
 import z3
 
 from ruleengine import ConditionalRequirement as C
-from ruleengine import Reasoner, RunState, requirement
+from ruleengine import Reasoner, RunState, encode, requirement
 from ruleengine._solver import Session
+from ruleengine.encode import Vocabulary
 from ruleengine.ir import Expr, allowed, any_of, hidden
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -139,3 +140,29 @@ def test_a_declaration_that_fails_to_build_leaves_no_half_built_solver() -> None
         started.add(broken)
     assert not started.knows("y") and started.size == 1
     assert started.check_mask(started.slot("x"))
+
+
+def test_a_declaration_whose_build_failed_is_made_again_in_full(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    vocabulary = Vocabulary(("a", "b", "final_answer"))
+    vocabulary.session.start()  # from now on each declaration is built at once
+    real = encode._force_axiom
+    failures: list[str] = []
+
+    def fails_once(tool: str, ctx: object) -> object:
+        if not failures:
+            failures.append(tool)
+            raise RuntimeError("cannot build this term")
+        return real(tool, ctx)
+
+    monkeypatch.setattr(encode, "_force_axiom", fails_once)
+    with pytest.raises(RuntimeError):
+        vocabulary.ensure(("force", "a"))
+    assert not vocabulary.session.knows(("force", "a"))
+    vocabulary.ensure(("force", "a"))
+    vocabulary.ensure(("force", "b"))
+    session = vocabulary.session
+    force_a, force_b = session.slot(("force", "a")), session.slot(("force", "b"))
+    assert session.check_mask(force_a) and session.check_mask(force_b)
+    assert not session.check_mask(force_a | force_b)  # two hard forces never hold together
