@@ -31,7 +31,7 @@ from typing import TypeVar
 from benchmarks._policies import FAMILIES, make_policy, policy_file
 from benchmarks._report import Column, format_table, met
 
-__all__ = ["StaticRow", "compile_package", "main", "measure"]
+__all__ = ["StaticRow", "compile_package", "main", "measure", "speed"]
 
 _N = TypeVar("_N", int, float)
 
@@ -110,6 +110,29 @@ def startup(samples: int = 5) -> float:
             [sys.executable, "-m", "ruleengine", "--help"], capture_output=True, check=True
         )
         times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+_LOOP = (
+    "import time\nt = time.perf_counter()\ns = 0\n"
+    "for i in range({n}): s += i\nprint(time.perf_counter() - t)"
+)
+"""A fresh interpreter's loop of ``n`` additions, printing its seconds (``speed``)."""
+
+
+def speed(samples: int = 3, additions: int = 10**7) -> float:
+    """The median seconds a fresh interpreter takes for ``additions`` integer additions in a
+    Python loop: the machine's speed for pure Python at that moment. Measured before and
+    after a run, it shows how much the machine (a shared VM) changed during it."""
+    times = []
+    for _ in range(samples):
+        done = subprocess.run(
+            [sys.executable, "-c", _LOOP.format(n=additions)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        times.append(float(done.stdout))
     return statistics.median(times)
 
 
@@ -237,6 +260,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     sizes = [(10, 20)] if args.quick else [(20, 40), (50, 100)]
     seeds = 3 if args.quick else args.seeds
     started = time.perf_counter()
+    speed_before = speed()
     rows = measure(sizes, seeds, timeout=args.timeout)
     print(
         "Static check: one `python -m ruleengine check FILE --format json` process per "
@@ -247,7 +271,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print()
     print(
         f"total {time.perf_counter() - started:.1f} s on {os.cpu_count()} CPUs; start-up "
-        f"(`python -m ruleengine --help`, median of 5): {startup():.2f} s"
+        f"(`python -m ruleengine --help`, median of 5): {startup():.2f} s; 10⁷ additions "
+        f"in a Python loop (median of 3): {speed_before:.2f} s before, {speed():.2f} s after"
     )
     return 0
 

@@ -77,3 +77,8 @@ def test_the_package_is_byte_compiled_before_anything_is_timed(
     static.measure([(4, 4)], 1)
     assert compiled == [str(Path(ruleengine.__file__).parent)]
     assert order and set(order) == {"check"}
+
+
+def test_the_machine_speed_is_the_time_of_a_loop_in_a_fresh_interpreter() -> None:
+    small, large = static.speed(1, 10**4), static.speed(1, 10**6)
+    assert 0 < small < large  # a hundred times the additions take longer
