@@ -1,7 +1,5 @@
 """``python -m ruleengine``: the ``ruleengine`` command."""
 
-import sys
+from ruleengine.cli import run
 
-from ruleengine.cli import main
-
-sys.exit(main())
+run()

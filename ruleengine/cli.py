@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import gc
 import json
 import math
 import os
@@ -35,7 +36,7 @@ from ruleengine.ir import FINAL_ANSWER
 from ruleengine.policy import Policy
 from ruleengine.state import STATUSES
 
-__all__ = ["main"]
+__all__ = ["main", "run"]
 
 EXIT_OK, EXIT_FINDINGS, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 130, 141  # 128 + SIGINT, 128 + SIGPIPE, as shells say
@@ -60,6 +61,19 @@ class _Parser(argparse.ArgumentParser):
         command = self.prog.removeprefix("ruleengine").strip()
         where = f"{command}: " if command else ""
         raise UsageError(f"{where}{message}", hint=f"see `{self.prog} --help`")
+
+
+def run() -> NoReturn:
+    """The ``ruleengine`` command (the console script, and ``python -m ruleengine``): ``main``
+    in a process of its own, exiting with its code.
+
+    What the imports built (modules, classes, pydantic's schemas) lives as long as the
+    process; ``gc.freeze`` takes it out of the cyclic collector's sight first, so the
+    collections a check sets off do not go through it again and again (0.1 s of a check of
+    20 tools that takes one second in all). Only here: ``main`` called in a longer-lived
+    program leaves its collector as it is."""
+    gc.freeze()
+    sys.exit(main())
 
 
 def main(argv: Sequence[str] | None = None) -> int:

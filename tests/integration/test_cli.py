@@ -7,6 +7,7 @@ the commands of ``COMMANDS`` are started together, a few at a time, before the f
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import shutil
@@ -511,3 +512,20 @@ def test_a_progress_line_on_a_terminal_is_erased_at_the_end() -> None:
     text = seen.decode()
     assert f"ruleengine: checking {CLEAN}" in text
     assert text.endswith("\r\x1b[K")
+
+
+def test_the_console_entry_freezes_the_imported_heap_and_exits_with_the_code_of_main(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ruleengine import cli
+
+    assert gc.get_freeze_count() == 0
+    monkeypatch.setattr(sys, "argv", ["ruleengine", "check", str(ROOT / DEADLOCK)])
+    try:
+        with pytest.raises(SystemExit) as exited:
+            cli.run()
+        assert exited.value.code == 1  # findings, as `main` says
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+    assert "deadlock" in capsys.readouterr().out
