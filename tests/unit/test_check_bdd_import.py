@@ -5,27 +5,8 @@ Each case runs in a fresh interpreter: what is imported first is the point."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import textwrap
-from pathlib import Path
-
 import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def run_fresh(code: str) -> str:
-    done = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=ROOT,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout.strip()
+from fresh import run_fresh
 
 
 def test_the_checker_imports_dd_without_networkx_and_leaves_it_importable() -> None:

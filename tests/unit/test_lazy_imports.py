@@ -6,34 +6,15 @@ The import cases run in a fresh interpreter (in this one, other tests have impor
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import textwrap
-from pathlib import Path
-
 import pytest
 import z3
+from fresh import run_fresh
 
 from ruleengine import ConditionalRequirement as C
 from ruleengine import Reasoner, RunState, encode, requirement
 from ruleengine._solver import Session
 from ruleengine.encode import Vocabulary
 from ruleengine.ir import Expr, allowed, any_of, hidden
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def run_fresh(code: str) -> str:
-    done = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=ROOT,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout.strip()
 
 
 def test_literal_steps_and_a_static_check_never_import_z3() -> None:
