@@ -120,10 +120,21 @@ _LOOP = (
 """A fresh interpreter's loop of ``n`` additions, printing its seconds (``speed``)."""
 
 
+MAX_ADDITIONS = 10**9
+"""The most additions ``speed`` times."""
+
+
 def speed(samples: int = 3, additions: int = 10**7) -> float:
     """The median seconds a fresh interpreter takes for ``additions`` integer additions in a
     Python loop: the machine's speed for pure Python at that moment. Measured before and
-    after a run, it shows how much the machine (a shared VM) changed during it."""
+    after a run, it shows how much the machine (a shared VM) changed during it. Raises
+    ``ValueError`` for a count that is not a whole number in range (at most ``MAX_ADDITIONS``
+    additions: a few minutes of a slow machine)."""
+    for name, value, most in (("samples", samples, 100), ("additions", additions, MAX_ADDITIONS)):
+        if type(value) is not int or not 1 <= value <= most:
+            raise ValueError(
+                f"speed: `{name}` must be a whole number from 1 to {most}, not {value!r}"
+            )
     times = []
     for _ in range(samples):
         done = subprocess.run(

@@ -82,3 +82,11 @@ def test_the_package_is_byte_compiled_before_anything_is_timed(
 def test_the_machine_speed_is_the_time_of_a_loop_in_a_fresh_interpreter() -> None:
     small, large = static.speed(1, 10**4), static.speed(1, 10**6)
     assert 0 < small < large  # a hundred times the additions take longer
+
+
+@pytest.mark.parametrize(
+    ("samples", "additions"), [(0, 10), (1.5, 10), ("3", 10), (True, 10), (1, 0), (1, 10**30)]
+)
+def test_the_machine_speed_refuses_counts_out_of_range(samples: object, additions: object) -> None:
+    with pytest.raises(ValueError, match="must be a whole number"):
+        static.speed(samples, additions)  # type: ignore[arg-type]
