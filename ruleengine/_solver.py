@@ -29,7 +29,7 @@ from typing import Any
 
 from ruleengine.errors import SolverError
 
-__all__ = ["DEFAULT_RLIMIT", "DEFAULT_TIMEOUT_MS", "Make", "Session", "make_solver"]
+__all__ = ["DEFAULT_RLIMIT", "DEFAULT_TIMEOUT_MS", "Make", "Session", "make_solver", "z3_module"]
 
 DEFAULT_RLIMIT = 10_000_000
 """Z3 resource units per check (deterministic). Our per-step queries use a few thousand units;
@@ -54,8 +54,9 @@ Make = Callable[[Any], Any]
 """Builds a z3 term (an assumption literal or an axiom) in the ``z3.Context`` it is given."""
 
 
-def _z3() -> Any:
-    """The ``z3`` module, imported on first use (a session's first check)."""
+def z3_module() -> Any:
+    """The ``z3`` module, imported on first use (a session's first check): what builds z3
+    terms calls this instead of importing ``z3`` with its module."""
     import z3
 
     return z3
@@ -78,7 +79,7 @@ def _from_wrapper() -> int | None:
 
 def _from_library() -> int | None:
     """The function's address in the libz3 shipped inside the z3 package (already loaded)."""
-    here = os.path.join(os.path.dirname(_z3().__file__), "lib")
+    here = os.path.join(os.path.dirname(z3_module().__file__), "lib")
     for path in sorted(glob.glob(os.path.join(here, "*z3*"))):
         try:
             function = ctypes.CDLL(path).Z3_solver_check_assumptions
@@ -126,7 +127,7 @@ def _find_entry() -> RawCheck | None:
         if _answers_right(check):
             return check
     warnings.warn(
-        f"ruleengine: z3 {_z3().get_version_string()} does not expose the C entry point "
+        f"ruleengine: z3 {z3_module().get_version_string()} does not expose the C entry point "
         "`Z3_solver_check_assumptions` where ruleengine looks for it; solver checks go "
         "through z3's public wrapper instead (same answers, slower)",
         RuntimeWarning,
@@ -138,7 +139,7 @@ def _find_entry() -> RawCheck | None:
 def _answers_right(check: RawCheck) -> bool:
     """Whether ``check`` answers a tiny sat query and a tiny unsat query correctly."""
     try:
-        z3 = _z3()
+        z3 = z3_module()
         ctx = z3.Context()
         solver = make_solver(ctx, rlimit=DEFAULT_RLIMIT)
         x = z3.Bool("x", ctx)
@@ -171,7 +172,7 @@ def make_solver(ctx: Any, *, rlimit: int = DEFAULT_RLIMIT) -> Any:
     Z3 ``timeout`` is set: Z3 arms a timer thread for every check that has one, which costs
     more than a small check; the ``_Watchdog`` interrupts long checks instead.
     """
-    solver = _z3().SolverFor("QF_BV", ctx=ctx)
+    solver = z3_module().SolverFor("QF_BV", ctx=ctx)
     solver.set("random_seed", 0)
     solver.set("model", False)
     solver.set("sat.cardinality.solver", False)
@@ -290,7 +291,7 @@ class Session:
         """Make the context and the solver (the first time) and build what was given so far;
         return the context."""
         if self.ctx is None:
-            ctx = _z3().Context()
+            ctx = z3_module().Context()
             solver = make_solver(ctx, rlimit=self.rlimit)
             built: list[Any] = []
             try:
@@ -422,7 +423,7 @@ class Session:
                     self._ctx_ref, self._solver_ref, len(pointers), asts
                 )
             )
-        except _z3().Z3Exception:
+        except z3_module().Z3Exception:
             return 0
 
     def _unknown(self) -> SolverError:
@@ -433,7 +434,7 @@ class Session:
         try:
             z3core.Z3_get_error_code(self._ctx_ref)
             reason = z3core.Z3_solver_get_reason_unknown(self._ctx_ref, self._solver_ref)
-        except _z3().Z3Exception as exc:
+        except z3_module().Z3Exception as exc:
             reason = f"z3 error: {exc}"
         return SolverError(
             f"the solver could not decide this step within rlimit=`{self.rlimit}`: {reason}",

@@ -25,7 +25,7 @@ from collections.abc import Hashable
 from functools import partial
 from typing import Any
 
-from ruleengine._solver import DEFAULT_RLIMIT, DEFAULT_TIMEOUT_MS, Session
+from ruleengine._solver import DEFAULT_RLIMIT, DEFAULT_TIMEOUT_MS, Session, z3_module
 from ruleengine.ir import (
     FINAL_ANSWER,
     Allowed,
@@ -110,13 +110,13 @@ class Vocabulary:
 
     def _guarded(self, guard: str, formula: Expr, ctx: Any) -> Any:
         """The axiom ``item[guard] ⇒ formula``."""
-        return _z3().Implies(_atom("item", guard, ctx), self.encode(formula, ctx), ctx)
+        return z3_module().Implies(_atom("item", guard, ctx), self.encode(formula, ctx), ctx)
 
     def encode(self, expr: Expr, ctx: Any) -> Any:
         """The z3 formula of ``expr`` in the started session's context ``ctx`` (its hidden
         atoms declared: ``ensure`` does it; ``forced`` never occurs nested: rejected at
         lowering)."""
-        z3 = _z3()
+        z3 = z3_module()
         match expr:
             case Const(value=v):
                 return z3.BoolVal(v, ctx)
@@ -146,36 +146,29 @@ class Vocabulary:
                 raise AssertionError(f"unknown node {expr!r}")
 
 
-def _z3() -> Any:
-    """The ``z3`` module, imported on first use (only a started session needs it)."""
-    import z3
-
-    return z3
-
-
 def _atom(kind: str, tool: str, ctx: Any) -> Any:
     """The atom ``kind[tool]`` (``allowed``, ``hidden``, ``forced``; ``item[n]``: a guard)."""
-    return _z3().Bool(f"{kind}[{tool}]", ctx)
+    return z3_module().Bool(f"{kind}[{tool}]", ctx)
 
 
 def _negated(kind: str, tool: str, ctx: Any) -> Any:
-    return _z3().Not(_atom(kind, tool, ctx), ctx)
+    return z3_module().Not(_atom(kind, tool, ctx), ctx)
 
 
 def _some_allowed(tools: tuple[str, ...], ctx: Any) -> Any:
-    return _z3().Or(*[_atom("allowed", t, ctx) for t in tools])
+    return z3_module().Or(*[_atom("allowed", t, ctx) for t in tools])
 
 
 def _hidden_axiom(tool: str, ctx: Any) -> Any:
-    return _z3().Implies(_atom("hidden", tool, ctx), _negated("allowed", tool, ctx), ctx)
+    return z3_module().Implies(_atom("hidden", tool, ctx), _negated("allowed", tool, ctx), ctx)
 
 
 def _force_axiom(tool: str, ctx: Any) -> Any:
-    return _z3().Implies(_atom("forced", tool, ctx), _atom("allowed", tool, ctx), ctx)
+    return z3_module().Implies(_atom("forced", tool, ctx), _atom("allowed", tool, ctx), ctx)
 
 
 def _one_force(tool: str, other: str, ctx: Any) -> Any:
-    return _z3().Or(_negated("forced", tool, ctx), _negated("forced", other, ctx), ctx)
+    return z3_module().Or(_negated("forced", tool, ctx), _negated("forced", other, ctx), ctx)
 
 
 def _hidden_in(expr: Expr) -> list[str]:
