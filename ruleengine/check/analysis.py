@@ -62,3 +62,7 @@ class Analysis:
     """For a focused question whose "never" it refuted (the tool allowed, the requirement
     live, ``final_answer`` allowed within the budget): a history showing it, when the engine
     had one at hand. Core searches replay it on other subsystems before analysing them."""
+    firsts: dict[str, tuple[Event, ...]] = field(default_factory=dict)
+    """The explicit engine's shortest histories to the first state found where each tool
+    is allowed (``"tool:T"``), each requirement live (``"live:R"``, when liveness was
+    computed), and the run may stop (``"finish"``): counterexamples for core searches."""

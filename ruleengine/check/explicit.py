@@ -158,18 +158,26 @@ def analyse(
     max_states: int | None = None,
     deadline: float | None = None,
     live: bool | str = True,
+    until: str | None = None,
 ) -> Analysis:
     """Explore ``system`` breadth-first and collect every verdict (``live``: also which
     requirements change some pass, which costs one more decision per requirement and state
-    until each is found live; a requirement's name: only whether that one is)."""
-    return _Explorer(system, max_states, deadline, live).run()
+    until each is found live; a requirement's name: only whether that one is). With
+    ``until`` (a key of ``Analysis.firsts``), stop, incomplete, once it is found."""
+    return _Explorer(system, max_states, deadline, live, until).run()
 
 
 class _Explorer:
     def __init__(
-        self, system: System, max_states: int | None, deadline: float | None, live: bool | str
+        self,
+        system: System,
+        max_states: int | None,
+        deadline: float | None,
+        live: bool | str,
+        until: str | None = None,
     ) -> None:
         self.system = system
+        self.until = until
         self.max_states = max_states
         self.deadline = deadline
         self.want_live = live is not False
@@ -184,6 +192,8 @@ class _Explorer:
         """Per node, whether every check value gives it a pass."""
         self.result = Analysis(depends_on_checks=any(c.opaque for c in system.components))
         self.asking = asking_of(system)
+        self.firsts: dict[str, int] = {}
+        """The first node found with each of ``Analysis.firsts``' keys."""
         self.candidates = (
             frozenset([self.only_live])
             if self.only_live is not None
@@ -200,11 +210,15 @@ class _Explorer:
             self._expand(i, queue)
             if result.reason is not None:
                 break
+            if self.until is not None and self.until in self.firsts:
+                self._stop(i, f"`{self.until}` was found")
+                break
         if result.reason is None:
             result.depth_done = self.nodes[-1].depth
             self._no_finish()
         result.complete = result.reason is None
         result.states = len(self.nodes)
+        result.firsts = {key: self._trace(self.nodes[i]) for key, i in self.firsts.items()}
         return result
 
     def _out_of_time(self, i: int) -> bool:
@@ -233,19 +247,23 @@ class _Explorer:
                 callable_by_all = set()
                 always = False
                 if self.want_live:
-                    self._liveness(records, outcome)
+                    self._liveness(i, records, outcome)
                 continue
             deciding = True
             here = {t for t in outcome.allowed if t != FINAL_ANSWER}
+            for tool in outcome.allowed:
+                if tool not in self.result.allowed_tools:
+                    self.firsts[f"tool:{tool}"] = i
             self.result.allowed_tools.update(outcome.allowed)
             callable_by_some |= here
             callable_by_all = here if callable_by_all is None else callable_by_all & here
             if outcome.can_stop:
                 finishing = True
+                self.firsts.setdefault("finish", i)
             if self.result.tie is None and outcome.forced_tie is not None:
                 self.result.tie = self._witness(node, records, several)
             if self.want_live:
-                self._liveness(records, outcome)
+                self._liveness(i, records, outcome)
         if finishing and self.result.finish_depth is None:
             self.result.finish_depth = node.depth
         self.finishing.append(finishing)
@@ -296,19 +314,26 @@ class _Explorer:
                 )
                 result.forced_conflicts[tool] = self._witness(node, records, not everywhere)
 
-    def _witness(self, node: _Node, records: tuple[Emitted, ...], partial: bool) -> Witness:
+    def _trace(self, node: _Node) -> tuple[Event, ...]:
+        """The history that first reached ``node``."""
         trace: list[Event] = []
         walk = node
         while walk.event is not None:
             trace.append(walk.event)
             walk = self.nodes[walk.parent]
-        return Witness(tuple(reversed(trace)), records, node.depends or partial)
+        return tuple(reversed(trace))
 
-    def _liveness(self, records: tuple[Emitted, ...], outcome: Outcome) -> None:
+    def _witness(self, node: _Node, records: tuple[Emitted, ...], partial: bool) -> Witness:
+        return Witness(self._trace(node), records, node.depends or partial)
+
+    def _liveness(self, i: int, records: tuple[Emitted, ...], outcome: Outcome) -> None:
         """Mark the requirements whose records change ``outcome`` (SPEC §8), and the
-        ask-permission ones that cover a tool it allows (SPEC §11)."""
+        ask-permission ones that cover a tool it allows (SPEC §11), at node ``i``."""
         live = self.result.live
-        live |= live_at(self.system, records, outcome, self.candidates - live, self.asking)
+        found = live_at(self.system, records, outcome, self.candidates - live, self.asking)
+        for name in found:
+            self.firsts[f"live:{name}"] = i
+        live |= found
 
     def _no_finish(self) -> None:
         """The first state (breadth-first) from which no path reaches a finishing state."""

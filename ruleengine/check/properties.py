@@ -17,7 +17,15 @@ from typing import Any, Protocol
 from ruleengine._search import quickxplain
 from ruleengine.check.analysis import Analysis, Witness
 from ruleengine.check.bounds import distances
-from ruleengine.check.explicit import analyse, asking_of, decide, live_at, reaches, walk
+from ruleengine.check.explicit import (
+    allows,
+    analyse,
+    asking_of,
+    decide,
+    live_at,
+    reaches,
+    walk,
+)
 from ruleengine.check.relaxed import Relaxed
 from ruleengine.check.report import FINDING_IDS, SEVERITY, Finding, FindingId, TraceStep
 from ruleengine.check.system import Component, Event, System
@@ -44,8 +52,13 @@ class Checked(Protocol):
     def subsystem(self, keep: Sequence[str]) -> Any: ...
 
 
-CoreCache = dict[tuple[frozenset[str], str | None, bool], "Analysis"]
-"""Analyses of subsystems, by the requirements kept, the focus, and whether quick."""
+class CoreCache(dict[tuple[frozenset[str], str | None, bool], Analysis]):
+    """Analyses of subsystems, by the requirements kept, the focus, and whether quick; and
+    the deadline of the explicit searches the core searches run besides the engine."""
+
+    def __init__(self, deadline: float | None = None) -> None:
+        super().__init__()
+        self.deadline = deadline
 
 
 class Hints:
@@ -84,11 +97,18 @@ says which verdict the caller needs (``"finish"``, ``"no-finish"``, ``"tool:T"``
 
 
 def findings(
-    system: Checked, analysis: Analysis, *, max_iterations: int, engine: Engine
+    system: Checked,
+    analysis: Analysis,
+    *,
+    max_iterations: int,
+    engine: Engine,
+    deadline: float | None = None,
 ) -> list[Finding]:
-    """Every finding of ``analysis``, in SPEC order, once per subject."""
+    """Every finding of ``analysis``, in SPEC order, once per subject. ``deadline`` (a
+    ``time.monotonic()`` value) bounds the searches the core searches run besides
+    ``engine``'s (which has its own limits)."""
     out: list[Finding] = []
-    cache: CoreCache = {}
+    cache = CoreCache(deadline=deadline)
     hints = Hints()
     if analysis.deadlock is not None:
         out.append(_deadlock(system, analysis.deadlock))
@@ -289,6 +309,7 @@ def _dead_tools(
                 hints.with_roots(_mentioning(system, {tool})),
                 *hints.guesses(),
             ],
+            grow_from=hints.with_roots(()),
         )
         hints.add(r.name for r in core)
         out.append(
@@ -344,6 +365,7 @@ def _dead_requirements(
             engine,
             f"live:{name}",
             keep=(name,),
+            grow_from=hints.with_roots(()),
             cache=cache,
             hints=[
                 *implied,
@@ -427,6 +449,7 @@ def requirement_core(
     keep: Sequence[str] = (),
     cache: CoreCache | None = None,
     hints: Sequence[frozenset[str]] = (),
+    grow_from: Iterable[str] = (),
 ) -> list[Requirement]:
     """Requirements for which ``holds`` when the policy keeps only them (with ``keep``), and
     not when any one of them (other than ``keep``) is dropped.
@@ -448,9 +471,10 @@ def requirement_core(
     candidates = [r.name for r in reqs if r.name not in keep]
     full = reduce(or_, (bit[n] for n in candidates), 0)
     memo: dict[int, bool] = {full | keep_mask: True}  # the finding was found on the policy
-    shared: CoreCache = cache if cache is not None else {}
+    shared = cache if cache is not None else CoreCache()
 
     examples: list[tuple[Event, ...]] = []  # histories that refuted the finding, newest first
+    guided = _guided(system, focus)
 
     def holds_for(mask: int) -> bool:
         mask |= keep_mask
@@ -477,21 +501,55 @@ def requirement_core(
     def mask_of(names: Iterable[str]) -> int:
         return reduce(or_, (bit[n] for n in names if n in bit), 0)
 
+    def grown() -> list[str] | None:
+        """A pool for which the finding holds, grown from nothing by counterexamples: while
+        the pool's subsystem shows a history refuting the finding (the first one its short
+        explicit search finds), add the requirement that, added after the ones before it,
+        stops that history on the whole policy (``_blocker``). Each step asks about a
+        system about as small as the core; None when a step finds no history or blocker."""
+        # INVARIANT: only called when `guided`, i.e. `system` is a `System` and `focus` set.
+        assert isinstance(system, System) and focus is not None
+        pool = [n for n in candidates if n in set(grow_from)]
+        # Blockers are looked for among the requirements of the smallest guesses first.
+        unranked = len(candidates) + 1
+        size = {n: min((len(h) for h in hints if n in h), default=unranked) for n in candidates}
+        ranked = sorted(candidates, key=lambda n: size[n])
+        while not holds_for(mask_of(pool)):
+            names = frozenset([*pool, *keep])
+            sub = system.subsystem(sorted(names))
+            trace = _example_of(_quick(sub, names, focus, shared), focus)
+            if trace is None:
+                trace = _example_of(_seek(sub, focus, shared.deadline), focus)
+            if trace is None:
+                return None
+            rest = [n for n in ranked if n not in pool]
+            added = _blocker(system, names, rest, trace, focus)
+            if added is None:
+                return None
+            pool.append(added)
+        return [n for n in candidates if n in pool]
+
     if holds_for(0):
         core_names: list[str] = []
     else:
-        pool = candidates
         tries: list[frozenset[str]] = []
         for hint in hints:
             if hint in tries or len(hint) * 4 > len(candidates) * 3:
                 continue  # tried, or hardly smaller than everything: no help
             tries.append(hint)
         # Smallest first: a question about a small system is cheap, and the search then
-        # stays in a small pool.
-        for hint in sorted(tries, key=len):
-            if holds_for(mask_of(hint)):
-                pool = [n for n in candidates if n in hint]
-                break
+        # stays in a small pool. Small guesses first, then the pool grown from
+        # counterexamples, then the larger guesses.
+        tries.sort(key=len)
+        small = [h for h in tries if len(h) <= SMALL_GUESS]
+        large = [h for h in tries if len(h) > SMALL_GUESS]
+        found = next((h for h in small if holds_for(mask_of(h))), None)
+        pool = None if found is None else [n for n in candidates if n in found]
+        if pool is None and guided:
+            pool = grown()
+        if pool is None:
+            found = next((h for h in large if holds_for(mask_of(h))), None)
+            pool = candidates if found is None else [n for n in candidates if n in found]
         core_names = quickxplain(pool, bit, lambda m: not holds_for(m))
         if not holds_for(mask_of(core_names)):
             core_names = list(pool)  # not monotone: start from everything
@@ -506,6 +564,9 @@ def requirement_core(
     chosen = set(core_names) | set(keep)
     return [r for r in reqs if r.name in chosen]
 
+
+SMALL_GUESS = 8
+"""Guesses up to this size are tried before a core search grows its own pool."""
 
 IMPLIED_PAIRS = 8
 """Pairs (a tool a dead requirement mentions, one it watches) tried for a guess that other
@@ -542,6 +603,123 @@ def _shows(sub: System, trace: tuple[Event, ...], focus: str) -> bool:
     )
 
 
+def _guided(system: Checked, focus: str | None) -> bool:
+    """Whether a core search for ``focus`` may grow its pool from counterexamples: a
+    "never" finding (a dead tool or requirement, no finish in time) on a ``System``."""
+    return (
+        isinstance(system, System)
+        and focus is not None
+        and focus.startswith(("tool:", "live:", "finish:"))
+    )
+
+
+def _example_of(analysis: Analysis, focus: str) -> tuple[Event, ...] | None:
+    """The explicit search's first history refuting the "never" finding ``focus``."""
+    if focus.startswith("finish:"):
+        trace = analysis.firsts.get("finish")
+        return trace if trace is not None and len(trace) <= int(focus[7:]) else None
+    return analysis.firsts.get(focus)
+
+
+def _blocker(
+    system: System,
+    kept: frozenset[str],
+    rest: Sequence[str],
+    trace: tuple[Event, ...],
+    focus: str,
+) -> str | None:
+    """The first of ``rest`` that, with ``kept`` and the ones before it, stops ``trace``
+    from refuting ``focus`` where the whole policy stops it (``_stop_point``). None if
+    ``kept`` stops it there already, or ``rest`` does not. Cost: one decision per step of
+    ``trace`` and check valuation, and per valuation and requirement of ``rest`` with
+    records there."""
+    variants, stops = _stop_point(system, trace, focus)
+
+    def stopped(chosen: set[str]) -> bool:
+        # Stopped when no values of the opaque checks let the history through.
+        return all(
+            stops(tuple(e for e in records if e.requirement in chosen)) for records in variants
+        )
+
+    chosen = set(kept)
+    if stopped(chosen):
+        return None  # the pool stops it already: the history was not the pool's
+    emitting = {e.requirement for records in variants for e in records}
+    for name in rest:
+        if name not in emitting:
+            continue  # emits nothing there: changes nothing
+        chosen.add(name)
+        if stopped(chosen):
+            return name
+    return None
+
+
+Stops = Callable[[tuple[Emitted, ...]], bool]
+"""Whether records decided at a state stop a history there."""
+
+
+def _stop_point(
+    system: System, trace: tuple[Event, ...], focus: str
+) -> tuple[list[tuple[Emitted, ...]], Stops]:
+    """Where the whole policy stops ``trace`` from refuting ``focus``, as the records of
+    that state under each value of the opaque checks, and what stops it: at the first step
+    it allows under no values, "the step is not allowed"; else at the end, "the tool is
+    not allowed", "the requirement is not live" or "no stop"."""
+    state = system.initial
+    for tool, status in trace:
+        variants = [records for records, _ in system.variants(state)]
+        stops = _not_allowing(system, tool)
+        if all(stops(records) for records in variants):
+            return variants, stops
+        state = system.successor(state, (tool, status))
+    kind, _, subject = focus.partition(":")
+    variants = [records for records, _ in system.variants(state)]
+    if kind == "live":
+        return variants, _not_live(system, subject)
+    return variants, _not_allowing(system, FINAL_ANSWER if kind == "finish" else subject)
+
+
+def _not_allowing(system: System, tool: str) -> Stops:
+    return lambda records: not allows(decide(system, records), tool)
+
+
+def _not_live(system: System, name: str) -> Stops:
+    asking = asking_of(system)
+    return lambda records: not live_at(system, records, decide(system, records), {name}, asking)
+
+
+GROW_STATES = 4096
+"""States a core search's growth explores, breadth-first, for a history refuting the
+finding on a pool when the short search (``QUICK_STATES``) found none."""
+
+
+def _seek(sub: System, focus: str, deadline: float | None) -> Analysis:
+    """A breadth-first search of ``sub`` that stops at the first history refuting the
+    "never" finding ``focus`` (``Analysis.firsts``), after ``GROW_STATES`` states, or at
+    ``deadline``."""
+    live = focus[5:] if focus.startswith("live:") else False
+    key = "finish" if focus.startswith("finish:") else focus
+    return analyse(sub, max_states=GROW_STATES, deadline=deadline, live=live, until=key)
+
+
+def _quick(sub: System, names: frozenset[str], focus: str | None, cache: CoreCache) -> Analysis:
+    """The short explicit search of ``sub`` (``QUICK_STATES``), shared through ``cache``."""
+    live = focus if focus is not None and focus.startswith("live:") else None
+    never = focus is not None and focus.startswith(("tool:", "live:", "finish:"))
+    key = (names, focus if never else live, True)
+    quick = cache.get(key)
+    if quick is None:
+        only = live[5:] if live is not None else False
+        until = None
+        if never:
+            assert focus is not None
+            until = "finish" if focus.startswith("finish:") else focus
+        quick = cache[key] = analyse(
+            sub, max_states=QUICK_STATES, deadline=cache.deadline, live=only, until=until
+        )
+    return quick
+
+
 def _holds(
     sub: Any,
     names: frozenset[str],
@@ -555,12 +733,7 @@ def _holds(
     the whole subsystem, or refutes it when it already shows a counterexample (an allowed
     tool, a live requirement, a finish in time); otherwise the engine decides."""
     if isinstance(sub, System):
-        live = focus if focus is not None and focus.startswith("live:") else None
-        key = (names, live, True)
-        quick = cache.get(key)
-        if quick is None:
-            only = live[5:] if live is not None else False
-            quick = cache[key] = analyse(sub, max_states=QUICK_STATES, live=only)
+        quick = _quick(sub, names, focus, cache)
         if quick.complete:
             return holds(quick), None
         if focus is not None and focus != "no-finish" and not holds(quick):

@@ -137,7 +137,9 @@ def check(
             cut.append(answer.reason or "the search stopped early")
         return answer
 
-    found = findings(system, analysis, max_iterations=max_iterations, engine=core_question)
+    found = findings(
+        system, analysis, max_iterations=max_iterations, engine=core_question, deadline=deadline
+    )
     complete = analysis.complete and not cut
     reason = analysis.reason
     if analysis.complete and cut:

@@ -1,0 +1,152 @@
+"""Core searches that grow their pool from counterexamples (``requirement_core``'s ``grown``).
+
+When no small guess holds, a core search for a "never" finding starts from nothing and, while
+the pool's subsystem shows a history refuting the finding (the first one a breadth-first
+search finds: ``Analysis.firsts``), adds the requirement that stops that history on the whole
+policy (``_blocker``). The questions then stay about systems as small as the core; the core
+is the same as the search without growth finds wherever the core is unique.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from typing import Any
+
+import pytest
+
+from ruleengine import ConditionalRequirement as C
+from ruleengine import CycleGuard
+from ruleengine.check import check, properties
+from ruleengine.check.analysis import Analysis
+from ruleengine.check.explicit import analyse, reaches
+from ruleengine.check.properties import CoreCache, requirement_core
+from ruleengine.check.system import System
+
+CHAIN = ["a", "b", "c", "d"]
+
+
+def _chain(extra: int = 0) -> list[Any]:
+    """`a` is never allowed, and `d` comes only after `c`, after `b`, after `a`: `d` is dead,
+    and its one minimal core is the whole chain. ``extra`` caps on `x` change nothing."""
+    reqs: list[Any] = [C("a", max_invocations=0, name="no-a")]
+    reqs += [
+        C(later, only_after=[earlier], name=f"{later}-after-{earlier}")
+        for earlier, later in itertools.pairwise(CHAIN)
+    ]
+    reqs += [C("x", max_invocations=i + 1, name=f"cap-x-{i:02}") for i in range(extra)]
+    return reqs
+
+
+def _explicit(sub: Any, focus: str | None = None) -> Analysis:
+    return analyse(sub, live=focus[5:] if focus and focus.startswith("live:") else True)
+
+
+def _asked(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The size of every subsystem a core search asks about (through ``_holds``)."""
+    sizes: list[int] = []
+    real = properties._holds
+
+    def counted(sub: Any, names: frozenset[str], *args: Any) -> Any:
+        sizes.append(len(names))
+        return real(sub, names, *args)
+
+    monkeypatch.setattr(properties, "_holds", counted)
+    return sizes
+
+
+# -- first histories of the explicit search ---------------------------------------------------
+
+
+def test_the_explicit_search_keeps_a_shortest_history_to_each_first() -> None:
+    system = System([*CHAIN, "x"], [*_chain()[1:], C("final_answer", only_after=["c"])])
+    found = analyse(system)
+    assert found.complete
+    assert found.firsts["tool:d"] == (("a", "ok"), ("b", "ok"), ("c", "ok"))
+    assert found.firsts["tool:a"] == ()
+    assert found.firsts["finish"] == (("a", "ok"), ("b", "ok"), ("c", "ok"))
+    for key, trace in found.firsts.items():
+        kind, _, subject = key.partition(":")
+        if kind == "tool":
+            assert reaches(system, trace, subject), key
+        elif kind == "live":
+            assert properties._shows(system, trace, key), key
+    # Liveness: `c-after-b` changes the pass at the start (it keeps `c` back).
+    assert found.firsts["live:c-after-b"] == ()
+
+
+def test_a_search_until_a_first_stops_there_incomplete() -> None:
+    system = System([*CHAIN, "x"], _chain(extra=2)[1:])
+    found = analyse(system, live=False, until="tool:c")
+    assert not found.complete and found.reason is not None
+    assert "`tool:c` was found" in found.reason
+    assert found.firsts["tool:c"] == (("a", "ok"), ("b", "ok"))
+    assert "tool:d" not in found.firsts
+    assert found.states < analyse(system, live=False).states
+    # A first that never comes: the search runs to the end, complete.
+    dead = System([*CHAIN, "x"], _chain())
+    whole = analyse(dead, live=False, until="tool:d")
+    assert whole.complete and "tool:d" not in whole.firsts
+
+
+# -- growing a pool ------------------------------------------------------------------------------
+
+
+def test_a_pool_grown_from_counterexamples_asks_only_about_small_systems(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    system = System([*CHAIN, "x"], _chain(extra=20))
+    sizes = _asked(monkeypatch)
+    grown = requirement_core(system, lambda a: "d" not in a.allowed_tools, _explicit, "tool:d")
+    assert {r.name for r in grown} == {"no-a", "b-after-a", "c-after-b", "d-after-c"}
+    assert max(sizes) <= 4  # the core's size: never a system with the caps on `x`
+    sizes.clear()
+    monkeypatch.setattr(properties, "_guided", lambda system, focus: False)
+    plain = requirement_core(system, lambda a: "d" not in a.allowed_tools, _explicit, "tool:d")
+    assert plain == grown
+    assert max(sizes) > 4  # without growth, QuickXplain starts from all 24
+
+
+def test_growth_finds_a_dead_requirements_core() -> None:
+    # `cap-d` never changes a pass because `d` is dead: its core is the chain, and itself.
+    reqs = [*_chain(extra=6), C("d", max_invocations=1, name="cap-d")]
+    system = System([*CHAIN, "x"], reqs)
+    core = requirement_core(
+        system, lambda a: "cap-d" not in a.live, _explicit, "live:cap-d", keep=("cap-d",)
+    )
+    assert {r.name for r in core} == {"no-a", "b-after-a", "c-after-b", "d-after-c", "cap-d"}
+
+
+def test_growth_and_guesses_give_the_same_report_on_both_engines() -> None:
+    tools = [*CHAIN, "x", "y"]
+    reqs = [*_chain(extra=4), CycleGuard(max_total_occurrences=3, window_size=4)]
+    reqs.append(C("y", only_after=["d"], name="y-after-d"))
+    explicit = check(tools, reqs, engine="explicit").model_dump(mode="json")
+    symbolic = check(tools, reqs, engine="symbolic").model_dump(mode="json")
+    assert explicit | {"stats": None} == symbolic | {"stats": None}
+    dead = {f["tool"]: {c["requirement"] for c in f["core"]} for f in explicit["findings"]}
+    assert dead["d"] == {"no-a", "b-after-a", "c-after-b", "d-after-c"}
+    assert dead["y"] == dead["d"] | {"y-after-d"}
+
+
+def test_growth_stops_at_the_deadline_and_the_core_stays_right(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    system = System([*CHAIN, "x"], _chain(extra=8))
+    blockers: list[str | None] = []
+    real = properties._blocker
+
+    def counted(*args: Any) -> str | None:
+        found = real(*args)
+        blockers.append(found)
+        return found
+
+    monkeypatch.setattr(properties, "_blocker", counted)
+    late = CoreCache(deadline=time.monotonic() - 1)
+    core = requirement_core(
+        system, lambda a: "d" not in a.allowed_tools, _explicit, "tool:d", cache=late
+    )
+    assert {r.name for r in core} == {"no-a", "b-after-a", "c-after-b", "d-after-c"}
+    assert blockers == []  # the searches stopped at once: no history, no growth
+    quick = [a for (_, _, short), a in late.items() if short]
+    assert quick and all("time limit" in (a.reason or "") for a in quick)
