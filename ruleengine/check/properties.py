@@ -502,26 +502,32 @@ def requirement_core(
         return reduce(or_, (bit[n] for n in names if n in bit), 0)
 
     def grown() -> list[str] | None:
-        """A pool for which the finding holds, grown from nothing by counterexamples: while
-        the pool's subsystem shows a history refuting the finding (the first one its short
-        explicit search finds), add the requirement that, added after the ones before it,
-        stops that history on the whole policy (``_blocker``). Each step asks about a
-        system about as small as the core; None when a step finds no history or blocker."""
+        """A pool for which the finding holds, grown from ``grow_from`` by counterexamples:
+        while the pool's subsystem shows a history refuting the finding (the first one a
+        breadth-first explicit search finds), add the requirement that, with the pool and
+        the ones scanned before it, stops that history on the whole policy (``_blocker``).
+        Each step asks about a system about as small as the core; None when a step finds
+        no history (within ``GROW_STATES`` or the deadline) or no blocker."""
         # INVARIANT: only called when `guided`, i.e. `system` is a `System` and `focus` set.
         assert isinstance(system, System) and focus is not None
-        pool = [n for n in candidates if n in set(grow_from)]
+        start = set(grow_from)
+        pool = [n for n in candidates if n in start]
         # Blockers are looked for among the requirements of the smallest guesses first.
         unranked = len(candidates) + 1
         size = {n: min((len(h) for h in hints if n in h), default=unranked) for n in candidates}
         ranked = sorted(candidates, key=lambda n: size[n])
-        while not holds_for(mask_of(pool)):
+        while memo.get(mask_of(pool) | keep_mask) is not True:
             names = frozenset([*pool, *keep])
             sub = system.subsystem(sorted(names))
             trace = _example_of(_quick(sub, names, focus, shared), focus)
             if trace is None:
                 trace = _example_of(_seek(sub, focus, shared.deadline), focus)
             if trace is None:
+                # No history refutes it within the searches: the engine decides.
+                if holds_for(mask_of(pool)):
+                    break
                 return None
+            memo[mask_of(pool) | keep_mask] = False  # the history refutes it
             rest = [n for n in ranked if n not in pool]
             added = _blocker(system, names, rest, trace, focus)
             if added is None:
@@ -688,7 +694,7 @@ def _not_live(system: System, name: str) -> Stops:
     return lambda records: not live_at(system, records, decide(system, records), {name}, asking)
 
 
-GROW_STATES = 4096
+GROW_STATES = 256
 """States a core search's growth explores, breadth-first, for a history refuting the
 finding on a pool when the short search (``QUICK_STATES``) found none."""
 
