@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from functools import reduce
+from itertools import islice
 from operator import or_
 from typing import Any, Protocol
 
@@ -28,7 +29,7 @@ from ruleengine.check.explicit import (
 )
 from ruleengine.check.relaxed import Relaxed
 from ruleengine.check.report import FINDING_IDS, SEVERITY, Finding, FindingId, TraceStep
-from ruleengine.check.system import Component, Event, System
+from ruleengine.check.system import Component, Event, State, System
 from ruleengine.errors import ConflictError
 from ruleengine.ir import FINAL_ANSWER, Forced
 from ruleengine.passes import CoreEntry
@@ -639,7 +640,10 @@ def _blocker(
     ``kept`` stops it there already, or ``rest`` does not. Cost: one decision per step of
     ``trace`` and check valuation, and per valuation and requirement of ``rest`` with
     records there."""
-    variants, stops = _stop_point(system, trace, focus)
+    point = _stop_point(system, trace, focus)
+    if point is None:
+        return None
+    variants, stops = point
 
     def stopped(chosen: set[str]) -> bool:
         # Stopped when no values of the opaque checks let the history through.
@@ -666,23 +670,40 @@ Stops = Callable[[tuple[Emitted, ...]], bool]
 
 def _stop_point(
     system: System, trace: tuple[Event, ...], focus: str
-) -> tuple[list[tuple[Emitted, ...]], Stops]:
+) -> tuple[list[tuple[Emitted, ...]], Stops] | None:
     """Where the whole policy stops ``trace`` from refuting ``focus``, as the records of
     that state under each value of the opaque checks, and what stops it: at the first step
     it allows under no values, "the step is not allowed"; else at the end, "the tool is
-    not allowed", "the requirement is not live" or "no stop"."""
+    not allowed", "the requirement is not live" or "no stop". None when a state on the way
+    has more than ``GROW_VARIANTS`` sets of records (many opaque checks: the scan would
+    cost a decision per set and requirement)."""
     state = system.initial
     for tool, status in trace:
-        variants = [records for records, _ in system.variants(state)]
+        variants = _variants(system, state)
+        if variants is None:
+            return None
         stops = _not_allowing(system, tool)
         if all(stops(records) for records in variants):
             return variants, stops
         state = system.successor(state, (tool, status))
     kind, _, subject = focus.partition(":")
-    variants = [records for records, _ in system.variants(state)]
+    variants = _variants(system, state)
+    if variants is None:
+        return None
     if kind == "live":
         return variants, _not_live(system, subject)
     return variants, _not_allowing(system, FINAL_ANSWER if kind == "finish" else subject)
+
+
+GROW_VARIANTS = 16
+"""Sets of records (values of the opaque checks) a state may have for a core search's
+growth to walk through it."""
+
+
+def _variants(system: System, state: State) -> list[tuple[Emitted, ...]] | None:
+    """The sets of records ``state`` emits, or None past ``GROW_VARIANTS``."""
+    found = [records for records, _ in islice(system.variants(state), GROW_VARIANTS + 1)]
+    return found if len(found) <= GROW_VARIANTS else None
 
 
 def _not_allowing(system: System, tool: str) -> Stops:

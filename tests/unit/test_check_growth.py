@@ -150,3 +150,27 @@ def test_growth_stops_at_the_deadline_and_the_core_stays_right(
     assert blockers == []  # the searches stopped at once: no history, no growth
     quick = [a for (_, _, short), a in late.items() if short]
     assert quick and all("time limit" in (a.reason or "") for a in quick)
+
+
+def test_growth_gives_up_where_many_opaque_checks_multiply_the_records(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Five requirements with an opaque check each: 32 sets of records per state, past
+    # GROW_VARIANTS, so the growth does not walk them; the core search finds the core anyway.
+    checks = [C("x", custom_checks=[lambda state: True], name=f"opaque-{i}") for i in range(5)]
+    system = System([*CHAIN, "x"], [*_chain(), *checks])
+    assert properties._variants(system, system.initial) is None
+    found: list[str | None] = []
+    real = properties._blocker
+
+    def counted(*args: Any) -> str | None:
+        found.append(real(*args))
+        return found[-1]
+
+    monkeypatch.setattr(properties, "_blocker", counted)
+    core = requirement_core(system, lambda a: "d" not in a.allowed_tools, _explicit, "tool:d")
+    assert {r.name for r in core} == {"no-a", "b-after-a", "c-after-b", "d-after-c"}
+    assert found == [None]  # asked once, and it gave up
+    few = System([*CHAIN, "x"], [*_chain(), *checks[:2]])
+    variants = properties._variants(few, few.initial)
+    assert variants is not None and len(variants) == 4
