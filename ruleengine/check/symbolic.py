@@ -76,7 +76,7 @@ REORDER_GROWTH = 1.05
 default 1.2): with dynamic reordering on, moves that would grow them by more are not
 tried, so each reordering is shorter. On the `mixed` family, in process, two runs each:
 50/100 seed 7 10.8 → 6.0 s, seed 9 19 → 15–17 s, seed 8 5.2 → 4.4 s, 20/40 seed 4 3.0 →
-2.2 s (1.1 and 1.02 were measured too, and came out between the two)."""
+2.2 s (1.1 and 1.02 were measured too: neither did better on all of them)."""
 
 SIFT_NODES = 12_000
 """Nodes of a reachable set, while it is being computed, past which the static variable
