@@ -251,10 +251,12 @@ class _Explorer:
                 continue
             deciding = True
             here = {t for t in outcome.allowed if t != FINAL_ANSWER}
-            for tool in outcome.allowed:
-                if tool not in self.result.allowed_tools:
-                    self.firsts[f"tool:{tool}"] = i
-            self.result.allowed_tools.update(outcome.allowed)
+            seen = self.result.allowed_tools
+            if not seen.issuperset(outcome.allowed):  # mostly: no tool allowed for the first time
+                for tool in outcome.allowed:
+                    if tool not in seen:
+                        self.firsts[f"tool:{tool}"] = i
+                seen.update(outcome.allowed)
             callable_by_some |= here
             callable_by_all = here if callable_by_all is None else callable_by_all & here
             if outcome.can_stop:

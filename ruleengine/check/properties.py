@@ -517,18 +517,18 @@ def requirement_core(
         unranked = len(candidates) + 1
         size = {n: min((len(h) for h in hints if n in h), default=unranked) for n in candidates}
         ranked = sorted(candidates, key=lambda n: size[n])
-        while memo.get(mask_of(pool) | keep_mask) is not True:
+        while memo.get(mask := mask_of(pool) | keep_mask) is not True:
             names = frozenset([*pool, *keep])
             sub = system.subsystem(sorted(names))
             trace = _example_of(_quick(sub, names, focus, shared), focus)
             if trace is None:
-                trace = _example_of(_seek(sub, focus, shared.deadline), focus)
+                trace = _example_of(_search(sub, focus, GROW_STATES, shared.deadline), focus)
             if trace is None:
                 # No history refutes it within the searches: the engine decides.
-                if holds_for(mask_of(pool)):
+                if holds_for(mask):
                     break
                 return None
-            memo[mask_of(pool) | keep_mask] = False  # the history refutes it
+            memo[mask] = False  # the history refutes it
             rest = [n for n in ranked if n not in pool]
             added = _blocker(system, names, rest, trace, focus)
             if added is None:
@@ -613,19 +613,24 @@ def _shows(sub: System, trace: tuple[Event, ...], focus: str) -> bool:
 def _guided(system: Checked, focus: str | None) -> bool:
     """Whether a core search for ``focus`` may grow its pool from counterexamples: a
     "never" finding (a dead tool or requirement, no finish in time) on a ``System``."""
-    return (
-        isinstance(system, System)
-        and focus is not None
-        and focus.startswith(("tool:", "live:", "finish:"))
-    )
+    return isinstance(system, System) and _first_key(focus) is not None
+
+
+def _first_key(focus: str | None) -> str | None:
+    """The key of ``Analysis.firsts`` that refutes the "never" finding ``focus`` (None:
+    ``focus`` is none: the whole analysis, or no-finish)."""
+    if focus is None or not focus.startswith(("tool:", "live:", "finish:")):
+        return None
+    return "finish" if focus.startswith("finish:") else focus
 
 
 def _example_of(analysis: Analysis, focus: str) -> tuple[Event, ...] | None:
     """The explicit search's first history refuting the "never" finding ``focus``."""
-    if focus.startswith("finish:"):
-        trace = analysis.firsts.get("finish")
-        return trace if trace is not None and len(trace) <= int(focus[7:]) else None
-    return analysis.firsts.get(focus)
+    key = _first_key(focus)
+    trace = None if key is None else analysis.firsts.get(key)
+    if trace is not None and key == "finish" and len(trace) > int(focus[7:]):
+        return None  # the first stop comes after the budget: none within it
+    return trace
 
 
 def _blocker(
@@ -720,30 +725,24 @@ GROW_STATES = 256
 finding on a pool when the short search (``QUICK_STATES``) found none."""
 
 
-def _seek(sub: System, focus: str, deadline: float | None) -> Analysis:
-    """A breadth-first search of ``sub`` that stops at the first history refuting the
-    "never" finding ``focus`` (``Analysis.firsts``), after ``GROW_STATES`` states, or at
-    ``deadline``."""
-    live = focus[5:] if focus.startswith("live:") else False
-    key = "finish" if focus.startswith("finish:") else focus
-    return analyse(sub, max_states=GROW_STATES, deadline=deadline, live=live, until=key)
+def _search(sub: System, focus: str | None, max_states: int, deadline: float | None) -> Analysis:
+    """A breadth-first explicit search of ``sub`` for the question ``focus`` (liveness only
+    of its requirement, if any), stopping at the first history refuting a "never" finding
+    (``_first_key``), after ``max_states`` states, or at ``deadline``."""
+    live = focus[5:] if focus is not None and focus.startswith("live:") else False
+    until = _first_key(focus)
+    return analyse(sub, max_states=max_states, deadline=deadline, live=live, until=until)
 
 
 def _quick(sub: System, names: frozenset[str], focus: str | None, cache: CoreCache) -> Analysis:
-    """The short explicit search of ``sub`` (``QUICK_STATES``), shared through ``cache``."""
+    """The short explicit search of ``sub`` (``QUICK_STATES``), shared through ``cache``
+    by the questions it answers alike (every question but a "never" one, and a liveness
+    question, looks at the same search)."""
     live = focus if focus is not None and focus.startswith("live:") else None
-    never = focus is not None and focus.startswith(("tool:", "live:", "finish:"))
-    key = (names, focus if never else live, True)
+    key = (names, focus if _first_key(focus) is not None else live, True)
     quick = cache.get(key)
     if quick is None:
-        only = live[5:] if live is not None else False
-        until = None
-        if never:
-            assert focus is not None
-            until = "finish" if focus.startswith("finish:") else focus
-        quick = cache[key] = analyse(
-            sub, max_states=QUICK_STATES, deadline=cache.deadline, live=only, until=until
-        )
+        quick = cache[key] = _search(sub, focus, QUICK_STATES, cache.deadline)
     return quick
 
 

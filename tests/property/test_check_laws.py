@@ -142,10 +142,8 @@ def test_the_symbolic_engine_finds_the_same_witnesses_by_preimages(case: PolicyC
     # preimages of the layers (what it does with many states) — the same traces.
     if not symbolic_applies(case):
         return
-    with patch.object(symbolic_engine, "WITNESS_STATES", 0):
-        by_preimages = checked(case, "symbolic")
-    by_states, by_preimages_ = comparable(checked(case, "symbolic"), by_preimages)
-    assert by_states == by_preimages_
+    by_states, by_preimages = _symbolic_with(case, "WITNESS_STATES", 0)
+    assert by_states == by_preimages
 
 
 @given(case=policies())
@@ -154,10 +152,18 @@ def test_the_symbolic_engine_reports_the_same_after_sifting(case: PolicyCase) ->
     # analysis sifts at its first chance. The order changes the BDDs' shapes, never a result.
     if not symbolic_applies(case):
         return
-    with patch.object(symbolic_engine, "SIFT_NODES", 0):
-        sifted = checked(case, "symbolic")
-    static, sifted_ = comparable(checked(case, "symbolic"), sifted)
-    assert static == sifted_
+    static, sifted = _symbolic_with(case, "SIFT_NODES", 0)
+    assert static == sifted
+
+
+def _symbolic_with(
+    case: PolicyCase, constant: str, value: int
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The symbolic engine's report as it is, and with one of its tuning constants set to
+    ``value`` (``comparable``)."""
+    with patch.object(symbolic_engine, constant, value):
+        tuned = checked(case, "symbolic")
+    return comparable(checked(case, "symbolic"), tuned)
 
 
 # -- (3) a plain bounded enumeration -------------------------------------------------------
