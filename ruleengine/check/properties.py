@@ -10,7 +10,7 @@ checked by running the same engine on the smaller system.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from functools import reduce
+from functools import partial, reduce
 from itertools import islice
 from operator import or_
 from typing import Any, Protocol
@@ -27,6 +27,7 @@ from ruleengine.check.explicit import (
     reaches,
     walk,
 )
+from ruleengine.check.lanes import LANES, run_lanes
 from ruleengine.check.relaxed import Relaxed
 from ruleengine.check.report import FINDING_IDS, SEVERITY, Finding, FindingId, TraceStep
 from ruleengine.check.system import Component, Event, State, System
@@ -75,9 +76,18 @@ class Hints:
         """The conflicts' cores: always tried."""
         self.recent: list[frozenset[str]] = []
         """The other findings' cores, newest first."""
+        self.closing: list[list[int]] = []
+        """The components closing earlier dead tools in the relaxed product
+        (``Relaxed.closing``)."""
 
     def add(self, core: Iterable[str], *, root: bool = False) -> None:
         (self.roots if root else self.recent).insert(0, frozenset(core))
+
+    def copy(self) -> Hints:
+        twin = Hints()
+        twin.roots, twin.recent = list(self.roots), list(self.recent)
+        twin.closing = list(self.closing)
+        return twin
 
     def with_roots(self, guess: Iterable[str]) -> frozenset[str]:
         """``guess`` with every conflict's core: a conflict that every run meets early
@@ -104,10 +114,12 @@ def findings(
     max_iterations: int,
     engine: Engine,
     deadline: float | None = None,
+    cut: list[str] | None = None,
 ) -> list[Finding]:
     """Every finding of ``analysis``, in SPEC order, once per subject. ``deadline`` (a
     ``time.monotonic()`` value) bounds the searches the core searches run besides
-    ``engine``'s (which has its own limits)."""
+    ``engine``'s (which has its own limits). ``cut``: where ``engine`` records answers the
+    limits cut short (a lane run in a child sends its own back, see ``_in_lanes``)."""
     out: list[Finding] = []
     cache = CoreCache(deadline=deadline)
     hints = Hints()
@@ -121,22 +133,79 @@ def findings(
     # is reachable): its requirements are the first guess for their cores.
     for conflict in out:
         hints.add((c.requirement for c in conflict.core), root=True)
-    if analysis.complete and analysis.no_finish is not None:
-        out.append(_no_finish(system, analysis.no_finish, engine, cache, hints))
+    # The requirement-level cores: first no-finish, budget and the dead tools, then the dead
+    # requirements (whose guesses read the dead tools' cores), each phase in lanes.
+    first: list[_Job] = []
+    no_finish = analysis.no_finish
+    if analysis.complete and no_finish is not None:
+        first.append(lambda h: _no_finish(system, no_finish, engine, cache, h))
     if analysis.depth_done >= max_iterations - 1 or analysis.complete:
-        budget = _budget(system, analysis, max_iterations, engine, cache, hints)
-        if budget is not None:
-            out.append(budget)
-    if analysis.complete:
-        relaxed = Relaxed(system.components, system.tools)
-        dead_tools = _dead_tools(system, analysis, engine, cache, hints, relaxed)
-        out.extend(dead_tools)
-        closed = {f.tool: frozenset(c.requirement for c in f.core) for f in dead_tools if f.tool}
-        out.extend(_dead_requirements(system, analysis, engine, cache, hints, relaxed, closed))
+        first.append(lambda h: _budget(system, analysis, max_iterations, engine, cache, h))
+    relaxed = Relaxed(system.components, system.tools) if analysis.complete else None
+    if relaxed is not None:
+        for tool in system.tools:
+            if tool != FINAL_ANSWER and tool not in analysis.allowed_tools:
+                first.append(partial(_dead_tool, system, tool, engine, cache, relaxed=relaxed))
+    found = _in_lanes(first, hints, cut)
+    closed = {
+        f.tool: frozenset(c.requirement for c in f.core)
+        for f in found
+        if f is not None and f.id == "dead-tool" and f.tool
+    }
+    second: list[_Job] = []
+    if relaxed is not None:
+        context = _DeadRequirements(system, relaxed, closed)
+        for req in system.requirements:
+            if req.name not in analysis.live:
+                second.append(partial(_dead_requirement, context, req.name, engine, cache))
+    found += _in_lanes(second, hints, cut)
+    out.extend(f for f in found if f is not None)
     if analysis.tie is not None:
         out.append(_tie(system, analysis.tie))
     rank = {finding_id: i for i, finding_id in enumerate(FINDING_IDS)}
     return sorted(out, key=lambda f: rank[f.id])  # stable: subjects keep declared order
+
+
+_Job = Callable[["Hints"], "tuple[Finding, frozenset[str]] | None"]
+"""A core search: from the guesses of the lane's earlier findings, a finding and what its
+core adds to those guesses (None: no finding)."""
+
+
+def _in_lanes(jobs: Sequence[_Job], hints: Hints, cut: list[str] | None) -> list[Finding | None]:
+    """Each job's finding, in order, the jobs dealt in turn to ``LANES`` lanes (see
+    ``lanes.run_lanes``). A lane starts from a copy of ``hints`` and adds each of its
+    findings' cores to it: a job's guesses depend on its lane alone, so every finding is the
+    same whether a lane ran here or in a child. Afterwards ``hints`` gets every core in job
+    order (the next phase's start)."""
+
+    def lane(mine: Sequence[_Job]) -> list[Callable[[], _Done]]:
+        own = hints.copy()
+
+        def step(job: _Job) -> _Done:
+            start = len(cut) if cut is not None else 0
+            got = job(own)
+            if got is not None:
+                own.add(got[1])
+            return got, (cut[start:] if cut is not None else [])
+
+        return [partial(step, job) for job in mine]
+
+    # INVARIANT: run_lanes runs two lanes.
+    assert LANES == 2
+    here, there, forked = run_lanes(lane(jobs[0::2]), lane(jobs[1::2]))
+    if forked and cut is not None:
+        for _, cut_there in there:
+            cut.extend(cut_there)
+    done = [here, there]
+    ordered = [done[i % LANES][i // LANES][0] for i in range(len(jobs))]
+    for got in ordered:
+        if got is not None:
+            hints.add(got[1])
+    return [None if got is None else got[0] for got in ordered]
+
+
+_Done = tuple["tuple[Finding, frozenset[str]] | None", list[str]]
+"""A job's result in a lane, and the answers cut short while it ran."""
 
 
 def _finding(
@@ -216,7 +285,7 @@ def _tie(system: Checked, witness: Witness) -> Finding:
 
 def _no_finish(
     system: Checked, witness: Witness, engine: Engine, cache: CoreCache, hints: Hints
-) -> Finding:
+) -> tuple[Finding, frozenset[str]]:
     core = requirement_core(
         system,
         lambda a: a.no_finish is not None,
@@ -225,13 +294,13 @@ def _no_finish(
         cache=cache,
         hints=[cone_of(system, {FINAL_ANSWER}, forcing=True), *hints.guesses()],
     )
-    hints.add(r.name for r in core)
-    return _finding(
+    finding = _finding(
         "no-finish",
         f"{_after(witness)} the run reaches a state from which `final_answer` can never be reached",
         witness=witness,
         core=core_entries(system, core),
     )
+    return finding, frozenset(r.name for r in core)
 
 
 def _budget(
@@ -241,7 +310,7 @@ def _budget(
     engine: Engine,
     cache: CoreCache,
     hints: Hints,
-) -> Finding | None:
+) -> tuple[Finding, frozenset[str]] | None:
     least = analysis.finish_depth
     if least is not None and least <= max_iterations - 1:
         return None
@@ -263,7 +332,6 @@ def _budget(
         cache=cache,
         hints=[*_lengthening(system), cone, *hints.guesses()],
     )
-    hints.add(r.name for r in core)
     if least is None and not analysis.complete:
         # The search stopped after deciding every state up to depth_done: `final_answer` was
         # not allowed that far, which is all it showed (min_steps stays unknown, null).
@@ -275,118 +343,111 @@ def _budget(
         why = "`final_answer` is never allowed"
     else:
         why = f"`final_answer` needs at least {_steps(least)} first"
-    return _finding(
+    finding = _finding(
         "budget",
         f"{why}: more than max_iterations={max_iterations} allows (at most "
         f"{_steps(max_iterations - 1)} before the final answer)",
         core=core_entries(system, core),
         min_steps=least,
     )
+    return finding, frozenset(r.name for r in core)
 
 
-def _dead_tools(
+def _dead_tool(
     system: Checked,
-    analysis: Analysis,
+    tool: str,
     engine: Engine,
     cache: CoreCache,
     hints: Hints,
+    *,
     relaxed: Relaxed,
-) -> list[Finding]:
-    out = []
-    for tool in system.tools:
-        if tool == FINAL_ANSWER or tool in analysis.allowed_tools:
-            continue
-        closing = relaxed.closing(tool)
-        cones = _cones(system, {tool}, forcing=True)
-        core = requirement_core(
-            system,
-            _never_allowed(tool),
-            engine,
-            f"tool:{tool}",
-            cache=cache,
-            hints=[
-                *([] if closing is None else [_names(system, closing)]),
-                *cones,
-                hints.with_roots(_mentioning(system, {tool})),
-                *hints.guesses(),
-            ],
-            grow_from=hints.with_roots(()),
-        )
-        hints.add(r.name for r in core)
-        out.append(
-            _finding(
-                "dead-tool",
-                f"`{tool}` is allowed in no reachable state",
-                core=core_entries(system, core),
-                tool=tool,
-            )
-        )
-    return out
+) -> tuple[Finding, frozenset[str]]:
+    closing = relaxed.closing(tool, hints.closing)
+    cones = _cones(system, {tool}, forcing=True)
+    core = requirement_core(
+        system,
+        _never_allowed(tool),
+        engine,
+        f"tool:{tool}",
+        cache=cache,
+        hints=[
+            *([] if closing is None else [_names(system, closing)]),
+            *cones,
+            hints.with_roots(_mentioning(system, {tool})),
+            *hints.guesses(),
+        ],
+        grow_from=hints.with_roots(()),
+    )
+    finding = _finding(
+        "dead-tool",
+        f"`{tool}` is allowed in no reachable state",
+        core=core_entries(system, core),
+        tool=tool,
+    )
+    return finding, frozenset(r.name for r in core)
 
 
-def _dead_requirements(
-    system: Checked,
-    analysis: Analysis,
-    engine: Engine,
-    cache: CoreCache,
-    hints: Hints,
-    relaxed: Relaxed,
-    closed: dict[str, frozenset[str]],
-) -> list[Finding]:
-    """``closed``: the dead tools' cores, by tool. A requirement whose rules mention a dead
-    tool is often dead for that reason (a force after it never fires), with what else
-    mentions its tools (another requirement's rule subsumes its own)."""
-    out = []
-    dependencies = _dependencies(system)
-    watched = _watched(system)
-    linked = _watched(system, linking=True)
-    for req in system.requirements:
-        name = req.name
-        if name in analysis.live:
-            continue
-        mentioned = _mentions_of(system, name) - {FINAL_ANSWER}
-        moving = mentioned | watched.get(name, set())
-        mentioning = _mentioning(system, mentioned)
-        mine = [i for i, c in enumerate(system.components) if c.requirement.name == name]
-        # Pairs of a tool it mentions and one it watches, but not through a global view (a
-        # step counter watches every tool): that would be a relaxed fixpoint per tool.
-        pairs = [(t, w) for t in sorted(mentioned) for w in sorted(linked.get(name, set()))]
-        implied = []
-        for tool, first in pairs[:IMPLIED_PAIRS]:
-            # Closed until `first` succeeds implies closed until it is called at all: the
-            # second is asked only when the first is not so.
-            closing = relaxed.closed_until(tool, first, mine, succeeded=True)
-            if closing is None:
-                closing = relaxed.closed_until(tool, first, mine, succeeded=False)
-            if closing is not None:
-                implied.append(_names(system, closing) | {name})
-        core = requirement_core(
-            system,
-            _never_live(name),
-            engine,
-            f"live:{name}",
-            keep=(name,),
-            grow_from=hints.with_roots(()),
-            cache=cache,
-            hints=[
-                *implied,
-                *_between(system, name, dependencies),
-                *_cones(system, set(_mentions_of(system, name)), forcing=True),
-                hints.with_roots(mentioning),
-                mentioning.union(*(closed.get(t, ()) for t in moving)),
-                *hints.guesses(),
-            ],
-        )
-        hints.add(r.name for r in core if r.name != name)
-        out.append(
-            _finding(
-                "dead-requirement",
-                f"`{name}` changes the pass in no reachable state",
-                core=core_entries(system, core),
-                requirement=name,
-            )
-        )
-    return out
+class _DeadRequirements:
+    """What the core searches of dead requirements share: the dead tools' cores by tool
+    (``closed``: a requirement whose rules mention a dead tool is often dead for that
+    reason, a force after it never firing, with what else mentions its tools), and the
+    policy's dependencies and watched tools."""
+
+    def __init__(
+        self, system: Checked, relaxed: Relaxed, closed: dict[str, frozenset[str]]
+    ) -> None:
+        self.system = system
+        self.relaxed = relaxed
+        self.closed = closed
+        self.dependencies = _dependencies(system)
+        self.watched = _watched(system)
+        self.linked = _watched(system, linking=True)
+
+
+def _dead_requirement(
+    context: _DeadRequirements, name: str, engine: Engine, cache: CoreCache, hints: Hints
+) -> tuple[Finding, frozenset[str]]:
+    system, relaxed = context.system, context.relaxed
+    mentioned = _mentions_of(system, name) - {FINAL_ANSWER}
+    moving = mentioned | context.watched.get(name, set())
+    mentioning = _mentioning(system, mentioned)
+    mine = [i for i, c in enumerate(system.components) if c.requirement.name == name]
+    # Pairs of a tool it mentions and one it watches, but not through a global view (a step
+    # counter watches every tool): that would be a relaxed fixpoint per tool.
+    pairs = [(t, w) for t in sorted(mentioned) for w in sorted(context.linked.get(name, set()))]
+    implied = []
+    for tool, first in pairs[:IMPLIED_PAIRS]:
+        # Closed until `first` succeeds implies closed until it is called at all: the second
+        # is asked only when the first is not so.
+        closing = relaxed.closed_until(tool, first, mine, succeeded=True)
+        if closing is None:
+            closing = relaxed.closed_until(tool, first, mine, succeeded=False)
+        if closing is not None:
+            implied.append(_names(system, closing) | {name})
+    core = requirement_core(
+        system,
+        _never_live(name),
+        engine,
+        f"live:{name}",
+        keep=(name,),
+        grow_from=hints.with_roots(()),
+        cache=cache,
+        hints=[
+            *implied,
+            *_between(system, name, context.dependencies),
+            *_cones(system, set(_mentions_of(system, name)), forcing=True),
+            hints.with_roots(mentioning),
+            mentioning.union(*(context.closed.get(t, ()) for t in moving)),
+            *hints.guesses(),
+        ],
+    )
+    finding = _finding(
+        "dead-requirement",
+        f"`{name}` changes the pass in no reachable state",
+        core=core_entries(system, core),
+        requirement=name,
+    )
+    return finding, frozenset(r.name for r in core if r.name != name)
 
 
 def _names(system: Checked, indices: Iterable[int]) -> frozenset[str]:

@@ -141,8 +141,6 @@ class Relaxed:
         self._bit = {t: 1 << i for i, t in enumerate(callable_tools)}
         self._kept = [i for i, c in enumerate(components) if not c.requirement.yielding]
         self._tables = {i: _Table(components[i], self._bit) for i in self._kept}
-        self._closing: list[list[int]] = []
-        """The sets ``closing`` found so far, tried first for the next tool."""
 
     def callable(self, members: Sequence[int] | None = None) -> frozenset[str]:
         """The tools the relaxed product of the components at indices ``members`` (None:
@@ -151,13 +149,14 @@ class Relaxed:
         mask = self._callable(self._kept if members is None else members)
         return frozenset(t for t, b in self._bit.items() if mask & b)
 
-    def closing(self, tool: str) -> list[int] | None:
+    def closing(self, tool: str, earlier: list[list[int]] | None = None) -> list[int] | None:
         """A minimal set of component indices under whose relaxed product ``tool`` is
         never callable, or None when it is callable under all of them. QuickXplain in
-        index order, inside the first set found for an earlier tool that closes this one
-        too: deterministic for a given sequence of calls. A set that closes it without the
-        layers (a cycle of "only after"s, a cap at zero) is preferred: such sets are small,
-        while the layers tend to gather every force that ends the runs early."""
+        index order, inside the first of ``earlier`` (sets found for earlier tools, to which
+        the set found is added) that closes this one too: deterministic for given
+        arguments. A set that closes it without the layers (a cycle of "only after"s, a cap
+        at zero) is preferred: such sets are small, while the layers tend to gather every
+        force that ends the runs early."""
         b = self._bit.get(tool)
         if b is None:
             return None
@@ -181,14 +180,14 @@ class Relaxed:
                 pool = next(
                     (
                         found
-                        for found in self._closing
+                        for found in earlier or ()
                         if not opens(sum(index_bit[i] for i in found))
                     ),
                     self._kept,
                 )
                 found = quickxplain(pool, index_bit, opens)
-                if found not in self._closing:
-                    self._closing.append(found)
+                if earlier is not None and found not in earlier:
+                    earlier.append(found)
                 return found
         return None
 

@@ -138,7 +138,12 @@ def check(
         return answer
 
     found = findings(
-        system, analysis, max_iterations=max_iterations, engine=core_question, deadline=deadline
+        system,
+        analysis,
+        max_iterations=max_iterations,
+        engine=core_question,
+        deadline=deadline,
+        cut=cut,
     )
     complete = analysis.complete and not cut
     reason = analysis.reason

@@ -516,10 +516,11 @@ SEEK_STATES = 256
 budget, before the breadth-first layers (which reach a deep one only through every state
 before it)."""
 
-WITNESS_STATES = 64
+WITNESS_STATES = 2048
 """Up to this many states in the layers before a witness's depth, its trace is found by a
-search of concrete states instead of preimages (which cost the same however few states
-there are)."""
+search of concrete states (shared by the witnesses of an analysis) instead of preimages
+(which cost the same however few states there are); and up to this many states of the
+target at that depth are listed rather than tested one by one."""
 
 EARLY_LAYERS = 8
 """Breadth-first layers searched for a requirement being live, or a tool allowed, before
@@ -616,6 +617,10 @@ class _Symbolic:
         self._counts: dict[str, tuple[dict[str, Node], dict[str, Node]]] | None = None
         self.pruned = False
         """Whether some layer kept only part of the states first reached there."""
+        self._concrete: list[list[tuple[State, tuple[Event, ...]]]] = []
+        """``_concrete_layer``'s layers so far."""
+        self._first_reached: dict[State, int] = {}
+        """The layer of each state in ``_concrete``."""
         self.settled = False
         """Whether the breadth-first layers reached every reachable state."""
 
@@ -1287,48 +1292,71 @@ class _Symbolic:
 
     def _forward_trace(self, target: Node, depth: int) -> list[Event] | None:
         """The trace of ``_witness`` by a breadth-first search of concrete states through
-        the layers, when they hold at most ``WITNESS_STATES`` states up to ``depth`` (None:
-        more). Parents are expanded in the order of their traces and steps in declared
-        order, so each state is first reached by its smallest trace, as on the way back."""
-        layers = self.layers[: depth + 1]
-        if sum(self._count(layer) for layer in layers) > WITNESS_STATES:
-            return None
-        system, enc, bdd = self.system, self.enc, self.bdd
-        comps = system.components
-
-        def inside(state: State, u: Node) -> bool:
-            return bool(bdd.let(enc.state_bits(comps, state), u) == bdd.true)
-
-        frontier: list[tuple[State, tuple[Event, ...]]] = [(system.initial, ())]
+        the layers (``_concrete_layer``, shared by the witnesses of an analysis), when the
+        layers before ``depth`` hold at most ``WITNESS_STATES`` states (None: more). Parents
+        are expanded in the order of their traces and steps in declared order, so each
+        state is first reached by its smallest trace, as on the way back."""
         if depth == 0:
             return []
-        seen = {system.initial}
-        for d in range(depth):
-            self._tick()
-            following: list[tuple[State, tuple[Event, ...]]] = []
-            for state, trace in frontier:
-                some_tools = callable_at(system, state)
-                for tool in system.callable:
-                    if tool not in some_tools:
-                        continue
-                    for status in STATUSES:
-                        after = system.successor(state, (tool, status))
-                        if after in seen:
-                            continue
-                        # A state first reached now is in the layer, unless the layers
-                        # were pruned (``_finish_within``): then it must be in it.
-                        if self.pruned and not inside(after, layers[d + 1]):
-                            continue
-                        seen.add(after)
-                        step = (*trace, (tool, status))
-                        if d + 1 == depth:
-                            if inside(after, target):
-                                return list(step)
-                        else:
-                            following.append((after, step))
-            frontier = following
+        if sum(self._count(layer) for layer in self.layers[:depth]) > WITNESS_STATES:
+            return None
+        bdd, enc, comps = self.bdd, self.enc, self.system.components
+        goal = self.layers[depth] & target
+        members: set[State] | None = None
+        if self._count(goal) <= WITNESS_STATES:
+            members = set(self._states(goal))
+        for state, trace in self._concrete_layer(depth - 1):
+            for event, after in self._steps_from(state):
+                # The target's states at this depth are first reached there.
+                if members is not None:
+                    if after in members:
+                        return [*trace, event]
+                elif bdd.let(enc.state_bits(comps, after), goal) == bdd.true:
+                    return [*trace, event]
         # INVARIANT: layer `depth` meets the target, and the search covered that layer.
         raise AssertionError("no trace into the target")  # pragma: no cover
+
+    def _concrete_layer(self, d: int) -> list[tuple[State, tuple[Event, ...]]]:
+        """The states first reached after ``d`` steps, each with its smallest trace, in the
+        order of those traces (computed on demand from the layer before; with pruned
+        layers, only the states they keep)."""
+        bdd, enc, comps = self.bdd, self.enc, self.system.components
+        found = self._concrete
+        while len(found) <= d:
+            self._tick()
+            k = len(found)
+            if k == 0:
+                found.append([(self.system.initial, ())])
+                self._first_reached[self.system.initial] = 0
+                continue
+            following: list[tuple[State, tuple[Event, ...]]] = []
+            for state, trace in found[k - 1]:
+                for event, after in self._steps_from(state):
+                    if after in self._first_reached:
+                        continue
+                    # A state first reached now is in the layer, unless the layers were
+                    # pruned (``_finish_within``): then it must be in it.
+                    if (
+                        self.pruned
+                        and bdd.let(enc.state_bits(comps, after), self.layers[k]) != bdd.true
+                    ):
+                        continue
+                    self._first_reached[after] = k
+                    following.append((after, (*trace, event)))
+            found.append(following)
+        return found[d]
+
+    def _steps_from(self, state: State) -> list[tuple[Event, State]]:
+        """The steps a run may take at ``state`` (allowed under some check values), in
+        declared order, with the states they lead to."""
+        system = self.system
+        some_tools = callable_at(system, state)
+        return [
+            ((tool, status), system.successor(state, (tool, status)))
+            for tool in system.callable
+            if tool in some_tools
+            for status in STATUSES
+        ]
 
     def _backward_trace(self, target: Node, depth: int) -> list[Event]:
         """The trace of ``_witness`` from the states of each layer that lead into the

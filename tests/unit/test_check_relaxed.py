@@ -50,8 +50,16 @@ def test_a_prerequisite_capped_at_zero_closes_what_needs_it() -> None:
     reqs = [C("a", max_invocations=0, name="never-a"), C("b", only_after=["a"], name="B")]
     system, relaxed = _relaxed(["a", "b", "c"], reqs)
     assert relaxed.callable() == {"c"}
-    assert _names(system, relaxed.closing("b")) == ["B", "never-a"]
+    earlier: list[list[int]] = []
+    assert _names(system, relaxed.closing("b", earlier)) == ["B", "never-a"]
+    assert [_names(system, found) for found in earlier] == [["B", "never-a"]]
+    # Searched inside the set found for `b`, which closes `a` too.
+    assert _names(system, relaxed.closing("a", earlier)) == ["never-a"]
+    assert [_names(system, found) for found in earlier] == [["B", "never-a"], ["never-a"]]
+    # Without earlier sets the answer is the same (QuickXplain in index order) and nothing
+    # is remembered: a call depends on its arguments alone.
     assert _names(system, relaxed.closing("a")) == ["never-a"]
+    assert _names(system, relaxed.closing("b")) == ["B", "never-a"]
 
 
 def test_two_hard_forces_at_one_step_end_every_run_and_the_layers_see_it() -> None:
@@ -127,7 +135,7 @@ def test_the_dead_tool_core_follows_the_relaxed_guess_and_asks_less(
     with_guess = check(tools, reqs)
     asked = len(questions)
     questions.clear()
-    monkeypatch.setattr(props.Relaxed, "closing", lambda self, tool: None)
+    monkeypatch.setattr(props.Relaxed, "closing", lambda self, tool, earlier=None: None)
     without = check(tools, reqs)
     assert with_guess.model_dump() | {"stats": None} == without.model_dump() | {"stats": None}
     dead = {
