@@ -237,3 +237,33 @@ def _children() -> set[int]:
             if fields[1] == me:
                 out.add(int(pid))
     return out
+
+
+@needs_fork
+@pytest.mark.parametrize("seed", range(4))
+def test_liveness_in_a_second_lane_gives_the_same_report(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ruleengine.check import symbolic
+
+    policy = _mixed(seed)
+
+    def report() -> dict[str, object]:
+        data = json.loads(policy.check(engine="symbolic").model_dump_json())
+        data["stats"].pop("seconds")
+        return data  # type: ignore[no-any-return]
+
+    alone = report()  # few states: liveness in the same lane
+    monkeypatch.setattr(symbolic, "LIVENESS_LANE_STATES", 0)
+    forks: list[bool] = []
+
+    def recording(*lanes_: object) -> object:
+        found = run_lanes(*lanes_)  # type: ignore[arg-type]
+        forks.append(found[2])
+        return found
+
+    monkeypatch.setattr(symbolic, "run_lanes", recording)
+    assert report() == alone
+    assert forks and all(forks)  # the whole analysis forked its liveness lane
+    monkeypatch.setenv("RULEENGINE_LANES", "1")
+    assert report() == alone
