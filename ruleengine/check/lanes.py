@@ -1,46 +1,41 @@
-"""Two lanes of independent work, the second in a forked process when it pays.
+"""Independent jobs on two processes: this one takes them from the front, a forked child from
+the back.
 
-The checker's core searches split into a fixed number of *lanes* (``LANES``): lists of jobs
-that share nothing but inputs fixed before they start, so each lane's results are the same
-whether it runs in this process or in a child. ``run_lanes`` runs the first lane here and,
-once that has taken ``FORK_AFTER`` seconds with the second still to do, forks a child that
-runs the second while this process goes on; without a fork (one CPU, no ``fork``, other
-threads, ``RULEENGINE_LANES=1``, or a child that failed) the second lane runs here
-afterwards. Reports therefore never depend on the machine: only their time does.
+The checker's core searches (and, on very large policies, its liveness) are *independent
+jobs*: each job's result depends on its own inputs only, fixed before any job starts. So
+whichever process runs a job, and in whatever order, the results are the same.
+``run_jobs`` runs a list of them with this process claiming jobs from the front and, when
+``forking_allowed()``, a forked child claiming from the back, until the two meet: the work
+balances itself whatever the jobs cost. Without a child (one CPU, no ``fork``, other threads,
+``RULEENGINE_LANES=1``, or a child that failed) this process runs every job. Reports
+therefore never depend on the machine: only their time does.
 """
 
 from __future__ import annotations
 
 import contextlib
+import mmap
 import os
 import pickle
 import signal
+import struct
 import sys
 import threading
-import time
 from collections.abc import Callable, Sequence
 from typing import Generic, TypeVar
 
-__all__ = ["FORK_AFTER", "LANES", "forking_allowed", "run_lanes"]
+__all__ = ["forking_allowed", "run_beside", "run_jobs"]
 
 T = TypeVar("T")
-
-LANES = 2
-"""Lanes per phase of core searches (this machine kind has two cores)."""
-
-FORK_AFTER = 0.0
-"""Seconds the first lane runs alone before the second is forked off: a fork and the
-copying of the pages a child writes cost a few milliseconds, more than lanes of quick jobs
-take (most policies' core searches)."""
 
 _QUIET_THREADS = frozenset({"ruleengine-progress"})
 """Threads that never hold a lock the child needs (they only write to a terminal)."""
 
 
 def forking_allowed() -> bool:
-    """Whether a lane may run in a forked child here: Linux with ``fork``, more than one
-    CPU for this process, no threads besides the progress line's (a fork copies only the
-    calling thread, and a lock another one holds would stay held in the child), and
+    """Whether jobs may run in a forked child here: Linux with ``fork``, more than one CPU
+    for this process, no threads besides the progress line's (a fork copies only the calling
+    thread, and a lock another one holds would stay held in the child), and
     ``RULEENGINE_LANES`` not set to ``1``."""
     if os.environ.get("RULEENGINE_LANES", "").strip() == "1":
         return False
@@ -62,53 +57,109 @@ def _threads_quiet() -> bool:
     return threading.current_thread() is main and all(t.name in _QUIET_THREADS for t in others)
 
 
-def run_lanes(
-    first: Sequence[Callable[[], T]], second: Sequence[Callable[[], T]]
-) -> tuple[list[T], list[T], bool]:
-    """Each lane's jobs' results, in order, and whether the second lane ran in a child.
+def run_jobs(jobs: Sequence[Callable[[], T]]) -> tuple[list[T], list[bool]]:
+    """Every job's result, in order, and for each whether it ran in this process.
 
-    Jobs run in their lane's order. The first lane runs here; the second, in a forked child
-    once the first has run ``FORK_AFTER`` seconds (checked between jobs) and
-    ``forking_allowed()``, else here after the first. A child's results come back pickled; a
-    child that fails for any reason (an exception, a result that does not pickle, a crash)
-    has its lane run again here, so the results are always those of running both here.
-    Cost: the jobs' own, plus a fork (a few milliseconds) when the lanes are slow.
+    With at least two jobs and ``forking_allowed()``, a forked child claims jobs from the
+    back while this process claims them from the front (two counters in shared memory, each
+    written by one process). A job both claim at the moment they meet runs twice, with the
+    same result (this process's is kept); none is left out. The child's results come back
+    pickled through a pipe; if the child fails for any reason (an exception, a result that
+    does not pickle, a crash), this process runs the jobs it had claimed. An exception here
+    kills the child before it propagates. Cost: the jobs' own, plus a fork (a few
+    milliseconds).
     """
-    started = time.monotonic()
-    child: _Child[T] | None = None
-    tried = False
-    done: list[T] = []
+    if len(jobs) < 2 or not forking_allowed():
+        return [job() for job in jobs], [True] * len(jobs)
+    ends = _Ends(len(jobs))
+    child = _Child.start(jobs, ends)
+    if child is None:  # pragma: no cover - the fork failed (out of processes)
+        return [job() for job in jobs], [True] * len(jobs)
+    mine: dict[int, T] = {}
     try:
-        for job in first:
-            if not tried and second and time.monotonic() - started >= FORK_AFTER:
-                tried = True
-                child = _Child.start(second) if forking_allowed() else None
-            done.append(job())
+        while (i := ends.claim_front()) is not None:
+            mine[i] = jobs[i]()
     except BaseException:
-        if child is not None:
-            child.stop()
+        child.stop()
         raise
-    if child is not None:
-        found = child.result()
-        if found is not None:
-            return done, found, True
-    return done, [job() for job in second], False
+    theirs = child.result() or {}
+    # Whatever the child did not deliver (all it claimed, if it failed) runs here.
+    for i in range(len(jobs)):
+        if i not in mine and i not in theirs:
+            mine[i] = jobs[i]()
+    return [mine[i] if i in mine else theirs[i] for i in range(len(jobs))], [
+        i in mine for i in range(len(jobs))
+    ]
+
+
+def run_beside(main: Callable[[], None], side: Callable[[], T]) -> T:
+    """Run ``main`` here (for its effects on this process) and return ``side()``'s result,
+    computed meanwhile in a forked child when ``forking_allowed()``, else (or if the child
+    fails) here afterwards. ``side`` must not need anything ``main`` does."""
+    if not forking_allowed():
+        main()
+        return side()
+    ends = _Ends(1)
+    child = _Child.start([side], ends)
+    if child is None:  # pragma: no cover - the fork failed (out of processes)
+        main()
+        return side()
+    try:
+        main()
+    except BaseException:
+        child.stop()
+        raise
+    theirs = child.result() or {}
+    return theirs[0] if 0 in theirs else side()
+
+
+class _Ends:
+    """The two ends of a job list in memory shared with a forked child: ``front``, the next
+    job this process takes (only it writes it), and ``back``, one past the next job the
+    child takes (only the child writes it)."""
+
+    _FORMAT = struct.Struct("=II")
+
+    def __init__(self, count: int) -> None:
+        self.memory = mmap.mmap(-1, self._FORMAT.size)  # anonymous and shared across fork
+        self._FORMAT.pack_into(self.memory, 0, 0, count)
+
+    def _read(self) -> tuple[int, int]:
+        front, back = self._FORMAT.unpack_from(self.memory, 0)
+        return int(front), int(back)
+
+    def claim_front(self) -> int | None:
+        """The next job from the front, or None when the ends have met."""
+        front, back = self._read()
+        if front >= back:
+            return None
+        struct.pack_into("=I", self.memory, 0, front + 1)
+        return front
+
+    def claim_back(self) -> int | None:
+        """The next job from the back (the child's side), or None when the ends have met."""
+        front, back = self._read()
+        if back - 1 < front:
+            return None
+        struct.pack_into("=I", self.memory, 4, back - 1)
+        return back - 1
 
 
 class _Child(Generic[T]):
-    """A forked process running a lane, and the pipe its pickled results come back by."""
+    """A forked process claiming jobs from the back, and the pipe its pickled results come
+    back by."""
 
     def __init__(self, pid: int, reader: int) -> None:
         self.pid = pid
         self.reader = reader
 
     @staticmethod
-    def start(jobs: Sequence[Callable[[], T]]) -> _Child[T] | None:
-        """The child running ``jobs`` (None: the fork failed)."""
+    def start(jobs: Sequence[Callable[[], T]], ends: _Ends) -> _Child[T] | None:
+        """The child running jobs from the back of ``jobs`` (None: the fork failed)."""
         reader, writer = os.pipe()
         try:
             pid = os.fork()
-        except OSError:
+        except OSError:  # pragma: no cover - out of processes
             os.close(reader)
             os.close(writer)
             return None
@@ -116,7 +167,10 @@ class _Child(Generic[T]):
             code = 1
             try:
                 os.close(reader)
-                payload = pickle.dumps([job() for job in jobs], protocol=pickle.HIGHEST_PROTOCOL)
+                done: dict[int, T] = {}
+                while (i := ends.claim_back()) is not None:
+                    done[i] = jobs[i]()
+                payload = pickle.dumps(done, protocol=pickle.HIGHEST_PROTOCOL)
                 with os.fdopen(writer, "wb") as out:
                     out.write(payload)
                 code = 0
@@ -128,14 +182,14 @@ class _Child(Generic[T]):
         return _Child(pid, reader)
 
     def stop(self) -> None:
-        """End the child and its pipe (this process is leaving the lanes early)."""
+        """End the child and its pipe (this process is leaving the jobs early)."""
         os.close(self.reader)
         with contextlib.suppress(ProcessLookupError):  # it may have ended
             os.kill(self.pid, signal.SIGKILL)
         os.waitpid(self.pid, 0)
 
-    def result(self) -> list[T] | None:
-        """The lane's results, or None when the child failed."""
+    def result(self) -> dict[int, T] | None:
+        """The child's results by job index, or None when it failed."""
         chunks: list[bytes] = []
         try:
             with os.fdopen(self.reader, "rb") as pipe:
@@ -147,6 +201,6 @@ class _Child(Generic[T]):
             return None
         try:
             found = pickle.loads(b"".join(chunks))
-        except Exception:  # any undecodable answer: the lane runs here
+        except Exception:  # any undecodable answer: the jobs run here
             return None
-        return found if isinstance(found, list) else None
+        return found if isinstance(found, dict) else None

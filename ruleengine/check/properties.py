@@ -27,7 +27,7 @@ from ruleengine.check.explicit import (
     reaches,
     walk,
 )
-from ruleengine.check.lanes import LANES, run_lanes
+from ruleengine.check.lanes import run_jobs
 from ruleengine.check.relaxed import Relaxed
 from ruleengine.check.report import FINDING_IDS, SEVERITY, Finding, FindingId, TraceStep
 from ruleengine.check.system import Component, Event, State, System
@@ -172,36 +172,27 @@ core adds to those guesses (None: no finding)."""
 
 
 def _in_lanes(jobs: Sequence[_Job], hints: Hints, cut: list[str] | None) -> list[Finding | None]:
-    """Each job's finding, in order, the jobs dealt in turn to ``LANES`` lanes (see
-    ``lanes.run_lanes``). A lane starts from a copy of ``hints`` and adds each of its
-    findings' cores to it: a job's guesses depend on its lane alone, so every finding is the
-    same whether a lane ran here or in a child. Afterwards ``hints`` gets every core in job
+    """Each job's finding, in order, the jobs run as independent jobs (``lanes.run_jobs``:
+    on two processes when the machine allows). Every job starts from its own copy of
+    ``hints`` (the guesses known when the phase starts), so its finding is the same
+    whichever process runs it and whenever. Afterwards ``hints`` gets every core in job
     order (the next phase's start)."""
 
-    def lane(mine: Sequence[_Job]) -> list[Callable[[], _Done]]:
-        own = hints.copy()
+    def run(job: _Job) -> _Done:
+        start = len(cut) if cut is not None else 0
+        got = job(hints.copy())
+        return got, (cut[start:] if cut is not None else [])
 
-        def step(job: _Job) -> _Done:
-            start = len(cut) if cut is not None else 0
-            got = job(own)
-            if got is not None:
-                own.add(got[1])
-            return got, (cut[start:] if cut is not None else [])
-
-        return [partial(step, job) for job in mine]
-
-    # INVARIANT: run_lanes runs two lanes.
-    assert LANES == 2
-    here, there, forked = run_lanes(lane(jobs[0::2]), lane(jobs[1::2]))
-    if forked and cut is not None:
-        for _, cut_there in there:
-            cut.extend(cut_there)
-    done = [here, there]
-    ordered = [done[i % LANES][i // LANES][0] for i in range(len(jobs))]
-    for got in ordered:
+    done, here = run_jobs([partial(run, job) for job in jobs])
+    if cut is not None:
+        # What the jobs run in the child cut short (the others wrote to `cut` themselves).
+        for (_, cut_there), ran_here in zip(done, here, strict=True):
+            if not ran_here:
+                cut.extend(cut_there)
+    for got, _ in done:
         if got is not None:
             hints.add(got[1])
-    return [None if got is None else got[0] for got in ordered]
+    return [None if got is None else got[0] for got, _ in done]
 
 
 _Done = tuple["tuple[Finding, frozenset[str]] | None", list[str]]

@@ -36,7 +36,7 @@ from ruleengine.check._bdd import dd as _dd
 from ruleengine.check.analysis import Analysis, Witness
 from ruleengine.check.bounds import Distances, distances
 from ruleengine.check.explicit import Outcome, asking_of, callable_at, decide, live_at
-from ruleengine.check.lanes import run_lanes
+from ruleengine.check.lanes import run_beside
 from ruleengine.check.seek import seek
 from ruleengine.check.system import Component, Event, State, System, symbolic_problem
 from ruleengine.errors import ConflictError
@@ -505,10 +505,10 @@ FEW_STATES = 64
 
 LIVENESS_LANE_STATES = 100_000
 """Reachable states past which a whole analysis finds the live requirements in a second
-lane (``lanes.run_lanes``) while it computes the other verdicts. With fewer, the lanes lose
-more than they gain: each computes passes and decisions the other would have reused (on
-the `mixed` family, 2,529 states: 0.36 s in one lane, 0.44 s in two; 10⁹ states at 50
-tools: 16–18 s in one, 16 s in two)."""
+process (``lanes.run_beside``: a forked child, when the machine allows) while it computes
+the other verdicts. With fewer, two processes lose more than they gain: each computes passes
+and decisions the other would have reused (on the `mixed` family, 2,529 states: 0.36 s in
+one process, 0.44 s in two; 10⁹ states at 50 tools: 16–18 s in one, 16 s in two)."""
 
 SAMPLED = 64
 """Reachable states decided first, when a whole analysis asks which requirements are live
@@ -751,8 +751,7 @@ class _Symbolic:
             elif self.focus is None and result.states > LIVENESS_LANE_STATES:
                 # Which requirements are live is independent of the rest: a second lane
                 # (a forked child when the machine allows) finds it meanwhile.
-                _, (live,), _ = run_lanes([self._all_but_liveness], [self._all_live])
-                result.live |= live
+                result.live |= run_beside(self._all_but_liveness, self._all_live)
                 result.depth_done = max(len(self.layers) - 1, result.depth_done)
             else:
                 self._universal()

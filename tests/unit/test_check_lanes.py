@@ -6,14 +6,16 @@ from __future__ import annotations
 import json
 import os
 import threading
+import time
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
 from ruleengine import ConditionalRequirement as C
 from ruleengine import CycleGuard, Policy
 from ruleengine.check import lanes, properties
-from ruleengine.check.lanes import forking_allowed, run_lanes
+from ruleengine.check.lanes import forking_allowed, run_beside, run_jobs
 from ruleengine.check.properties import Hints, _in_lanes
 
 
@@ -35,57 +37,70 @@ def fork_ok(monkeypatch: pytest.MonkeyPatch) -> None:
 needs_fork = pytest.mark.usefixtures("fork_ok")
 
 
-def _jobs(values: list[int], *, scale: int = 1) -> list[Callable[[], tuple[int, int]]]:
-    return [lambda v=v: (v * scale, os.getpid()) for v in values]
+def _jobs(values: list[int]) -> list[Callable[[], tuple[int, int]]]:
+    return [lambda v=v: (v, os.getpid()) for v in values]
 
 
 @needs_fork
-def test_the_second_lane_runs_in_a_child_and_its_results_come_back_in_order() -> None:
-    here, there, forked = run_lanes(_jobs([1, 2, 3]), _jobs([4, 5], scale=10))
-    assert forked
-    assert [v for v, _ in here] == [1, 2, 3]
-    assert [v for v, _ in there] == [40, 50]
-    assert {pid for _, pid in here} == {os.getpid()}
-    assert os.getpid() not in {pid for _, pid in there}
-
-
-def test_without_forking_both_lanes_run_here(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("RULEENGINE_LANES", "1")
-    assert not forking_allowed()
-    here, there, forked = run_lanes(_jobs([1]), _jobs([2, 3]))
-    assert not forked
-    assert [v for v, _ in here + there] == [1, 2, 3]
-    assert {pid for _, pid in here + there} == {os.getpid()}
-
-
-def test_an_empty_second_lane_forks_nothing() -> None:
-    here, there, forked = run_lanes(_jobs([1, 2]), [])
-    assert (not forked, there, [v for v, _ in here]) == (True, [], [1, 2])
-
-
-@needs_fork
-def test_a_child_that_fails_has_its_lane_run_here() -> None:
+def test_a_child_takes_jobs_from_the_back_and_every_result_comes_back_in_order() -> None:
     parent = os.getpid()
 
-    def fails_in_a_child() -> int:
-        if os.getpid() != parent:
-            raise RuntimeError("only in the child")
-        return 7
+    def slow(v: int) -> Callable[[], tuple[int, int]]:
+        def run() -> tuple[int, int]:
+            time.sleep(0.05)  # long enough for the child to take its share
+            return v, os.getpid()
 
-    here, there, forked = run_lanes([lambda: 1], [fails_in_a_child, lambda: 8])
-    assert (here, there, forked) == ([1], [7, 8], False)
+        return run
+
+    found, here = run_jobs([slow(v) for v in range(12)])
+    assert [v for v, _ in found] == list(range(12))
+    assert here == [pid == parent for _, pid in found]
+    assert here[0] and not here[-1]  # the front here, the back in the child
+    assert here == sorted(here, reverse=True)  # one cut between the two
+
+
+def test_without_forking_every_job_runs_here(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RULEENGINE_LANES", "1")
+    assert not forking_allowed()
+    found, here = run_jobs(_jobs([1, 2, 3]))
+    assert [v for v, _ in found] == [1, 2, 3]
+    assert here == [True] * 3
+    assert {pid for _, pid in found} == {os.getpid()}
 
 
 @needs_fork
-def test_a_result_that_does_not_pickle_has_its_lane_run_here() -> None:
-    here, there, forked = run_lanes([lambda: 1], [lambda: threading.Lock()])
-    assert not forked
-    assert here == [1]
-    assert type(there[0]) is type(threading.Lock())
+def test_one_job_or_none_forks_nothing() -> None:
+    assert run_jobs([]) == ([], [])
+    found, here = run_jobs(_jobs([5]))
+    assert ([v for v, _ in found], here) == ([5], [True])
 
 
 @needs_fork
-def test_a_child_killed_midway_has_its_lane_run_here() -> None:
+def test_a_child_that_fails_has_its_jobs_run_here() -> None:
+    parent = os.getpid()
+
+    def fails_in_a_child(v: int) -> Callable[[], int]:
+        def run() -> int:
+            time.sleep(0.01)
+            if os.getpid() != parent:
+                raise RuntimeError("only in the child")
+            return v
+
+        return run
+
+    found, here = run_jobs([fails_in_a_child(v) for v in range(6)])
+    assert (found, here) == (list(range(6)), [True] * 6)
+
+
+@needs_fork
+def test_a_result_that_does_not_pickle_has_its_job_run_here() -> None:
+    found, here = run_jobs([lambda: 1, lambda: threading.Lock()])
+    assert found[0] == 1 and type(found[1]) is type(threading.Lock())
+    assert all(here)
+
+
+@needs_fork
+def test_a_child_killed_midway_has_its_jobs_run_here() -> None:
     parent = os.getpid()
 
     def dies_in_a_child() -> int:
@@ -93,65 +108,82 @@ def test_a_child_killed_midway_has_its_lane_run_here() -> None:
             os._exit(3)
         return 5
 
-    assert run_lanes([lambda: 1], [dies_in_a_child]) == ([1], [5], False)
+    assert run_jobs([lambda: 1, dies_in_a_child]) == ([1, 5], [True, True])
 
 
 @needs_fork
-def test_an_error_in_the_first_lane_stops_the_child_and_propagates() -> None:
-    started = threading.Event()
+def test_an_error_here_stops_the_child_and_propagates() -> None:
+    never = threading.Event()
 
     def boom() -> int:
-        raise ValueError("first lane")
+        raise ValueError("here")
 
     def slow() -> int:
-        started.wait(30)  # never set in the child: it would run for 30 s
+        never.wait(30)  # never set: in the child it would run for 30 s
         return 1
 
     children_before = _children()
-    with pytest.raises(ValueError, match="first lane"):
-        run_lanes([lambda: 0, boom], [slow])
+    with pytest.raises(ValueError, match="here"):
+        run_jobs([boom, slow, slow])
     assert _children() == children_before  # killed and reaped: no zombie left
 
 
-def test_other_threads_keep_the_lanes_in_this_process() -> None:
+@needs_fork
+def test_beside_runs_the_side_job_in_a_child_and_the_main_one_here() -> None:
+    parent = os.getpid()
+    effects: list[int] = []
+    side = run_beside(lambda: effects.append(os.getpid()), os.getpid)
+    assert effects == [parent]  # the main job's effects are this process's
+    assert side != parent
+
+    def fails_in_a_child() -> int:
+        if os.getpid() != parent:
+            raise RuntimeError("only in the child")
+        return 9
+
+    assert run_beside(lambda: None, fails_in_a_child) == 9
+    children_before = _children()
+    with pytest.raises(ValueError, match="main"):
+        run_beside(lambda: (_ for _ in ()).throw(ValueError("main")), lambda: time.sleep(30))
+    assert _children() == children_before
+
+
+def test_other_threads_keep_the_jobs_in_this_process() -> None:
     assert lanes._threads_quiet() == (threading.active_count() == 1)
     stop = threading.Event()
     worker = threading.Thread(target=stop.wait, name="someone-else")
     worker.start()
     try:
         assert not forking_allowed()
-        assert run_lanes(_jobs([1]), _jobs([2]))[2] is False
+        assert run_jobs(_jobs([1, 2]))[1] == [True, True]
     finally:
         stop.set()
         worker.join()
 
 
-def test_lanes_deal_jobs_in_turn_and_each_lane_learns_only_from_its_own() -> None:
-    seen: list[tuple[int, list[frozenset[str]]]] = []
+def test_every_job_starts_from_the_phases_guesses_and_they_grow_in_job_order(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("RULEENGINE_LANES", "1")  # to see what each job saw
+    seen: dict[int, list[frozenset[str]]] = {}
 
     def job(i: int) -> Callable[[Hints], tuple[object, frozenset[str]]]:
         def run(hints: Hints) -> tuple[object, frozenset[str]]:
-            seen.append((i, list(hints.recent)))
+            seen[i] = list(hints.recent)
+            hints.add(["scribbled"])  # a job's own copy: no other job sees it
             return f"finding {i}", frozenset({f"core{i}"})
 
         return run
 
     hints = Hints()
     hints.add(["root"], root=True)
-    before = lanes.forking_allowed
-    try:
-        lanes.forking_allowed = lambda: False  # type: ignore[assignment]
-        found = _in_lanes([job(i) for i in range(5)], hints, None)  # type: ignore[arg-type]
-    finally:
-        lanes.forking_allowed = before  # type: ignore[assignment]
+    hints.add(["earlier"])
+    found = _in_lanes([job(i) for i in range(5)], hints, None)  # type: ignore[arg-type]
     assert found == [f"finding {i}" for i in range(5)]
-    learned = dict(seen)
-    assert learned[0] == [] and learned[1] == []
-    assert learned[2] == [frozenset({"core0"})]
-    assert learned[3] == [frozenset({"core1"})]
-    assert learned[4] == [frozenset({"core2"}), frozenset({"core0"})]
-    # Afterwards the phase's cores, in job order (newest first), are everyone's hints.
-    assert hints.recent == [frozenset({f"core{i}"}) for i in reversed(range(5))]
+    assert all(seen[i] == [frozenset({"earlier"})] for i in range(5))
+    assert hints.recent == [frozenset({f"core{i}"}) for i in reversed(range(5))] + [
+        frozenset({"earlier"})
+    ]
     assert hints.roots == [frozenset({"root"})]
 
 
@@ -162,14 +194,17 @@ def test_answers_cut_short_in_a_child_are_reported_here() -> None:
 
     def job(i: int) -> Callable[[Hints], tuple[object, frozenset[str]]]:
         def run(hints: Hints) -> tuple[object, frozenset[str]]:
+            time.sleep(0.05)
             where = "child" if os.getpid() != parent else "here"
             cut.append(f"job {i} cut {where}")
             return i, frozenset()
 
         return run
 
-    _in_lanes([job(i) for i in range(4)], Hints(), cut)  # type: ignore[arg-type]
-    assert sorted(cut) == ["job 0 cut here", "job 1 cut child", "job 2 cut here", "job 3 cut child"]
+    _in_lanes([job(i) for i in range(6)], Hints(), cut)  # type: ignore[arg-type]
+    assert sorted(entry.split()[1] for entry in cut) == [str(i) for i in range(6)]
+    assert any(entry.endswith("child") for entry in cut)
+    assert any(entry.endswith("here") for entry in cut)
 
 
 def _mixed(seed: int) -> Policy:
@@ -203,12 +238,12 @@ def test_reports_are_the_same_with_and_without_a_child(
     policy = _mixed(seed)
     forks: list[bool] = []
 
-    def recording(*lanes_: object) -> object:
-        found = run_lanes(*lanes_)  # type: ignore[arg-type]
-        forks.append(found[2])
+    def recording(jobs: Any) -> Any:
+        found = run_jobs(jobs)
+        forks.append(not all(found[1]))
         return found
 
-    monkeypatch.setattr(properties, "run_lanes", recording)
+    monkeypatch.setattr(properties, "run_jobs", recording)
 
     def report() -> dict[str, object]:
         data = json.loads(policy.check().model_dump_json())
@@ -216,7 +251,7 @@ def test_reports_are_the_same_with_and_without_a_child(
         return data  # type: ignore[no-any-return]
 
     with_child = report()
-    assert any(forks)  # some second lanes did run in children
+    assert any(forks)  # some jobs did run in children
     forks.clear()
     monkeypatch.setenv("RULEENGINE_LANES", "1")
     assert report() == with_child
@@ -253,17 +288,17 @@ def test_liveness_in_a_second_lane_gives_the_same_report(
         data["stats"].pop("seconds")
         return data  # type: ignore[no-any-return]
 
-    alone = report()  # few states: liveness in the same lane
+    alone = report()  # few states: liveness in the same process
     monkeypatch.setattr(symbolic, "LIVENESS_LANE_STATES", 0)
-    forks: list[bool] = []
+    pids: list[int] = []
 
-    def recording(*lanes_: object) -> object:
-        found = run_lanes(*lanes_)  # type: ignore[arg-type]
-        forks.append(found[2])
-        return found
+    def recording(main: Any, side: Any) -> Any:
+        pid, live = run_beside(main, lambda: (os.getpid(), side()))
+        pids.append(pid)
+        return live
 
-    monkeypatch.setattr(symbolic, "run_lanes", recording)
+    monkeypatch.setattr(symbolic, "run_beside", recording)
     assert report() == alone
-    assert forks and all(forks)  # the whole analysis forked its liveness lane
+    assert pids and os.getpid() not in pids  # liveness ran in a child, beside the rest
     monkeypatch.setenv("RULEENGINE_LANES", "1")
     assert report() == alone
