@@ -76,9 +76,6 @@ class Hints:
         """The conflicts' cores: always tried."""
         self.recent: list[frozenset[str]] = []
         """The other findings' cores, newest first."""
-        self.closing: list[list[int]] = []
-        """The components closing earlier dead tools in the relaxed product
-        (``Relaxed.closing``)."""
 
     def add(self, core: Iterable[str], *, root: bool = False) -> None:
         (self.roots if root else self.recent).insert(0, frozenset(core))
@@ -86,7 +83,6 @@ class Hints:
     def copy(self) -> Hints:
         twin = Hints()
         twin.roots, twin.recent = list(self.roots), list(self.recent)
-        twin.closing = list(self.closing)
         return twin
 
     def with_roots(self, guess: Iterable[str]) -> frozenset[str]:
@@ -143,9 +139,13 @@ def findings(
         first.append(lambda h: _budget(system, analysis, max_iterations, engine, cache, h))
     relaxed = Relaxed(system.components, system.tools) if analysis.complete else None
     if relaxed is not None:
+        # The relaxed product's closing sets, found in tool order, each search inside the
+        # earlier ones (cheap: no engine, no decision), are the dead tools' first guesses.
+        earlier: list[list[int]] = []
         for tool in system.tools:
             if tool != FINAL_ANSWER and tool not in analysis.allowed_tools:
-                first.append(partial(_dead_tool, system, tool, engine, cache, relaxed=relaxed))
+                closing = relaxed.closing(tool, earlier)
+                first.append(partial(_dead_tool, system, tool, engine, cache, closing=closing))
     found = _in_lanes(first, hints, cut)
     closed = {
         f.tool: frozenset(c.requirement for c in f.core)
@@ -172,31 +172,39 @@ core adds to those guesses (None: no finding)."""
 
 
 def _in_lanes(jobs: Sequence[_Job], hints: Hints, cut: list[str] | None) -> list[Finding | None]:
-    """Each job's finding, in order, the jobs run as independent jobs (``lanes.run_jobs``:
-    on two processes when the machine allows). Every job starts from its own copy of
-    ``hints`` (the guesses known when the phase starts), so its finding is the same
-    whichever process runs it and whenever. Afterwards ``hints`` gets every core in job
-    order (the next phase's start)."""
+    """Each job's finding, in order. The jobs are dealt in turn to two lanes, run as two
+    independent jobs (``lanes.run_jobs``: side by side when the machine allows). A lane
+    starts from its own copy of ``hints`` and adds each of its findings' cores to it: a
+    job's guesses depend on its lane alone, so every finding is the same whichever process
+    ran a lane and when. Afterwards ``hints`` gets every core in job order (the next phase's
+    start)."""
 
-    def run(job: _Job) -> _Done:
-        start = len(cut) if cut is not None else 0
-        got = job(hints.copy())
-        return got, (cut[start:] if cut is not None else [])
+    def lane(mine: Sequence[_Job]) -> list[_Done]:
+        own = hints.copy()
+        out: list[_Done] = []
+        for job in mine:
+            start = len(cut) if cut is not None else 0
+            got = job(own)
+            if got is not None:
+                own.add(got[1])
+            out.append((got, cut[start:] if cut is not None else []))
+        return out
 
-    done, here = run_jobs([partial(run, job) for job in jobs])
+    lanes, here = run_jobs([partial(lane, jobs[0::2]), partial(lane, jobs[1::2])])
     if cut is not None:
-        # What the jobs run in the child cut short (the others wrote to `cut` themselves).
-        for (_, cut_there), ran_here in zip(done, here, strict=True):
+        # What a lane run in the child cut short (a lane run here wrote to `cut` itself).
+        for done, ran_here in zip(lanes, here, strict=True):
             if not ran_here:
-                cut.extend(cut_there)
-    for got, _ in done:
+                cut.extend(entry for _, cut_there in done for entry in cut_there)
+    ordered = [lanes[i % 2][i // 2][0] for i in range(len(jobs))]
+    for got in ordered:
         if got is not None:
             hints.add(got[1])
-    return [None if got is None else got[0] for got, _ in done]
+    return [None if got is None else got[0] for got in ordered]
 
 
 _Done = tuple["tuple[Finding, frozenset[str]] | None", list[str]]
-"""A job's result in a lane, and the answers cut short while it ran."""
+"""A job's result, and the answers cut short while it ran."""
 
 
 def _finding(
@@ -351,9 +359,8 @@ def _dead_tool(
     cache: CoreCache,
     hints: Hints,
     *,
-    relaxed: Relaxed,
+    closing: list[int] | None,
 ) -> tuple[Finding, frozenset[str]]:
-    closing = relaxed.closing(tool, hints.closing)
     cones = _cones(system, {tool}, forcing=True)
     core = requirement_core(
         system,

@@ -161,7 +161,7 @@ def test_other_threads_keep_the_jobs_in_this_process() -> None:
         worker.join()
 
 
-def test_every_job_starts_from_the_phases_guesses_and_they_grow_in_job_order(
+def test_lanes_deal_jobs_in_turn_and_each_lane_learns_only_from_its_own(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("RULEENGINE_LANES", "1")  # to see what each job saw
@@ -170,7 +170,6 @@ def test_every_job_starts_from_the_phases_guesses_and_they_grow_in_job_order(
     def job(i: int) -> Callable[[Hints], tuple[object, frozenset[str]]]:
         def run(hints: Hints) -> tuple[object, frozenset[str]]:
             seen[i] = list(hints.recent)
-            hints.add(["scribbled"])  # a job's own copy: no other job sees it
             return f"finding {i}", frozenset({f"core{i}"})
 
         return run
@@ -180,10 +179,13 @@ def test_every_job_starts_from_the_phases_guesses_and_they_grow_in_job_order(
     hints.add(["earlier"])
     found = _in_lanes([job(i) for i in range(5)], hints, None)  # type: ignore[arg-type]
     assert found == [f"finding {i}" for i in range(5)]
-    assert all(seen[i] == [frozenset({"earlier"})] for i in range(5))
-    assert hints.recent == [frozenset({f"core{i}"}) for i in reversed(range(5))] + [
-        frozenset({"earlier"})
-    ]
+    earlier = frozenset({"earlier"})
+    assert seen[0] == seen[1] == [earlier]
+    assert seen[2] == [frozenset({"core0"}), earlier]
+    assert seen[3] == [frozenset({"core1"}), earlier]
+    assert seen[4] == [frozenset({"core2"}), frozenset({"core0"}), earlier]
+    # Afterwards the phase's cores, in job order (newest first), are everyone's guesses.
+    assert hints.recent == [frozenset({f"core{i}"}) for i in reversed(range(5))] + [earlier]
     assert hints.roots == [frozenset({"root"})]
 
 
