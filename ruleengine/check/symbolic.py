@@ -1109,6 +1109,9 @@ class _Symbolic:
         # there are no more states than that, they answer for every requirement.
         if self._count(reach) <= FEW_STATES:
             return self._live_by_deciding(names, self._states(reach))
+        # Those whose rules change no fact where they are reached are never live: found
+        # first (a few BDD operations each), they are left out of the decisions below.
+        names = [name for name in names if reach & self._unmasked(name) != bdd.false]
         live: set[str] = set()
         if len(names) > 1:
             live |= self._live_by_deciding(names, self._walks())
@@ -1119,11 +1122,7 @@ class _Symbolic:
             # A core question about one requirement is usually about one never live:
             # probing would only add to the BDD below.
             probed = len(names) > 1 and self._probed(name)
-            if probed:
-                live.add(name)
-            elif reach & self._unmasked(name) == bdd.false:
-                continue  # its rules change no fact where it is reached: never live
-            elif reach & self._live_at(name) != bdd.false:
+            if probed or reach & self._live_at(name) != bdd.false:
                 live.add(name)
         return live
 
