@@ -1,14 +1,15 @@
-"""Independent jobs on two processes: this one takes them from the front, a forked child from
-the back.
+"""Independent jobs on two processes: this one takes them from the front of a list, a forked
+child from the back.
 
-The checker's core searches (and, on very large policies, its liveness) are *independent
-jobs*: each job's result depends on its own inputs only, fixed before any job starts. So
-whichever process runs a job, and in whatever order, the results are the same.
-``run_jobs`` runs a list of them with this process claiming jobs from the front and, when
-``forking_allowed()``, a forked child claiming from the back, until the two meet: the work
-balances itself whatever the jobs cost. Without a child (one CPU, no ``fork``, other threads,
-``RULEENGINE_LANES=1``, or a child that failed) this process runs every job. Reports
-therefore never depend on the machine: only their time does.
+A job here is *independent*: its result depends on inputs fixed before any job starts, so
+whichever process runs it, and when, the result is the same. The checker's two lanes of core
+searches are two such jobs (``properties._in_lanes``), and so is the liveness of a very large
+whole analysis beside the rest of it (``run_beside``). ``run_jobs`` runs a list of them with
+this process claiming jobs from the front and, when ``forking_allowed()``, a forked child
+claiming from the back, until the two meet: the work balances itself whatever the jobs
+cost. Without a child (one CPU, no ``fork``, other threads, ``RULEENGINE_LANES=1``, or a
+child that failed) this process runs every job. Reports therefore never depend on the
+machine: only their time does.
 """
 
 from __future__ import annotations

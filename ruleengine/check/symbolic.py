@@ -503,7 +503,7 @@ CHAINING_SWEEPS = 3
 FEW_STATES = 64
 """Up to this many reachable states, liveness is decided state by state."""
 
-LIVENESS_LANE_STATES = 100_000
+LIVENESS_BESIDE_STATES = 100_000
 """Reachable states past which a whole analysis finds the live requirements in a second
 process (``lanes.run_beside``: a forked child, when the machine allows) while it computes
 the other verdicts. With fewer, two processes lose more than they gain: each computes passes
@@ -748,9 +748,9 @@ class _Symbolic:
                 self.reach = self.layered
                 result.depth_done = len(self.layers) - 1
                 self._existential()
-            elif self.focus is None and result.states > LIVENESS_LANE_STATES:
-                # Which requirements are live is independent of the rest: a second lane
-                # (a forked child when the machine allows) finds it meanwhile.
+            elif self.focus is None and result.states > LIVENESS_BESIDE_STATES:
+                # Which requirements are live is independent of the rest: a second process
+                # (a forked child, when the machine allows) finds it meanwhile.
                 result.live |= run_beside(self._all_but_liveness, self._all_live)
                 result.depth_done = max(len(self.layers) - 1, result.depth_done)
             else:

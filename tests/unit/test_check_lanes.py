@@ -291,7 +291,7 @@ def test_liveness_in_a_second_lane_gives_the_same_report(
         return data  # type: ignore[no-any-return]
 
     alone = report()  # few states: liveness in the same process
-    monkeypatch.setattr(symbolic, "LIVENESS_LANE_STATES", 0)
+    monkeypatch.setattr(symbolic, "LIVENESS_BESIDE_STATES", 0)
     pids: list[int] = []
 
     def recording(main: Any, side: Any) -> Any:
