@@ -29,6 +29,9 @@ __all__ = ["forking_allowed", "run_beside", "run_jobs"]
 
 T = TypeVar("T")
 
+_in_child = False
+"""Whether this process is a child running jobs (which forks no grandchild)."""
+
 _QUIET_THREADS = frozenset({"ruleengine-progress"})
 """Threads that never hold a lock the child needs (they only write to a terminal)."""
 
@@ -37,8 +40,8 @@ def forking_allowed() -> bool:
     """Whether jobs may run in a forked child here: Linux with ``fork``, more than one CPU
     for this process, no threads besides the progress line's (a fork copies only the calling
     thread, and a lock another one holds would stay held in the child), and
-    ``RULEENGINE_LANES`` not set to ``1``."""
-    if os.environ.get("RULEENGINE_LANES", "").strip() == "1":
+    ``RULEENGINE_LANES`` not set to ``1``; never in a child running jobs."""
+    if _in_child or os.environ.get("RULEENGINE_LANES", "").strip() == "1":
         return False
     if not sys.platform.startswith("linux") or not hasattr(os, "fork"):
         return False
@@ -114,6 +117,23 @@ def run_beside(main: Callable[[], None], side: Callable[[], T]) -> T:
     return theirs[0] if 0 in theirs else side()
 
 
+def _become_child(parent: int) -> None:  # pragma: no cover - runs in the child
+    """Set up a child: it forks no grandchild, and it ends with its parent (Linux's
+    ``PR_SET_PDEATHSIG``; a parent gone before that is noticed at once), rather than run
+    on, orphaned, to the end of its jobs."""
+    global _in_child
+    _in_child = True
+    import ctypes  # here: a check that never forks does not pay for it
+
+    with contextlib.suppress(Exception):  # without it the child only outlives a killed parent
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+_PR_SET_PDEATHSIG = 1
+
+
 class _Ends:
     """The two ends of a job list in memory shared with a forked child: ``front``, the next
     job this process takes (only it writes it), and ``back``, one past the next job the
@@ -158,6 +178,7 @@ class _Child(Generic[T]):
     def start(jobs: Sequence[Callable[[], T]], ends: _Ends) -> _Child[T] | None:
         """The child running jobs from the back of ``jobs`` (None: the fork failed)."""
         reader, writer = os.pipe()
+        parent = os.getpid()
         try:
             pid = os.fork()
         except OSError:  # pragma: no cover - out of processes
@@ -167,6 +188,7 @@ class _Child(Generic[T]):
         if pid == 0:  # pragma: no cover - the child's side (coverage does not follow forks)
             code = 1
             try:
+                _become_child(parent)
                 os.close(reader)
                 done: dict[int, T] = {}
                 while (i := ends.claim_back()) is not None:

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -304,3 +307,62 @@ def test_liveness_in_a_second_lane_gives_the_same_report(
     assert pids and os.getpid() not in pids  # liveness ran in a child, beside the rest
     monkeypatch.setenv("RULEENGINE_LANES", "1")
     assert report() == alone
+
+
+@needs_fork
+def test_a_child_forks_no_grandchild() -> None:
+    def slow_then_ask() -> bool:
+        time.sleep(0.3)  # the child meanwhile takes the other job
+        return forking_allowed()
+
+    found, here = run_jobs([slow_then_ask, forking_allowed])
+    assert here == [True, False]
+    assert found == [True, False]  # allowed here, never in the child
+
+
+@needs_fork
+def test_a_child_ends_with_its_parent(tmp_path: Path) -> None:
+    # A parent killed outright (no chance to stop its child) takes the child with it,
+    # instead of leaving it to run its jobs to the end, orphaned.
+    pids = tmp_path / "pids"
+    script = f"""
+import os, time
+from ruleengine.check import lanes
+lanes._threads_quiet = lambda: True
+
+def job():
+    with open({str(pids)!r}, "a") as out:
+        out.write(f"{{os.getpid()}}\\n")
+    time.sleep(60)
+    return 0
+
+lanes.run_jobs([job, job])
+"""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    env.pop("RULEENGINE_LANES", None)
+    proc = subprocess.Popen([sys.executable, "-c", script], env=env)
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if pids.exists() and len(pids.read_text().split()) == 2:
+                break
+            time.sleep(0.05)
+        started = [int(pid) for pid in pids.read_text().split()]
+        assert proc.pid in started and len(set(started)) == 2
+    finally:
+        proc.kill()
+        proc.wait()
+    (child,) = [pid for pid in started if pid != proc.pid]
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and _alive(child):
+        time.sleep(0.05)
+    assert not _alive(child)
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` exists and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
