@@ -274,25 +274,25 @@ class _Explorer:
         self.edges.append(self._successors(i, callable_by_some, callable_by_all or set(), queue))
 
     def _successors(self, i: int, some: set[str], every: set[str], queue: deque[int]) -> list[int]:
-        system, node = self.system, self.nodes[i]
-        found: list[int] = []
+        system, node, nodes, index = self.system, self.nodes[i], self.nodes, self.index
+        successor, state = system.successor, node.state
+        found: dict[int, None] = {}  # in order of discovery, without repeats
         for tool in system.callable:
             if tool not in some:
                 continue
             depends = node.depends or tool not in every
             for status in STATUSES:
-                after = system.successor(node.state, (tool, status))
-                j = self.index.get(after)
+                after = successor(state, (tool, status))
+                j = index.get(after)
                 if j is None:
-                    if self.max_states is not None and len(self.nodes) >= self.max_states:
+                    if self.max_states is not None and len(nodes) >= self.max_states:
                         self._stop(i, f"the state limit ({self.max_states}) was reached")
-                        return found
-                    j = self.index[after] = len(self.nodes)
-                    self.nodes.append(_Node(after, node.depth + 1, i, (tool, status), depends))
+                        return list(found)
+                    j = index[after] = len(nodes)
+                    nodes.append(_Node(after, node.depth + 1, i, (tool, status), depends))
                     queue.append(j)
-                if j not in found:
-                    found.append(j)
-        return found
+                found[j] = None
+        return list(found)
 
     def _conflict(
         self,
