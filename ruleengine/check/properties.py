@@ -190,7 +190,9 @@ def _in_lanes(jobs: Sequence[_Job], hints: Hints, cut: list[str] | None) -> list
             out.append((got, cut[start:] if cut is not None else []))
         return out
 
-    lanes, here = run_jobs([partial(lane, jobs[0::2]), partial(lane, jobs[1::2])])
+    # Two lanes, or one for a single job (no process started for an empty lane).
+    dealt = [jobs[k::2] for k in range(2) if jobs[k::2]]
+    lanes, here = run_jobs([partial(lane, mine) for mine in dealt])
     if cut is not None:
         # What a lane run in the child cut short (a lane run here wrote to `cut` itself).
         for done, ran_here in zip(lanes, here, strict=True):

@@ -366,3 +366,21 @@ def _alive(pid: int) -> bool:
             return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def test_no_process_is_started_for_an_empty_lane(monkeypatch: pytest.MonkeyPatch) -> None:
+    sizes: list[int] = []
+
+    def recording(jobs: Any) -> Any:
+        sizes.append(len(jobs))
+        return run_jobs(jobs)
+
+    monkeypatch.setattr(properties, "run_jobs", recording)
+
+    def job(hints: Hints) -> tuple[object, frozenset[str]]:
+        return "finding", frozenset({"core"})
+
+    assert _in_lanes([], Hints(), None) == []
+    assert _in_lanes([job], Hints(), None) == ["finding"]  # type: ignore[list-item]
+    assert _in_lanes([job, job, job], Hints(), None) == ["finding"] * 3  # type: ignore[list-item]
+    assert sizes == [0, 1, 2]  # lanes handed to run_jobs: only a second job forks
