@@ -627,8 +627,8 @@ class _Symbolic:
         """Whether some layer kept only part of the states first reached there."""
         self._concrete: list[list[tuple[State, tuple[Event, ...]]]] = []
         """``_concrete_layer``'s layers so far."""
-        self._first_reached: dict[State, int] = {}
-        """The layer of each state in ``_concrete``."""
+        self._reached: set[State] = set()
+        """The states in ``_concrete``."""
         self.settled = False
         """Whether the breadth-first layers reached every reachable state."""
 
@@ -1354,12 +1354,12 @@ class _Symbolic:
             k = len(found)
             if k == 0:
                 found.append([(self.system.initial, ())])
-                self._first_reached[self.system.initial] = 0
+                self._reached.add(self.system.initial)
                 continue
             following: list[tuple[State, tuple[Event, ...]]] = []
             for state, trace in found[k - 1]:
                 for event, after in self._steps_from(state):
-                    if after in self._first_reached:
+                    if after in self._reached:
                         continue
                     # A state first reached now is in the layer, unless the layers were
                     # pruned (``_finish_within``): then it must be in it.
@@ -1368,7 +1368,7 @@ class _Symbolic:
                         and bdd.let(enc.state_bits(comps, after), self.layers[k]) != bdd.true
                     ):
                         continue
-                    self._first_reached[after] = k
+                    self._reached.add(after)
                     following.append((after, (*trace, event)))
             found.append(following)
         return found[d]
@@ -1398,18 +1398,14 @@ class _Symbolic:
         trace: list[Event] = []
         comps = system.components
         for d in range(depth):
-            some_tools = callable_at(system, state)
-            chosen: tuple[Event, State] | None = None
-            for tool in system.callable:
-                if tool not in some_tools:
-                    continue
-                for status in STATUSES:
-                    after = system.successor(state, (tool, status))
-                    if bdd.let(enc.state_bits(comps, after), back[d + 1]) == bdd.true:
-                        chosen = ((tool, status), after)
-                        break
-                if chosen is not None:
-                    break
+            chosen = next(
+                (
+                    (event, after)
+                    for event, after in self._steps_from(state)
+                    if bdd.let(enc.state_bits(comps, after), back[d + 1]) == bdd.true
+                ),
+                None,
+            )
             # INVARIANT: back[d] holds `state`, so some step leads into back[d + 1].
             assert chosen is not None
             trace.append(chosen[0])

@@ -249,34 +249,39 @@ def test_reports_are_the_same_with_and_without_a_child(
         return found
 
     monkeypatch.setattr(properties, "run_jobs", recording)
-
-    def report() -> dict[str, object]:
-        data = json.loads(policy.check().model_dump_json())
-        data["stats"].pop("seconds")
-        return data  # type: ignore[no-any-return]
-
-    with_child = report()
+    with_child = _report(policy)
     assert any(forks)  # some jobs did run in children
     forks.clear()
     monkeypatch.setenv("RULEENGINE_LANES", "1")
-    assert report() == with_child
+    assert _report(policy) == with_child
     assert not any(forks)
+
+
+def _report(policy: Policy, **options: Any) -> dict[str, object]:
+    """``policy``'s report as JSON data, its time left out."""
+    data = json.loads(policy.check(**options).model_dump_json())
+    data["stats"].pop("seconds")
+    return data  # type: ignore[no-any-return]
 
 
 def _children() -> set[int]:
     """This process's child processes (zombies included)."""
     me = str(os.getpid())
-    out = set()
-    for pid in os.listdir("/proc"):
-        if pid.isdigit():
-            try:
-                with open(f"/proc/{pid}/stat") as stat:
-                    fields = stat.read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if fields[1] == me:
-                out.add(int(pid))
-    return out
+    return {
+        int(pid)
+        for pid in os.listdir("/proc")
+        if pid.isdigit() and (fields := _stat(int(pid))) is not None and fields[1] == me
+    }
+
+
+def _stat(pid: int) -> list[str] | None:
+    """The fields of ``/proc/PID/stat`` after the command name (state, parent, …), or None
+    when there is no such process."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
 
 
 @needs_fork
@@ -288,12 +293,7 @@ def test_liveness_in_a_second_lane_gives_the_same_report(
 
     policy = _mixed(seed)
 
-    def report() -> dict[str, object]:
-        data = json.loads(policy.check(engine="symbolic").model_dump_json())
-        data["stats"].pop("seconds")
-        return data  # type: ignore[no-any-return]
-
-    alone = report()  # few states: liveness in the same process
+    alone = _report(policy, engine="symbolic")  # few states: liveness in the same process
     monkeypatch.setattr(symbolic, "LIVENESS_BESIDE_STATES", 0)
     pids: list[int] = []
 
@@ -303,10 +303,10 @@ def test_liveness_in_a_second_lane_gives_the_same_report(
         return live
 
     monkeypatch.setattr(symbolic, "run_beside", recording)
-    assert report() == alone
+    assert _report(policy, engine="symbolic") == alone
     assert pids and os.getpid() not in pids  # liveness ran in a child, beside the rest
     monkeypatch.setenv("RULEENGINE_LANES", "1")
-    assert report() == alone
+    assert _report(policy, engine="symbolic") == alone
 
 
 @needs_fork
@@ -361,11 +361,8 @@ lanes.run_jobs([job, job])
 
 def _alive(pid: int) -> bool:
     """Whether process ``pid`` exists and is not a zombie."""
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
+    fields = _stat(pid)
+    return fields is not None and fields[0] != "Z"
 
 
 def test_no_process_is_started_for_an_empty_lane(monkeypatch: pytest.MonkeyPatch) -> None:
