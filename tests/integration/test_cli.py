@@ -521,6 +521,11 @@ def test_the_console_entry_freezes_the_imported_heap_and_exits_with_the_code_of_
 
     assert gc.get_freeze_count() == 0
     monkeypatch.setattr(sys, "argv", ["ruleengine", "check", str(ROOT / DEADLOCK)])
+
+    def leave(code: int) -> None:  # the process's end, as an exception pytest can catch
+        raise SystemExit(code)
+
+    monkeypatch.setattr(cli.os, "_exit", leave)
     try:
         with pytest.raises(SystemExit) as exited:
             cli.run()
@@ -529,3 +534,44 @@ def test_the_console_entry_freezes_the_imported_heap_and_exits_with_the_code_of_
     finally:
         gc.unfreeze()
     assert "deadlock" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("schema",),  # more than stdout's buffer: the write inside `main` fails
+        ("check", CLEAN),  # a few lines: the flush on the way out fails
+    ],
+)
+def test_a_reader_gone_before_any_output_gets_exit_141_and_no_traceback(
+    args: tuple[str, ...],
+) -> None:
+    reader, writer = os.pipe()
+    os.close(reader)  # nobody will read: every write to the pipe fails
+    env = _env()
+    env.pop("PYTHONUNBUFFERED", None)  # stdout buffered, as usual: written at the flush
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "ruleengine", *args],
+            cwd=ROOT,
+            env=env,
+            stdout=writer,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    finally:
+        os.close(writer)
+    assert done.returncode == 141
+    assert done.stderr == ""
+
+
+def test_the_whole_output_reaches_a_pipe_before_the_process_ends() -> None:
+    # The command leaves without the interpreter's teardown: what it wrote is flushed first.
+    done = _spawn(("schema",))
+    assert done.code == 0
+    assert json.loads(done.out)["title"]
+    many = _spawn(("check", *[f"{EX}/{name}" for name in ("research.toml", "research.yaml")]))
+    assert many.code == 0
+    assert many.out.count("research") >= 2
