@@ -274,24 +274,19 @@ class _Explorer:
         self.edges.append(self._successors(i, callable_by_some, callable_by_all or set(), queue))
 
     def _successors(self, i: int, some: set[str], every: set[str], queue: deque[int]) -> list[int]:
-        system, node, nodes, index = self.system, self.nodes[i], self.nodes, self.index
-        successor, state = system.successor, node.state
+        node, nodes, index = self.nodes[i], self.nodes, self.index
         found: dict[int, None] = {}  # in order of discovery, without repeats
-        for tool in system.callable:
-            if tool not in some:
-                continue
-            depends = node.depends or tool not in every
-            for status in STATUSES:
-                after = successor(state, (tool, status))
-                j = index.get(after)
-                if j is None:
-                    if self.max_states is not None and len(nodes) >= self.max_states:
-                        self._stop(i, f"the state limit ({self.max_states}) was reached")
-                        return list(found)
-                    j = index[after] = len(nodes)
-                    nodes.append(_Node(after, node.depth + 1, i, (tool, status), depends))
-                    queue.append(j)
-                found[j] = None
+        for after, event in self.system.steps_from(node.state, some).items():
+            j = index.get(after)
+            if j is None:
+                if self.max_states is not None and len(nodes) >= self.max_states:
+                    self._stop(i, f"the state limit ({self.max_states}) was reached")
+                    return list(found)
+                depends = node.depends or event[0] not in every
+                j = index[after] = len(nodes)
+                nodes.append(_Node(after, node.depth + 1, i, event, depends))
+                queue.append(j)
+            found[j] = None
         return list(found)
 
     def _conflict(

@@ -530,6 +530,10 @@ search of concrete states (shared by the witnesses of an analysis) instead of pr
 (which cost the same however few states there are); and up to this many states of the
 target at that depth are listed rather than tested one by one."""
 
+FOCUSED_WITNESS_STATES = 64
+"""``WITNESS_STATES`` for an analysis that answers one question (a core's): its one witness
+shares the concrete search with no other."""
+
 EARLY_LAYERS = 8
 """Breadth-first layers searched for a requirement being live, or a tool allowed, before
 the reachable set ..."""
@@ -1325,7 +1329,8 @@ class _Symbolic:
         state is first reached by its smallest trace, as on the way back."""
         if depth == 0:
             return []
-        if sum(self._count(layer) for layer in self.layers[:depth]) > WITNESS_STATES:
+        limit = WITNESS_STATES if self.focus is None else FOCUSED_WITNESS_STATES
+        if sum(self._count(layer) for layer in self.layers[:depth]) > limit:
             return None
         bdd, enc, comps = self.bdd, self.enc, self.system.components
         goal = self.layers[depth] & target
@@ -1374,16 +1379,10 @@ class _Symbolic:
         return found[d]
 
     def _steps_from(self, state: State) -> list[tuple[Event, State]]:
-        """The steps a run may take at ``state`` (allowed under some check values), in
-        declared order, with the states they lead to."""
-        system = self.system
-        some_tools = callable_at(system, state)
-        return [
-            ((tool, status), system.successor(state, (tool, status)))
-            for tool in system.callable
-            if tool in some_tools
-            for status in STATUSES
-        ]
+        """The states a step allowed at ``state`` (under some check values) leads to, each
+        with the first such step in declared order (``System.steps_from``)."""
+        found = self.system.steps_from(state, callable_at(self.system, state))
+        return [(event, after) for after, event in found.items()]
 
     def _backward_trace(self, target: Node, depth: int) -> list[Event]:
         """The trace of ``_witness`` from the states of each layer that lead into the

@@ -12,6 +12,7 @@ come from the monitors, and passes from the runtime's ``Reasoner``.
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterator, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import product
@@ -264,6 +265,16 @@ class System:
                     if not comp.still[index]:
                         effects.append((i, comp.moves[index]))
                 self._effects[(tool, status)] = tuple(effects)
+        # Per tool, its events, each with the key of its effects: events with the same key
+        # lead every state to the same successor (key 0: they move nothing).
+        keys: dict[tuple[tuple[int, tuple[int, ...]], ...], int] = {(): 0}
+        self._steps: dict[str, tuple[tuple[Event, int], ...]] = {
+            tool: tuple(
+                ((tool, status), keys.setdefault(self._effects[(tool, status)], len(keys)))
+                for status in STATUSES
+            )
+            for tool in self.callable
+        }
 
     @cached_property
     def mentions(self) -> dict[str, frozenset[str]]:
@@ -323,6 +334,23 @@ class System:
         for i, table in effects:
             after[i] = table[state[i]]
         return tuple(after)
+
+    def steps_from(self, state: State, tools: AbstractSet[str]) -> dict[State, Event]:
+        """The states one step calling one of ``tools`` leads to from ``state``, each with
+        the first such step (tools in declared order, statuses in the order of
+        ``STATUSES``), in the order of those steps. Steps that move the components alike are
+        followed once."""
+        out: dict[State, Event] = {}
+        done: set[int] = set()
+        for tool in self.callable:
+            if tool not in tools:
+                continue
+            for event, key in self._steps[tool]:
+                if key in done:
+                    continue
+                done.add(key)
+                out.setdefault(state if key == 0 else self.successor(state, event), event)
+        return out
 
     def variants(self, state: State) -> Iterator[tuple[tuple[Emitted, ...], bool]]:
         """Every distinct set of records ``state`` may emit, with whether it is the only one.
