@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 from itertools import product
 
 from ruleengine.errors import PolicyError
@@ -47,6 +47,11 @@ MAX_VIEWS = 200_000
 
 MAX_CHECKS = 12
 """Bound on one requirement's opaque checks (2**12 valuations)."""
+
+
+_lowered = lru_cache(maxsize=4096)(lower)
+"""``lower``, memoised: the bounds and guesses of core searches ask each component what its
+views deny and force many times over (a pure function of an immutable item)."""
 
 
 class Unexplorable(Exception):
@@ -100,7 +105,7 @@ class Component:
         for variants in self.variants:
             for variant in variants:
                 for e in variant.records:
-                    tools |= lower(e.item).mentions
+                    tools |= _lowered(e.item).mentions
         return frozenset(tools)
 
     @property
@@ -111,7 +116,7 @@ class Component:
             for variants in self.variants
             for variant in variants
             for e in variant.records
-            if (forced := lower(e.item).hard_force) is not None
+            if (forced := _lowered(e.item).hard_force) is not None
         )
 
     def denied(self, view: int) -> frozenset[str]:
@@ -122,7 +127,7 @@ class Component:
         for variant in self.variants[view]:
             tools: set[str] = set()
             for e in variant.records:
-                literals = literals_of(lower(e.item).restrict)
+                literals = literals_of(_lowered(e.item).restrict)
                 for kind, tool, value in literals or ():
                     if (kind == "allowed") != value:  # not allowed, or hidden
                         tools.add(tool)
@@ -133,7 +138,7 @@ class Component:
         """The tools its rules hard-force at ``view`` whatever its opaque checks say."""
         out: frozenset[str] | None = None
         for variant in self.variants[view]:
-            tools = {f for e in variant.records if (f := lower(e.item).hard_force) is not None}
+            tools = {f for e in variant.records if (f := _lowered(e.item).hard_force) is not None}
             out = frozenset(tools) if out is None else out & tools
         return out or frozenset()
 
@@ -307,7 +312,7 @@ class System:
             comp.requirement.name
             for comp in self.components
             if any(
-                lower(e.item).hard_force is not None or lower(e.item).soft_force is not None
+                _lowered(e.item).hard_force is not None or _lowered(e.item).soft_force is not None
                 for variants in comp.variants
                 for variant in variants
                 for e in variant.records
