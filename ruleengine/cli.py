@@ -85,15 +85,18 @@ def _leave(code: int) -> NoReturn:
     """Flush stdout and stderr and end the process with ``code`` at once: no ``atexit``
     handlers (the command registers none; a check's forked children are reaped before
     ``main`` returns), no finalizers, no freeing of memory the system takes back anyway.
-    A reader of stdout gone by the flush makes it exit 141 quietly, as ``main`` does."""
+    A reader of stdout gone by the flush makes it exit 141 quietly, as ``main`` does; a
+    stream the process started without (``None``: its descriptor was closed) is skipped."""
     try:
-        sys.stdout.flush()
+        if sys.stdout is not None:
+            sys.stdout.flush()
     except BrokenPipeError:
         code = EXIT_BROKEN_PIPE
-    except OSError:  # stdout closed or full: say so where possible, as a failed write would
+    except OSError:  # stdout full or failing: the output is incomplete, so not a success
         code = code or EXIT_INTERNAL
     with contextlib.suppress(OSError):
-        sys.stderr.flush()
+        if sys.stderr is not None:
+            sys.stderr.flush()
     os._exit(code)
 
 

@@ -575,3 +575,19 @@ def test_the_whole_output_reaches_a_pipe_before_the_process_ends() -> None:
     many = _spawn(("check", *[f"{EX}/{name}" for name in ("research.toml", "research.yaml")]))
     assert many.code == 0
     assert many.out.count("research") >= 2
+
+
+def test_a_process_started_without_stdout_exits_with_the_code_of_the_check() -> None:
+    # fd 1 closed before Python starts: `sys.stdout` is None, and the flush on the way out
+    # must not trip over it.
+    done = subprocess.run(
+        ["sh", "-c", 'exec "$0" -m ruleengine check "$1" >&-', sys.executable, DEADLOCK],
+        cwd=ROOT,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 1  # the policy's findings, as with stdout open
+    assert done.stderr == ""
