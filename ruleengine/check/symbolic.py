@@ -871,7 +871,11 @@ class _Symbolic:
         After each sweep and each cluster's run, a reachable set past ``SIFT_NODES`` nodes
         has the variables sifted once (``Encoding.settle_order``).
         """
-        bdd, reach = self.bdd, self.start
+        if self.settled:
+            return self.layered  # the breadth-first layers reached a fixpoint already
+        # From what breadth-first layers found already (``_early``'s, for one question):
+        # reachable states, the start among them, so the fixpoint is the same.
+        bdd, reach = self.bdd, self.layered
         groups = self.clusters
         try:
             for _ in range(CHAINING_SWEEPS):
