@@ -873,9 +873,9 @@ class _Symbolic:
         """
         if self.settled:
             return self.layered  # the breadth-first layers reached a fixpoint already
-        # From what breadth-first layers found already (``_early``'s, for one question):
-        # reachable states, the start among them, so the fixpoint is the same.
-        bdd, reach = self.bdd, self.layered
+        # From the start and what breadth-first layers found already (``_early``'s, for one
+        # question): reachable states all, so the fixpoint is the same.
+        bdd, reach = self.bdd, self.start | self.layered
         groups = self.clusters
         try:
             for _ in range(CHAINING_SWEEPS):
