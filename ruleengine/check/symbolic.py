@@ -506,9 +506,16 @@ FEW_STATES = 64
 LIVENESS_BESIDE_STATES = 100_000
 """Reachable states past which a whole analysis finds the live requirements in a second
 process (``lanes.run_beside``: a forked child, when the machine allows) while it computes
-the other verdicts. With fewer, two processes lose more than they gain: each computes passes
-and decisions the other would have reused (on the `mixed` family, 2,529 states: 0.36 s in
-one process, 0.44 s in two; 10⁹ states at 50 tools: 16–18 s in one, 16 s in two)."""
+the other verdicts (10⁹ states at 50 tools: 16–18 s in one process, 16 s in two)."""
+
+LIVENESS_BESIDE_SECONDS = 0.2
+"""Seconds of the reachable-set search past which a whole analysis finds the live
+requirements beside the rest, however few its states: a search that slow leaves liveness
+and the other verdicts costly too (the `mixed` family, 2,529 states: 0.6 s of search, then
+0.44 s of liveness and 0.25 s of the rest, 0.27 s less per process in two). Where the
+search is quick, both are quick, and a second process loses more than it gains (each
+computes passes and decisions the other would have reused). Only the speed depends on this
+clock: the live set is exact however it is computed."""
 
 SAMPLED = 64
 """Reachable states decided first, when a whole analysis asks which requirements are live
@@ -740,7 +747,9 @@ class _Symbolic:
                 result.reason = "the time limit ran out"
                 result.complete = False
                 return result
+        searching = time.monotonic()
         self.reach = self._reach()
+        searched = time.monotonic() - searching
         if result.reason is None:
             result.states = self._count(self.reach)
             if self.max_states is not None and result.states > self.max_states:
@@ -752,7 +761,9 @@ class _Symbolic:
                 self.reach = self.layered
                 result.depth_done = len(self.layers) - 1
                 self._existential()
-            elif self.focus is None and result.states > LIVENESS_BESIDE_STATES:
+            elif self.focus is None and (
+                result.states > LIVENESS_BESIDE_STATES or searched > LIVENESS_BESIDE_SECONDS
+            ):
                 # Which requirements are live is independent of the rest: a second process
                 # (a forked child, when the machine allows) finds it meanwhile.
                 result.live |= run_beside(self._all_but_liveness, self._all_live)

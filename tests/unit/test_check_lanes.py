@@ -381,3 +381,31 @@ def test_no_process_is_started_for_an_empty_lane(monkeypatch: pytest.MonkeyPatch
     assert _in_lanes([job], Hints(), None) == ["finding"]  # type: ignore[list-item]
     assert _in_lanes([job, job, job], Hints(), None) == ["finding"] * 3  # type: ignore[list-item]
     assert sizes == [0, 1, 2]  # lanes handed to run_jobs: only a second job forks
+
+
+@needs_fork
+@pytest.mark.parametrize(
+    ("states", "seconds", "beside"), [(0, 1e9, True), (10**12, 0.0, True), (10**12, 1e9, False)]
+)
+def test_liveness_goes_beside_the_rest_past_either_threshold(
+    states: int, seconds: float, beside: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Past LIVENESS_BESIDE_STATES reachable states, or LIVENESS_BESIDE_SECONDS of search
+    # for them, liveness runs in a child; below both, here.
+    from ruleengine.check import symbolic
+
+    policy = _mixed(1)
+    alone = _report(policy, engine="symbolic")
+    monkeypatch.setattr(symbolic, "LIVENESS_BESIDE_STATES", states)
+    monkeypatch.setattr(symbolic, "LIVENESS_BESIDE_SECONDS", seconds)
+    pids: list[int] = []
+
+    def recording(main: Any, side: Any) -> Any:
+        pid, live = run_beside(main, lambda: (os.getpid(), side()))
+        pids.append(pid)
+        return live
+
+    monkeypatch.setattr(symbolic, "run_beside", recording)
+    assert _report(policy, engine="symbolic") == alone
+    assert bool(pids) == beside
+    assert os.getpid() not in pids
