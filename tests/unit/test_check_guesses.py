@@ -9,6 +9,7 @@ replays asks the engine fewer questions and gets the same answers: the same repo
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from typing import Any
 
@@ -16,7 +17,7 @@ import pytest
 
 from ruleengine import ConditionalRequirement as C
 from ruleengine import CycleGuard
-from ruleengine.check import check, properties, symbolic
+from ruleengine.check import check, explicit, properties, symbolic
 from ruleengine.check.explicit import decide, walk
 from ruleengine.check.symbolic import Encoding, analyse_symbolic
 from ruleengine.check.system import System
@@ -342,6 +343,80 @@ def test_the_variables_are_sifted_once_when_a_reachable_set_passes_sift_nodes(
     many = [C(t, consecutive_allowed=False, name=f"apart-{t}") for t in six]
     many += [C(t, force_at_step=i + 3, name=f"at-{t}") for i, t in enumerate(six)]
     assert Encoding(System(six, many)).settled
+
+
+def _global_views(tools: list[str]) -> list[C]:
+    """Requirements whose views most tools move: enough bits of them for dynamic reordering."""
+    many = [C(t, consecutive_allowed=False, name=f"apart-{t}") for t in tools]
+    return many + [C(t, force_at_step=i + 2, name=f"at-{t}") for i, t in enumerate(tools)]
+
+
+def test_short_searches_go_by_layers_without_reordering_and_the_order_is_kept_after(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    tools = [f"t{i}" for i in range(6)]
+    system = System(tools, _global_views(tools))
+    if not hasattr(Encoding(system).bdd, "group"):  # not CUDD: no dynamic reordering
+        return
+    tried: list[bool] = []
+    shallow = symbolic._Symbolic._shallow
+
+    def recording(self: Any) -> bool:
+        tried.append(shallow(self))
+        return tried[-1]
+
+    monkeypatch.setattr(symbolic._Symbolic, "_shallow", recording)
+    layered = Encoding(system)
+    assert layered.reordering
+    found = analyse_symbolic(system, encoding=layered)
+    # Layers that reach a fixpoint within SHALLOW_NODES are the reachable set: the search
+    # knows the deepest layer, as the explicit engine does.
+    assert tried == [True]
+    assert found.depth_done == explicit.analyse(system).depth_done
+    # Whatever the search did, the order it ends with is kept for what follows.
+    assert not layered.reordering and not layered.bdd.configure()["reordering"]
+    # Layers that outgrow the bound are dropped, and the search chains with reordering on.
+    monkeypatch.setattr(symbolic, "SHALLOW_NODES", 0)
+    outgrown = Encoding(system)
+    assert _verdicts(analyse_symbolic(system, encoding=outgrown)) == _verdicts(found)
+    assert tried == [True, False]
+    assert not outgrown.reordering and not outgrown.bdd.configure()["reordering"]
+    # No attempt where the manager starts large.
+    monkeypatch.setattr(symbolic, "SHALLOW_NODES", 10**9)
+    monkeypatch.setattr(symbolic, "SHALLOW_START_NODES", -1)
+    large = Encoding(system)
+    assert _verdicts(analyse_symbolic(system, encoding=large)) == _verdicts(found)
+    assert tried == [True, False, False]
+    # Core questions on either manager: the same answers.
+    names = [r.name for r in system.requirements]
+    sub = system.subsystem(names[2:])
+    assert _verdicts(analyse_symbolic(sub, encoding=layered)) == _verdicts(
+        analyse_symbolic(sub, encoding=large)
+    )
+
+
+def test_states_listed_in_part_leave_dynamic_reordering_as_it_was() -> None:
+    # CUDD's pick_iter turns reordering off while it runs and back on only at its end.
+    tools = [f"t{i}" for i in range(6)]
+    system = System(tools, _global_views(tools))
+    enc = Encoding(system)
+    if not hasattr(enc.bdd, "group"):  # not CUDD: no dynamic reordering
+        return
+    run = symbolic._Symbolic(system, enc, None, None, None)
+    everything = enc.bdd.true
+    listing = run._states(everything)
+    assert next(listing) is not None
+    assert not enc.bdd.configure()["reordering"]  # off while the listing runs
+    listing.close()  # abandoned after one state
+    assert enc.bdd.configure()["reordering"]
+    assert sum(1 for _ in itertools.islice(run._states(everything), 3)) == 3
+    assert enc.bdd.configure()["reordering"]
+
+
+def _verdicts(analysis: Any) -> Any:
+    """``analysis`` but how deep its breadth-first layers went (a search by layers to the
+    fixpoint knows the deepest; chaining knows only the layers it was asked for)."""
+    return dataclasses.replace(analysis, depth_done=0)
 
 
 class _CountingReorders:
