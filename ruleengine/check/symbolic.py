@@ -532,14 +532,15 @@ LIVENESS_BESIDE_STATES = 100_000
 process (``lanes.run_beside``: a forked child, when the machine allows) while it computes
 the other verdicts (10⁹ states at 50 tools: 16–18 s in one process, 16 s in two)."""
 
-LIVENESS_BESIDE_SECONDS = 0.2
-"""Seconds of the reachable-set search past which a whole analysis finds the live
-requirements beside the rest, however few its states: a search that slow leaves liveness
-and the other verdicts costly too (the `mixed` family, 2,529 states: 0.6 s of search, then
-0.44 s of liveness and 0.25 s of the rest, 0.27 s less per process in two). Where the
-search is quick, both are quick, and a second process loses more than it gains (each
-computes passes and decisions the other would have reused). Only the speed depends on this
-clock: the live set is exact however it is computed."""
+LIVENESS_BESIDE_SECONDS = 0.15
+"""Seconds of a whole analysis so far (its passes and the reachable-set search) past which
+it finds the live requirements beside the rest, however few its states: an analysis that
+slow has costly liveness and other verdicts too (the `mixed` family at 20 tools, 2,529
+states: 0.35 s to there, then 0.4 s of liveness and 0.17 s of the rest, on a slow VM; two
+processes save 0.2–0.27 s of each). Where it is quick, the rest is too, and a second
+process loses more than it gains (each computes passes and decisions the other would
+have reused). Only the speed depends on this clock: the live set is exact however it is
+computed."""
 
 SAMPLED = 64
 """Reachable states decided first, when a whole analysis asks which requirements are live
@@ -637,6 +638,7 @@ class _Symbolic:
         focus: str | None,
         budget: int | None = None,
     ) -> None:
+        self.started = time.monotonic()
         self.budget = budget
         self.can_finish: Node | None = None
         self.system = system
@@ -771,9 +773,8 @@ class _Symbolic:
                 result.reason = "the time limit ran out"
                 result.complete = False
                 return result
-        searching = time.monotonic()
         self.reach = self._reach()
-        searched = time.monotonic() - searching
+        so_far = time.monotonic() - self.started
         if self.focus is None:
             # The order the search ends with (sifted by dynamic reordering, or the static
             # one) suits the sets that come after: the liveness, the witnesses and the core
@@ -792,7 +793,7 @@ class _Symbolic:
                 result.depth_done = len(self.layers) - 1
                 self._existential()
             elif self.focus is None and (
-                result.states > LIVENESS_BESIDE_STATES or searched > LIVENESS_BESIDE_SECONDS
+                result.states > LIVENESS_BESIDE_STATES or so_far > LIVENESS_BESIDE_SECONDS
             ):
                 # Which requirements are live is independent of the rest: a second process
                 # (a forked child, when the machine allows) finds it meanwhile.
