@@ -542,6 +542,10 @@ process loses more than it gains (each computes passes and decisions the other w
 have reused). Only the speed depends on this clock: the live set is exact however it is
 computed."""
 
+BESIDE_SHARE = 3
+"""With liveness beside the rest, this process finds whether every third requirement is
+live, after the other verdicts (``_Symbolic._beside``)."""
+
 SAMPLED = 64
 """Reachable states decided first, when a whole analysis asks which requirements are live
 (random walks of at most ``WALK`` steps)."""
@@ -797,7 +801,7 @@ class _Symbolic:
             ):
                 # Which requirements are live is independent of the rest: a second process
                 # (a forked child, when the machine allows) finds it meanwhile.
-                result.live |= run_beside(self._all_but_liveness, self._all_live)
+                self._beside()
                 result.depth_done = max(len(self.layers) - 1, result.depth_done)
             else:
                 self._universal()
@@ -1093,15 +1097,23 @@ class _Symbolic:
         if self._first_layer(tie) is not None:
             result.tie = self._witness(tie, _has_tie)
 
-    def _all_but_liveness(self) -> None:
-        """The whole analysis's verdicts once the reachable set is known, but which
-        requirements are live."""
-        self._universal(live=False)
-        self._existential()
+    def _beside(self) -> None:
+        """The whole analysis's verdicts once the reachable set is known, liveness split
+        between this process and a second one (``lanes.run_beside``): this one computes the
+        other verdicts, then whether every ``BESIDE_SHARE``-th requirement is live; the
+        second, meanwhile, the rest. (Liveness is the longer part: on `mixed-50-100-9` 1.9 s
+        against 0.9 s, on `mixed-20-40-4` 0.42 against 0.14.) Which requirements are live
+        does not depend on where it is found."""
+        reqs = self.system.requirements
+        here = reqs[BESIDE_SHARE - 1 :: BESIDE_SHARE]
+        there = [r for i, r in enumerate(reqs) if i % BESIDE_SHARE != BESIDE_SHARE - 1]
 
-    def _all_live(self) -> set[str]:
-        """The live requirements (the whole analysis's)."""
-        return self._liveness(self.system.requirements)
+        def main() -> None:
+            self._universal(live=False)
+            self._existential()
+            self.result.live |= self._liveness(here)
+
+        self.result.live |= run_beside(main, lambda: self._liveness(there))
 
     def _universal(self, *, live: bool = True) -> None:
         """Verdicts over every reachable state: allowed tools, no-finish, live requirements
