@@ -536,8 +536,8 @@ LIVENESS_BESIDE_SECONDS = 0.15
 """Seconds of a whole analysis so far (its passes and the reachable-set search) past which
 it finds the live requirements beside the rest, however few its states: an analysis that
 slow has costly liveness and other verdicts too (the `mixed` family at 20 tools, 2,529
-states: 0.35 s to there, then 0.4 s of liveness and 0.17 s of the rest, on a slow VM; two
-processes save 0.2–0.27 s of each). Where it is quick, the rest is too, and a second
+states: 0.35 s to there, then 0.4 s of liveness and 0.17 s of the rest, on a slow VM; with
+two processes its check took 0.2–0.3 s less). Where it is quick, the rest is too, and a second
 process loses more than it gains (each computes passes and decisions the other would
 have reused). Only the speed depends on this clock: the live set is exact however it is
 computed."""
@@ -986,10 +986,10 @@ class _Symbolic:
         after it start from there (at 50 tools, where the managers start with 14,000 to
         30,000 nodes, failed attempts cost 0.5–0.7 s, and one check took 1.2 s longer);
         hence no attempt on a large policy."""
-        bdd = self.bdd
+        bdd, enc = self.bdd, self.enc
         if len(bdd) > SHALLOW_START_NODES:
             return False
-        bdd.configure(reordering=False)
+        enc.set_reordering(False)
         try:
             d = 0
             while self._layer(d) is not None:
@@ -998,14 +998,14 @@ class _Symbolic:
                     break
             else:
                 self.settled = True
-                self.enc.reordering = False
+                enc.keep_order()
                 return True
         except BaseException:
-            bdd.configure(reordering=True)
+            enc.set_reordering(True)
             raise
         self.layers = [self.start]
         self.layered = self.start
-        bdd.configure(reordering=True)
+        enc.set_reordering(True)
         return False
 
     def _image(self, states: Node, g: _Group | _Cluster) -> Node:
