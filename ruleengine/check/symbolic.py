@@ -1040,6 +1040,16 @@ class _Symbolic:
         """Breadth-first layers while the states they hold stay within ``limit`` (a layer
         that would pass it is dropped): what a search bounded by ``max_states`` explores.
         Returns how many states those layers hold."""
+        # Layers computed already (a search by layers, ``_shallow`` or ``_early``) are kept
+        # while they fit; the first that does not, and those after it, are dropped.
+        kept: list[Node] = []
+        layered = self.bdd.false
+        for layer in self.layers:
+            if self._count(layered | layer) > limit:
+                self.layers, self.layered, self.settled = kept, layered, False
+                return self._count(layered)
+            kept.append(layer)
+            layered |= layer
         try:
             while True:
                 before, count = self.layered, self._count(self.layered)

@@ -395,6 +395,18 @@ def test_short_searches_go_by_layers_without_reordering_and_the_order_is_kept_af
     )
 
 
+def test_a_state_limit_drops_the_layers_a_search_by_layers_found_past_it() -> None:
+    tools = [f"t{i}" for i in range(6)]
+    system = System(tools, _global_views(tools))
+    whole = analyse_symbolic(system)
+    assert whole.complete and whole.states > 10
+    for limit in (1, 10, whole.states - 1):
+        cut = analyse_symbolic(system, max_states=limit)
+        assert not cut.complete and f"state limit ({limit})" in (cut.reason or "")
+        assert 1 <= cut.states <= limit  # whole breadth-first layers, within the limit
+        assert cut.depth_done < whole.depth_done
+
+
 def test_states_listed_in_part_leave_dynamic_reordering_as_it_was() -> None:
     # CUDD's pick_iter turns reordering off while it runs and back on only at its end.
     tools = [f"t{i}" for i in range(6)]
