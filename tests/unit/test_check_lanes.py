@@ -295,14 +295,7 @@ def test_liveness_in_a_second_lane_gives_the_same_report(
 
     alone = _report(policy, engine="symbolic")  # few states: liveness in the same process
     monkeypatch.setattr(symbolic, "LIVENESS_BESIDE_STATES", 0)
-    pids: list[int] = []
-
-    def recording(main: Any, side: Any) -> Any:
-        pid, live = run_beside(main, lambda: (os.getpid(), side()))
-        pids.append(pid)
-        return live
-
-    monkeypatch.setattr(symbolic, "run_beside", recording)
+    pids = _beside_pids(monkeypatch)
     assert _report(policy, engine="symbolic") == alone
     assert pids and os.getpid() not in pids  # liveness ran in a child, beside the rest
     monkeypatch.setenv("RULEENGINE_LANES", "1")
@@ -398,6 +391,17 @@ def test_liveness_goes_beside_the_rest_past_either_threshold(
     alone = _report(policy, engine="symbolic")
     monkeypatch.setattr(symbolic, "LIVENESS_BESIDE_STATES", states)
     monkeypatch.setattr(symbolic, "LIVENESS_BESIDE_SECONDS", seconds)
+    pids = _beside_pids(monkeypatch)
+    assert _report(policy, engine="symbolic") == alone
+    assert bool(pids) == beside
+    assert os.getpid() not in pids
+
+
+def _beside_pids(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The process ids that compute the liveness side of each ``run_beside`` the symbolic
+    engine makes from now on (appended as they run)."""
+    from ruleengine.check import symbolic
+
     pids: list[int] = []
 
     def recording(main: Any, side: Any) -> Any:
@@ -406,6 +410,4 @@ def test_liveness_goes_beside_the_rest_past_either_threshold(
         return live
 
     monkeypatch.setattr(symbolic, "run_beside", recording)
-    assert _report(policy, engine="symbolic") == alone
-    assert bool(pids) == beside
-    assert os.getpid() not in pids
+    return pids
