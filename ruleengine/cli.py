@@ -5,7 +5,8 @@ Arguments and exit codes only: the checker lives in ``ruleengine.check``, the re
 clean (or equivalent), 1 findings at or above ``--fail-on`` (policies that differ, a trace
 the runtime refuses), 2 bad input (one line on stderr, ``ruleengine: <message>``, and a
 ``  hint:`` line when there is one), 3 an internal error (a bug: the traceback follows),
-130 interrupted, 141 the reader of stdout went away.
+4 the output could not be written (one line on stderr), 130 interrupted, 141 the reader of
+stdout went away.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from ruleengine.state import STATUSES
 
 __all__ = ["main", "run"]
 
-EXIT_OK, EXIT_FINDINGS, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
+EXIT_OK, EXIT_FINDINGS, EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_OUTPUT = 0, 1, 2, 3, 4
 EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 130, 141  # 128 + SIGINT, 128 + SIGPIPE, as shells say
 PROGRESS_AFTER = "RULEENGINE_PROGRESS_AFTER"
 """Environment variable: seconds before the progress line appears on a terminal (default 1)."""
@@ -52,6 +53,15 @@ class UsageError(Exception):
         super().__init__(message)
         self.message = message
         self.hint = hint
+
+
+class OutputError(Exception):
+    """stdout refused what a command wrote (a full disk, a failing device): one line, exit 4.
+    The output is incomplete, so no command's own exit code stands."""
+
+    def __init__(self, error: OSError) -> None:
+        super().__init__(error.strerror or str(error))
+        self.message = f"cannot write the output: {error.strerror or error}"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -86,14 +96,16 @@ def _leave(code: int) -> NoReturn:
     handlers (the command registers none; a check's forked children are reaped before
     ``main`` returns), no finalizers, no freeing of memory the system takes back anyway.
     A reader of stdout gone by the flush makes it exit 141 quietly, as ``main`` does; a
-    stream the process started without (``None``: its descriptor was closed) is skipped."""
+    stdout that refuses the rest (a full disk) makes it exit 4 with one line on stderr, as
+    ``main`` does for a write that fails earlier; a stream the process started without
+    (``None``: its descriptor was closed) is skipped."""
     try:
         if sys.stdout is not None:
             sys.stdout.flush()
     except BrokenPipeError:
         code = EXIT_BROKEN_PIPE
-    except OSError:  # stdout full or failing: the output is incomplete, so not a success
-        code = code or EXIT_INTERNAL
+    except OSError as exc:
+        code = _output_failed(OutputError(exc))
     with contextlib.suppress(OSError):
         if sys.stderr is not None:
             sys.stderr.flush()
@@ -115,6 +127,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(exc.message, exc.hint)
     except RuleEngineError as exc:
         return _fail(exc.message, exc.hint)
+    except OutputError as exc:
+        return _output_failed(exc)
     except KeyboardInterrupt:
         print("ruleengine: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -129,6 +143,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"ruleengine: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
         print("  hint: this is a bug in ruleengine; please report it", file=sys.stderr)
         return EXIT_INTERNAL
+
+
+def _output_failed(exc: OutputError) -> int:
+    """Report an output that could not be written; what stdout still buffers is dropped (its
+    flush at exit would fail again)."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    with contextlib.suppress(OSError):
+        print(f"ruleengine: {exc.message}", file=sys.stderr)
+    return EXIT_OUTPUT
 
 
 def _fail(message: str, hint: str | None) -> int:
@@ -157,7 +181,7 @@ def _check(args: argparse.Namespace) -> int:
         if args.format == "json":
             _print_json(report.model_dump(mode="json"), compact=len(policies) > 1)
         elif args.format == "text":
-            print(text_report(report, policy) + ("\n" if policy is not policies[-1] else ""))
+            _write(text_report(report, policy) + ("\n" if policy is not policies[-1] else ""))
     if args.format == "sarif":
         _print_json(sarif_log(checked), compact=False)
     failing = any(report.at_or_above(args.fail_on) for report, _ in checked)
@@ -168,7 +192,7 @@ def _explain(args: argparse.Namespace) -> int:
     policy = _load(args.policy)
     trace, finish = _trace(args.trace, policy)
     text, runs = text_explain(policy, trace, replay(policy.reasoner(), trace), finish=finish)
-    print(text)
+    _write(text)
     return EXIT_OK if runs else EXIT_FINDINGS
 
 
@@ -179,7 +203,7 @@ def _diff(args: argparse.Namespace) -> int:
     if args.format == "json":
         _print_json(report.model_dump(mode="json"), compact=False)
     else:
-        print(text_diff(report))
+        _write(text_diff(report))
     return EXIT_OK if report.equivalent else EXIT_FINDINGS
 
 
@@ -195,7 +219,7 @@ def _bench(args: argparse.Namespace) -> int:
     if args.format == "json":
         _print_json(result.as_json(), compact=False)
     else:
-        print(text_bench(result))
+        _write(text_bench(result))
     return EXIT_OK
 
 
@@ -267,9 +291,20 @@ _TRACE_HINT = "write the steps as `tool` or `tool:status`, separated by commas: 
 
 def _print_json(data: object, *, compact: bool) -> None:
     if compact:
-        print(json.dumps(data, ensure_ascii=False, separators=(",", ":")))
+        _write(json.dumps(data, ensure_ascii=False, separators=(",", ":")))
     else:
-        print(json.dumps(data, ensure_ascii=False, indent=2))
+        _write(json.dumps(data, ensure_ascii=False, indent=2))
+
+
+def _write(text: str) -> None:
+    """``text`` and a newline on stdout; a failing write is an ``OutputError`` (a reader gone
+    away stays a ``BrokenPipeError``)."""
+    try:
+        print(text)
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise OutputError(exc) from exc
 
 
 def _progress_after() -> float:

@@ -567,6 +567,38 @@ def test_a_reader_gone_before_any_output_gets_exit_141_and_no_traceback(
     assert done.stderr == ""
 
 
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+@pytest.mark.parametrize("unbuffered", [True, False])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("schema",),  # more than stdout's buffer: a write inside `main` fails
+        ("check", CLEAN),  # a few lines: buffered, only the flush on the way out fails
+    ],
+)
+def test_an_output_that_cannot_be_written_exits_4_with_one_line(
+    args: tuple[str, ...], unbuffered: bool
+) -> None:
+    env = _env()
+    env.pop("PYTHONUNBUFFERED", None)
+    if unbuffered:
+        env["PYTHONUNBUFFERED"] = "1"  # every print writes at once, inside `main`
+    with open("/dev/full", "w") as full:  # every write fails: no space left on device
+        done = subprocess.run(
+            [sys.executable, "-m", "ruleengine", *args],
+            cwd=ROOT,
+            env=env,
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    assert done.returncode == 4
+    message = "ruleengine: cannot write the output: No space left on device"
+    assert done.stderr.splitlines() == [message]
+
+
 def test_the_whole_output_reaches_a_pipe_before_the_process_ends() -> None:
     # The command leaves without the interpreter's teardown: what it wrote is flushed first.
     done = _spawn(("schema",))
