@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from ruleengine import _validate
 from ruleengine.check.explicit import Outcome, decide
 from ruleengine.check.report import DiffReport, PassView, Stats, TraceStep
-from ruleengine.check.run import CheckTarget
+from ruleengine.check.run import CheckTarget, target
 from ruleengine.check.system import Event, State, System, Unexplorable
 from ruleengine.errors import ConflictError, PolicyError
 from ruleengine.ir import FINAL_ANSWER
@@ -66,6 +66,10 @@ def diff(
     max_states: int | None = None,
 ) -> DiffReport:
     """Compare two policies given as ``(tools, requirements, mode)``."""
+    old = _side(old, "old")
+    new = _side(new, "new")
+    _validate.text(old_name, name="old_name")
+    _validate.text(new_name, name="new_name")
     if timeout is not None:
         _validate.number(timeout, name="timeout")
     if max_states is not None:
@@ -132,6 +136,18 @@ def diff(
     )
 
 
+def _side(value: object, label: str) -> tuple[Sequence[object], Sequence[Requirement], Mode]:
+    """``value`` if it is a ``(tools, requirements, mode)`` triple (its parts are checked where
+    the policy is built), else a ``PolicyError`` naming the argument."""
+    if not isinstance(value, tuple | list) or len(value) != 3:
+        raise PolicyError(
+            f"diff: `{label}` must be a `(tools, requirements, mode)` triple, got "
+            f"`{type(value).__name__}`",
+            hint="or compare two `Policy` objects with `diff_policies(old, new)`",
+        )
+    return (value[0], value[1], value[2])
+
+
 def diff_policies(
     old: CheckTarget,
     new: CheckTarget,
@@ -140,6 +156,8 @@ def diff_policies(
     max_states: int | None = None,
 ) -> DiffReport:
     """``diff`` on two policies (their tools, requirements and modes)."""
+    old = target(old, "diff_policies (old)")
+    new = target(new, "diff_policies (new)")
     return diff(
         (old.tools, old.requirements, old.mode),
         (new.tools, new.requirements, new.mode),

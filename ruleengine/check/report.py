@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from pydantic import model_serializer
 
+from ruleengine import _validate
 from ruleengine._model import ResultModel
 from ruleengine.passes import CoreEntry
 from ruleengine.state import Status
@@ -129,6 +130,7 @@ class Report(ResultModel):
 
     def at_or_above(self, severity: Severity) -> tuple[Finding, ...]:
         """The findings of ``severity`` or worse (``warning`` includes errors)."""
+        _validate.one_of(severity, ("error", "warning"), name="severity")
         if severity == "warning":
             return self.findings
         return tuple(f for f in self.findings if f.severity == "error")

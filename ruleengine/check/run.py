@@ -28,7 +28,7 @@ from ruleengine.errors import PolicyError
 from ruleengine.passes import Mode
 from ruleengine.requirements.base import Requirement
 
-__all__ = ["CheckTarget", "EngineName", "check", "check_policy"]
+__all__ = ["CheckTarget", "EngineName", "check", "check_policy", "target"]
 
 EngineName = Literal["auto", "explicit", "symbolic"]
 
@@ -61,6 +61,7 @@ def check_policy(
     engine: EngineName = "auto",
 ) -> Report:
     """``check`` on a policy's tools, requirements, mode and budget."""
+    policy = target(policy, "check_policy")
     return check(
         policy.tools,
         policy.requirements,
@@ -71,6 +72,21 @@ def check_policy(
         max_states=max_states,
         engine=engine,
     )
+
+
+_TARGET_FIELDS = ("tools", "requirements", "max_iterations", "mode", "source")
+
+
+def target(policy: object, where: str) -> CheckTarget:
+    """``policy`` if it has what a check reads of a policy (``CheckTarget``), else a
+    ``PolicyError`` saying what ``where`` was given instead."""
+    missing = next((f for f in _TARGET_FIELDS if not hasattr(policy, f)), None)
+    if missing is not None:
+        raise PolicyError(
+            f"{where}: expected a `Policy`, got `{type(policy).__name__}` (it has no `{missing}`)",
+            hint="load one with `Policy.load(path)`, or build `Policy(tools, requirements)`",
+        )
+    return policy  # type: ignore[return-value]  # checked just above, field by field
 
 
 def check(
@@ -88,6 +104,7 @@ def check(
     shortest trace. ``complete`` is true when the verdicts hold for histories of any length;
     ``timeout`` (seconds) and ``max_states`` stop the search early, and the report says so."""
     _validate.integer(max_iterations, name="max_iterations", least=1)
+    _validate.text(name, name="name")
     if timeout is not None:
         _validate.number(timeout, name="timeout")
     if max_states is not None:

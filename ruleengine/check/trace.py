@@ -12,12 +12,13 @@ from collections.abc import Sequence
 
 import anyio
 
+from ruleengine import _validate
 from ruleengine.check.report import Finding, TraceStep
-from ruleengine.errors import ConflictError
+from ruleengine.errors import ConflictError, PolicyError
 from ruleengine.passes import Pass
 from ruleengine.reasoner import Reasoner
 from ruleengine.rules import Emitted
-from ruleengine.state import RunState, Step
+from ruleengine.state import RunState, TraceEntry
 
 __all__ = ["confirm", "emit_state", "replay"]
 
@@ -36,11 +37,26 @@ def emit_state(reasoner: Reasoner, state: RunState) -> list[Emitted]:
     return reasoner.emit(state)
 
 
-def replay(reasoner: Reasoner, trace: Sequence[TraceStep]) -> list[Pass | ConflictError]:
-    """The decision before each step of ``trace``, then after its last step."""
+def replay(
+    reasoner: Reasoner, trace: Sequence[TraceStep | TraceEntry]
+) -> list[Pass | ConflictError]:
+    """The decision before each step of ``trace``, then after its last step. The steps are
+    ``TraceStep``s (a finding's trace), tool names (status ``ok``) or ``(name, status)``
+    pairs, as ``RunState.from_trace`` takes them."""
+    _reasoner(reasoner, "replay")
+    if isinstance(trace, str):
+        raise PolicyError(
+            f"replay: trace=`{trace!r}` is one string, not a list of steps",
+            hint=f"pass a list: `[{trace!r}]`",
+        )
+    entries = [
+        (s.tool, s.status) if isinstance(s, TraceStep) else s
+        for s in _validate.sequence(trace, name="trace")
+    ]
+    steps = RunState.from_trace(entries).steps
     outcomes: list[Pass | ConflictError] = []
-    for n in range(len(trace) + 1):
-        state = RunState(steps=tuple(Step(tool=s.tool, status=s.status) for s in trace[:n]))
+    for n in range(len(steps) + 1):
+        state = RunState(steps=steps[:n])
         try:
             outcomes.append(reasoner.resolve(emit_state(reasoner, state), step=n + 1))
         except ConflictError as exc:
@@ -50,6 +66,12 @@ def replay(reasoner: Reasoner, trace: Sequence[TraceStep]) -> list[Pass | Confli
 
 def confirm(reasoner: Reasoner, finding: Finding) -> str | None:
     """Why ``finding``'s trace does not replay to it, or ``None`` when it does."""
+    _reasoner(reasoner, "confirm")
+    if not isinstance(finding, Finding):
+        raise PolicyError(
+            f"confirm: expected a `Finding` (from a report's `findings`), got "
+            f"`{type(finding).__name__}`"
+        )
     outcomes = replay(reasoner, finding.trace)
     for n, step in enumerate(finding.trace):
         before = outcomes[n]
@@ -75,6 +97,14 @@ def confirm(reasoner: Reasoner, finding: Finding) -> str | None:
             if finding.trace:
                 return f"a `{finding.id}` finding has no trace"
     return None
+
+
+def _reasoner(reasoner: object, where: str) -> None:
+    if not isinstance(reasoner, Reasoner):
+        raise PolicyError(
+            f"{where}: expected a `Reasoner`, got `{type(reasoner).__name__}`",
+            hint="a policy's is `policy.reasoner()`",
+        )
 
 
 def _show(outcome: Pass | ConflictError) -> str:

@@ -24,7 +24,16 @@ from ruleengine import (
     allowed,
     requirement,
 )
-from ruleengine.check import Report, check, confirm
+from ruleengine.check import (
+    Report,
+    TraceStep,
+    check,
+    check_policy,
+    confirm,
+    diff,
+    diff_policies,
+    replay,
+)
 
 C = ConditionalRequirement
 ENGINES = ("explicit", "symbolic")
@@ -279,6 +288,86 @@ def test_the_bounded_search_gives_a_minimal_budget_core() -> None:
 def test_bad_arguments_are_policy_errors(options: dict[str, Any], match: str) -> None:
     with pytest.raises(PolicyError, match=match):
         check(["a"], [C("a", max_invocations=1)], **options)
+
+
+def test_a_name_that_is_not_text_is_refused_before_the_check_runs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def no_search(*args: object, **kwargs: object) -> object:
+        raise AssertionError("the check ran")
+
+    monkeypatch.setattr(check_run, "_whole_if_small", no_search)
+    with pytest.raises(PolicyError, match="name=`3` must be text"):
+        check(["a"], [C("a", max_invocations=1)], name=3)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("given", [None, "policy.toml", 3, Reasoner(["a"], [])])
+def test_check_policy_and_diff_policies_name_what_they_got_instead_of_a_policy(
+    given: object,
+) -> None:
+    kind = type(given).__name__
+    with pytest.raises(PolicyError, match=f"check_policy: expected a `Policy`, got `{kind}`"):
+        check_policy(given)  # type: ignore[arg-type]
+    policy = Policy(["a"], [C("a", max_invocations=1)])
+    with pytest.raises(PolicyError, match=rf"diff_policies \(new\): .* got `{kind}`"):
+        diff_policies(policy, given)  # type: ignore[arg-type]
+    with pytest.raises(PolicyError, match=rf"diff_policies \(old\): .* got `{kind}`"):
+        diff_policies(given, policy)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("side", [None, (["a"], []), ["a"], (["a"], [], "strict", "extra")])
+def test_diff_wants_a_triple_per_side(side: object) -> None:
+    good = (["a"], [C("a", max_invocations=1)], "strict")
+    with pytest.raises(PolicyError, match="`new` must be a `\\(tools, requirements, mode\\)`"):
+        diff(good, side)  # type: ignore[arg-type]
+    with pytest.raises(PolicyError, match="old_name"):
+        diff(good, good, old_name=None)  # type: ignore[arg-type]
+
+
+def test_severities_are_error_or_warning() -> None:
+    report = check(["a"], [C("a", max_invocations=0)])
+    assert [f.id for f in report.at_or_above("warning")] == ["dead-tool"]
+    assert report.at_or_above("error") == ()  # a dead tool is a warning
+    for bad in ("fatal", "Error", 3, None):
+        with pytest.raises(PolicyError, match="severity"):
+            report.at_or_above(bad)  # type: ignore[arg-type]
+
+
+def test_replay_takes_trace_steps_names_and_pairs_alike() -> None:
+    reasoner = Reasoner(["a", "b"], [C("b", only_after=["a"])])
+    steps = [TraceStep(tool="a", status="error"), TraceStep(tool="b", status="ok")]
+
+    def shown(outcomes: list[Any]) -> list[Any]:
+        return [o.allowed for o in outcomes]
+
+    assert shown(replay(reasoner, steps)) == shown(replay(reasoner, [("a", "error"), "b"]))
+    assert shown(replay(reasoner, ["a"])) == [("a", "final_answer"), ("a", "b", "final_answer")]
+
+
+@pytest.mark.parametrize(
+    ("reasoner", "trace", "match"),
+    [
+        (None, [], "replay: expected a `Reasoner`, got `NoneType`"),
+        ("policy.toml", [], "replay: expected a `Reasoner`, got `str`"),
+        (Reasoner(["a"], []), "a", "one string, not a list of steps"),
+        (Reasoner(["a"], []), None, "trace=`None` must be a list"),
+        (Reasoner(["a"], []), [3], "trace entry 1"),
+        (Reasoner(["a"], []), [("a", "maybe")], "status `maybe`"),
+    ],
+)
+def test_replay_names_bad_input(reasoner: object, trace: object, match: str) -> None:
+    with pytest.raises(PolicyError, match=match):
+        replay(reasoner, trace)  # type: ignore[arg-type]
+
+
+def test_confirm_names_bad_input() -> None:
+    report = check(["a"], [C("a", max_invocations=0)])
+    reasoner = Reasoner(["a"], [C("a", max_invocations=0)])
+    assert confirm(reasoner, report.findings[0]) is None
+    with pytest.raises(PolicyError, match=r"confirm: expected a `Finding` \(.*\), got `dict`"):
+        confirm(reasoner, report.findings[0].model_dump())  # type: ignore[arg-type]
+    with pytest.raises(PolicyError, match="confirm: expected a `Reasoner`"):
+        confirm(None, report.findings[0])  # type: ignore[arg-type]
 
 
 def test_the_symbolic_engine_refuses_what_it_cannot_decide() -> None:
