@@ -155,6 +155,8 @@ class Policy:
         (``"max_iterations"``, ``"tools[2]"``), and no key at all is the file itself. A key
         that is not written in the file (a default) gives the nearest enclosing place.
         """
+        _validate.optional_text(requirement_name, name="requirement_name")
+        _validate.optional_text(key, name="key")
         if not self._locations:
             return None
         if requirement_name is None:

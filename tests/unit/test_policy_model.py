@@ -240,6 +240,11 @@ def test_locations_point_into_the_file() -> None:
     assert policy.location(key="tools[1]") == Location("p.toml", 1, 15)
     assert policy.location(key="max_iterations") == Location("p.toml", 1, 1)
     assert dict(policy.locations) == at
+    for bad in (3, ["first"], ("first",)):
+        with pytest.raises(PolicyError, match="requirement_name"):
+            policy.location(bad)  # type: ignore[arg-type]
+        with pytest.raises(PolicyError, match="key"):
+            policy.location("first", bad)  # type: ignore[arg-type]
 
 
 def test_a_location_reads_as_file_line_column() -> None:
