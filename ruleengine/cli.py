@@ -136,7 +136,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # The reader went away (`ruleengine schema | head`): stop quietly. Python's flush of
         # stdout at exit would fail again, so stdout now points at /dev/null (the recipe of
         # the `signal` module's documentation).
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _drop_stdout()
         return EXIT_BROKEN_PIPE
     except Exception as exc:
         traceback.print_exc()
@@ -145,11 +145,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INTERNAL
 
 
-def _output_failed(exc: OutputError) -> int:
-    """Report an output that could not be written; what stdout still buffers is dropped (its
-    flush at exit would fail again)."""
+def _drop_stdout() -> None:
+    """Point stdout's descriptor at /dev/null: what it still buffers, and anything written
+    later, goes nowhere instead of failing again at the flush on the way out."""
     with contextlib.suppress(OSError, ValueError, AttributeError):
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, sys.stdout.fileno())
+        finally:
+            os.close(devnull)
+
+
+def _output_failed(exc: OutputError) -> int:
+    """Report an output that could not be written (what stdout still buffers is dropped)."""
+    _drop_stdout()
     with contextlib.suppress(OSError):
         print(f"ruleengine: {exc.message}", file=sys.stderr)
     return EXIT_OUTPUT
