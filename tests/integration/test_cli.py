@@ -536,6 +536,22 @@ def test_the_console_entry_freezes_the_imported_heap_and_exits_with_the_code_of_
     assert "deadlock" in capsys.readouterr().out
 
 
+def _spawn_into(
+    args: tuple[str, ...], stdout: Any, env: dict[str, str]
+) -> subprocess.CompletedProcess[str]:
+    """``ruleengine ARGS…`` writing its output into ``stdout`` (a descriptor or file)."""
+    return subprocess.run(
+        [sys.executable, "-m", "ruleengine", *args],
+        cwd=ROOT,
+        env=env,
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
 @pytest.mark.parametrize(
     "args",
     [
@@ -551,16 +567,7 @@ def test_a_reader_gone_before_any_output_gets_exit_141_and_no_traceback(
     env = _env()
     env.pop("PYTHONUNBUFFERED", None)  # stdout buffered, as usual: written at the flush
     try:
-        done = subprocess.run(
-            [sys.executable, "-m", "ruleengine", *args],
-            cwd=ROOT,
-            env=env,
-            stdout=writer,
-            stderr=subprocess.PIPE,
-            text=True,
-            timeout=120,
-            check=False,
-        )
+        done = _spawn_into(args, writer, env)
     finally:
         os.close(writer)
     assert done.returncode == 141
@@ -584,16 +591,7 @@ def test_an_output_that_cannot_be_written_exits_4_with_one_line(
     if unbuffered:
         env["PYTHONUNBUFFERED"] = "1"  # every print writes at once, inside `main`
     with open("/dev/full", "w") as full:  # every write fails: no space left on device
-        done = subprocess.run(
-            [sys.executable, "-m", "ruleengine", *args],
-            cwd=ROOT,
-            env=env,
-            stdout=full,
-            stderr=subprocess.PIPE,
-            text=True,
-            timeout=120,
-            check=False,
-        )
+        done = _spawn_into(args, full, env)
     assert done.returncode == 4
     message = "ruleengine: cannot write the output: No space left on device"
     assert done.stderr.splitlines() == [message]
