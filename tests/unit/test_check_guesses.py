@@ -292,6 +292,45 @@ def test_random_walks_are_reachable_and_the_same_every_time() -> None:
         assert run.bdd.let(bits, reach) == run.bdd.true
 
 
+def test_a_state_is_in_a_set_exactly_when_substituting_it_gives_true() -> None:
+    # `holds_at` walks one branch from the root; substituting the whole assignment is the
+    # reference. Every state of the product, against sets with complemented edges: the
+    # reachable set, its complement, each tool's pass, some of them over check bits too
+    # (which the walk cannot follow: it substitutes, and a state is in such a set when it
+    # is whatever the checks say).
+    tools, reqs = _wide()
+    reqs = [*reqs[:4], C("a", custom_checks=[lambda s: True], name="checked-a")]
+    system = System(tools, reqs)
+    run = symbolic._Symbolic(system, Encoding(system), None, None, None)
+    run.start = run.enc.cube([b for c in system.components for b in run.enc.bits[id(c)]], 0)
+    reach = run._reach()
+    comps, enc, bdd = system.components, run.enc, run.bdd
+    sets = [reach, ~reach, bdd.true, bdd.false, *run.pass_.allowed.values()]
+    assert any(u.support & set(run.check_names) for u in sets)  # a set the walk cannot take
+    states = list(itertools.product(*(range(len(c.views)) for c in comps)))
+    assert len(states) > 100
+    for u in sets:
+        for state in states:
+            expected = bdd.let(enc.state_bits(comps, state), u) == bdd.true
+            assert enc.holds_at(u, comps, state) == expected
+
+
+def test_the_reachable_set_search_takes_the_clusters_bottom_up() -> None:
+    tools = [f"t{i}" for i in range(6)]
+    reqs = [C(t, max_invocations=2, name=f"cap-{t}") for t in tools]
+    reqs += [C(t, consecutive_allowed=False, name=f"apart-{t}") for t in tools]
+    system = System(tools, reqs)
+    run = symbolic._Symbolic(system, Encoding(system), None, None, None)
+    level = run.bdd.level_of_var
+    tops = [min(level(b) for b in c.current) for c in run._bottom_up()]
+    assert sorted(run._bottom_up(), key=id) == sorted(run.clusters, key=id)  # each once
+    assert tops == sorted(tops, reverse=True)
+    # Ties keep the declared order.
+    for a, b in itertools.pairwise(run._bottom_up()):
+        if min(level(x) for x in a.current) == min(level(x) for x in b.current):
+            assert run.clusters.index(a) < run.clusters.index(b)
+
+
 def test_dynamic_reordering_only_with_many_bits_of_global_views() -> None:
     tools = [f"t{i}" for i in range(6)]
     counters = [C(t, max_invocations=3, name=f"cap-{t}") for t in tools]
