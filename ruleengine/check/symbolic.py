@@ -185,7 +185,8 @@ class Encoding:
         view bits: one walk from the root down the branch each bit takes, counting the
         complemented edges on the way (CUDD's and the pure-Python package's ``low``,
         ``high`` and ``negated``). Substituting the assignment instead (``BDD.let``) builds
-        a cube of every bit first: at 50 tools, 2.6 ms against a few microseconds."""
+        a cube of every bit first: at 50 tools (178 bits) 0.8–2.6 ms a test, the walk
+        0.1 ms with the assignment built."""
         values = self.state_bits(components, state)
         node, parity = u, u.negated
         while (var := node.var) is not None:
