@@ -105,6 +105,7 @@ class Encoding:
         self._moves: dict[tuple[int, int], Node] = {}
         self._relations: dict[tuple[tuple[int, int], ...], Node] = {}
         self._relations_any: dict[tuple[tuple[tuple[int, int], ...], ...], Node] = {}
+        self._shapes: dict[tuple[int, ...], _Shape] = {}
         self._distances: dict[tuple[int, str], Distances] = {}
         self._at_least: dict[tuple[int, str | None, int], Node] = {}
         names: list[str] = []
@@ -304,6 +305,21 @@ class Encoding:
                 if value >= least:
                     found |= self.cube(bits, view)
             self._at_least[key] = found
+        return found
+
+    def shape(self, comps: Sequence[Component]) -> _Shape:
+        """The current bits of ``comps`` and their renamings between current and next bits
+        (memoised: the steps of every subsystem that move the same components share it)."""
+        key = tuple(id(comp) for comp in comps)
+        found = self._shapes.get(key)
+        if found is None:
+            current = tuple(b for comp in comps for b in self.bits[id(comp)])
+            nexts = tuple(b for comp in comps for b in self.next_bits[id(comp)])
+            found = self._shapes[key] = _Shape(
+                current,
+                dict(zip(nexts, current, strict=True)),
+                dict(zip(current, nexts, strict=True)),
+            )
         return found
 
     def relation(self, moved: tuple[tuple[Component, int], ...]) -> Node:
@@ -604,6 +620,17 @@ class _OutOfTime(Exception):
     """The deadline passed in the middle of an analysis."""
 
 
+@dataclass(frozen=True, slots=True)
+class _Shape:
+    """The bits a step moves: ``current`` (the components' view bits, in order),
+    ``renamed`` (next bit → current bit) and ``forward`` (current bit → next bit). Shared
+    between groups and subsystems: never changed."""
+
+    current: tuple[str, ...]
+    renamed: dict[str, str]
+    forward: dict[str, str]
+
+
 class _Group:
     """Events with the same effect on every component: one relation, one guard."""
 
@@ -611,14 +638,10 @@ class _Group:
         self.moved = moved
         self._enc = enc
         self._relation: Node | None = None
-        self.current: list[str] = []
-        self.renamed: dict[str, str] = {}
-        self.forward: dict[str, str] = {}
-        for comp, _ in moved:
-            bits, nexts = enc.bits[id(comp)], enc.next_bits[id(comp)]
-            self.current += bits
-            self.renamed.update(zip(nexts, bits, strict=True))
-            self.forward.update(zip(bits, nexts, strict=True))
+        shape = enc.shape([comp for comp, _ in moved])
+        self.current = shape.current
+        self.renamed = shape.renamed
+        self.forward = shape.forward
         self.guard = enc.bdd.false
         self.events: list[Event] = []
 
@@ -680,7 +703,7 @@ class _Symbolic:
         self.groups = self._groups()
         alike: dict[tuple[tuple[str, ...], Node], list[_Group]] = {}
         for g in self.groups:
-            alike.setdefault((tuple(g.current), g.guard), []).append(g)
+            alike.setdefault((g.current, g.guard), []).append(g)
         self.clusters = [_Cluster(enc, gs) for gs in alike.values()]
         self.result = Analysis(depends_on_checks=any(c.opaque for c in comps))
         self.layers: list[Node] = []
