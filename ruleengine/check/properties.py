@@ -9,6 +9,7 @@ checked by running the same engine on the smaller system.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from functools import partial, reduce
 from itertools import islice
@@ -402,6 +403,7 @@ class _DeadRequirements:
         self.dependencies = _dependencies(system)
         self.watched = _watched(system)
         self.linked = _watched(system, linking=True)
+        self.singled = _singled_out(system)
 
 
 def _dead_requirement(
@@ -424,6 +426,13 @@ def _dead_requirement(
             closing = relaxed.closed_until(tool, first, mine, succeeded=False)
         if closing is not None:
             implied.append(_names(system, closing) | {name})
+    # A requirement that waits for a dead tool (a force after it, a count of its calls) is
+    # often dead for that reason alone: the tool's core, with what else mentions its tools.
+    waiting = [
+        frozenset([name, *context.closed[t]])
+        for t in sorted(context.singled.get(name, ()))
+        if t in context.closed
+    ]
     core = requirement_core(
         system,
         _never_live(name),
@@ -433,6 +442,8 @@ def _dead_requirement(
         grow_from=hints.with_roots(()),
         cache=cache,
         hints=[
+            *waiting,
+            *(w | mentioning for w in waiting),
             *implied,
             *_between(system, name, context.dependencies),
             *_cones(system, set(_mentions_of(system, name)), forcing=True),
@@ -1006,6 +1017,27 @@ def _watched(system: Checked, *, linking: bool = False) -> dict[str, set[str]]:
     policy. (A fresh copy: callers add to it. A system without components has none.)"""
     known: dict[bool, dict[str, frozenset[str]]] = getattr(system, "watching", {linking: {}})
     return {name: set(tools) for name, tools in known[linking].items()}
+
+
+def _singled_out(system: Checked) -> dict[str, set[str]]:
+    """Per requirement, the tools whose calls move one of its views otherwise than most
+    tools do: all the tools a local view watches; for a global view (a step counter, the
+    last tool called), those outside the class that most of its tools share (the trigger of
+    a force after a tool, the target a count watches), which the view waits for. A view
+    that tells most tools apart (the cycle guard's history) singles out none."""
+    out: dict[str, set[str]] = {}
+    comps: Sequence[Component] = getattr(system, "components", ())
+    callable_count = _callable_count(system)
+    for comp in comps:
+        mine = out.setdefault(comp.requirement.name, set())
+        watched = comp.watched
+        if not comp.is_global(callable_count):
+            mine.update(watched)
+            continue
+        common, size = Counter(comp.classes[t] for t in watched).most_common(1)[0]
+        if size * 2 > len(watched):
+            mine.update(t for t in watched if comp.classes[t] != common)
+    return out
 
 
 def cone_of(system: Checked, tools: set[str], *, forcing: bool) -> frozenset[str]:

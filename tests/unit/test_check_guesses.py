@@ -215,6 +215,58 @@ def test_global_views_make_no_dependencies() -> None:
     assert properties._between(system, "a-at-2", found) == []
 
 
+def test_the_tools_a_view_singles_out_are_those_it_waits_for() -> None:
+    tools = ["a", "b", "c", "d", "e", "f"]
+    system = System(
+        tools,
+        [
+            CycleGuard(),  # its history tells every tool apart: it waits for none
+            C("a", force_at_step=2, name="a-at-2"),  # a step counter that stops at `a`
+            # The last tool called (a global view), and whether `d` ran since `e` did.
+            C("e", force_after=["d"], consecutive_allowed=False, name="e-after-d"),
+            C("b", only_after=["c"], name="b-c"),  # a local view: all it watches
+            C("f", max_invocations=0, name="no-f"),  # a view no call moves
+        ],
+    )
+    assert properties._singled_out(system) == {
+        "cycle-guard": set(),
+        "a-at-2": {"a"},
+        "e-after-d": {"d", "e"},
+        "b-c": {"c"},
+        "no-f": set(),
+    }
+
+
+def test_a_requirement_waiting_for_a_dead_tool_is_first_guessed_dead_for_that_reason(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # `d` is dead (it only runs after `c`, which never runs), so the force after `d` never
+    # fires: `e-after-d`'s guesses start from it and the dead tool's core.
+    tools = ["a", "b", "c", "d", "e", "x"]
+    killing = [C("c", max_invocations=0, name="no-c"), C("d", only_after=["c"], name="d-c")]
+    noise = [
+        C("x", only_after=["a"], name="x-a"),
+        C("b", max_invocations=2, name="cap-b"),
+        C("a", only_before=["x"], name="a-before-x"),
+        CycleGuard(),
+    ]
+    waiting = C("e", force_after=["d"], name="e-after-d")
+    first: dict[str, frozenset[str]] = {}
+    search = properties.requirement_core
+
+    def spy(system: Any, holds: Any, engine: Any, focus: Any = None, **kw: Any) -> Any:
+        if focus == "live:e-after-d":
+            first[focus] = kw["hints"][0]
+        return search(system, holds, engine, focus, **kw)
+
+    monkeypatch.setattr(properties, "requirement_core", spy)
+    monkeypatch.setenv("RULEENGINE_LANES", "1")  # the spy sees the core searches
+    report = check(tools, [*killing, *noise, waiting], engine="symbolic")
+    assert first == {"live:e-after-d": frozenset({"e-after-d", "no-c", "d-c"})}
+    finding = next(f for f in report.findings if f.requirement == "e-after-d")
+    assert {e.requirement for e in finding.core} == {"e-after-d", "no-c", "d-c"}
+
+
 # -- the variable order --------------------------------------------------------------------
 
 
