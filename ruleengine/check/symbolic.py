@@ -431,80 +431,103 @@ class _Pass:
 
 def _pass(enc: Encoding, components: Sequence[Component], priorities: dict[int, int]) -> _Pass:
     """SPEC §4 for literal rules in strict mode, as BDDs (mirrors ``Layout.literal_pass`` and
-    ``_resolve.soft_forced``)."""
+    ``_resolve.soft_forced``).
+
+    The facts are sparse: a tool that no component states a fact of has it nowhere, and
+    takes no part in the sets built from that fact (a core question builds the pass of a
+    subsystem that mentions a few of 50 tools: one BDD operation per tool and fact would
+    be most of its cost)."""
     bdd, tools = enc.bdd, enc.tools
     false, true = bdd.false, bdd.true
 
     facts = [enc.facts(comp) for comp in components]
 
     def union(table: str) -> dict[str, Node]:
-        out = dict.fromkeys(tools, false)
+        """Per tool that some component states ``table`` of, where one does."""
+        out: dict[str, Node] = {}
         for f in facts:
             for t, where in getattr(f, table).items():
-                out[t] |= where
+                found = out.get(t)
+                out[t] = where if found is None else found | where
         return out
 
     deny, hide, allow_lit, show, hard = (
         union(table) for table in ("deny", "hide", "allow", "show", "hard")
     )
-    stuck = true
-    for t in tools:
-        stuck &= deny[t]
+    stuck = false  # every tool denied: only where each is
+    if len(deny) == len(tools):
+        stuck = true
+        for t in tools:
+            stuck &= deny[t]
     clash = false
-    for t in tools:
-        clash |= (allow_lit[t] & deny[t]) | (hide[t] & show[t])
+    for t, where in allow_lit.items():
+        if t in deny:
+            clash |= where & deny[t]
+    for t, where in show.items():
+        if t in hide:
+            clash |= hide[t] & where
     stuck |= clash
     any_hard = false
     two_hard = false
-    for t in tools:
-        two_hard |= any_hard & hard[t]
-        any_hard |= hard[t]
+    for where in hard.values():
+        two_hard |= any_hard & where
+        any_hard |= where
     force_denied = false
-    for t in tools:
-        force_denied |= hard[t] & deny[t]
+    for t, where in hard.items():
+        if t in deny:
+            force_denied |= where & deny[t]
     consistent = ~(stuck | two_hard | force_denied)
-    allowed_pre = {t: ~deny[t] for t in tools}
+    allowed_pre = {t: ~where for t, where in deny.items()}  # a tool missing: everywhere
     # Soft forces: the highest priority among allowed forced tools, ties by declared order.
-    levels = sorted({priorities[id(c)] for c in components if enc.facts(c).soft}, reverse=True)
+    # Per priority level, where each tool is bid for; only tools with a bid at a level
+    # take part in it (a tool without one changes none of the sets below).
+    position = {t: i for i, t in enumerate(tools)}
     bids: dict[int, dict[str, Node]] = {}
-    for p in levels:
-        bids[p] = {t: false for t in tools}
-        for comp in components:
-            if priorities[id(comp)] == p:
-                for t, where in enc.facts(comp).soft.items():
-                    bids[p][t] |= where
-    soft = {t: false for t in tools}
+    for comp in components:
+        for t, where in enc.facts(comp).soft.items():
+            level = bids.setdefault(priorities[id(comp)], {})
+            level[t] = level.get(t, false) | where
+    soft: dict[str, Node] = {}
     tie = false
     above = false  # some allowed tool bids higher
-    for p in levels:
-        at_level = {t: allowed_pre[t] & bids[p][t] for t in tools}
+    for p in sorted(bids, reverse=True):
         any_here = false
         first_seen = false
         pair = false
-        for t in tools:
-            soft[t] |= ~above & at_level[t] & ~first_seen
-            pair |= first_seen & at_level[t]
-            first_seen |= at_level[t]
-            any_here |= at_level[t]
+        for t in sorted(bids[p], key=position.__getitem__):  # in declared order
+            at_level = bids[p][t]
+            if t in allowed_pre:
+                at_level &= allowed_pre[t]
+            soft[t] = soft.get(t, false) | (~above & at_level & ~first_seen)
+            pair |= first_seen & at_level
+            first_seen |= at_level
+            any_here |= at_level
         tie |= ~above & pair
         above |= any_here
     tie &= ~any_hard
-    forced = {t: hard[t] | (~any_hard & soft[t]) for t in tools}
+    not_hard = ~any_hard
+    forced: dict[str, Node] = {}  # a tool missing: forced nowhere
+    for t in tools:
+        if t in hard or t in soft:
+            forced[t] = hard.get(t, false) | (not_hard & soft.get(t, false))
     any_forced = any_hard | above
-    can_stop = consistent & allowed_pre[FINAL_ANSWER]
+    pinned = consistent & any_forced  # only forced tools are allowed
+    free = consistent & ~any_forced  # every tool not denied is
+    can_stop = consistent & allowed_pre.get(FINAL_ANSWER, true)
     allowed: dict[str, Node] = {}
     for t in tools:
         if t == FINAL_ANSWER:
             allowed[t] = can_stop
-        else:
-            allowed[t] = consistent & ((any_forced & forced[t]) | (~any_forced & allowed_pre[t]))
+            continue
+        here = free & allowed_pre[t] if t in allowed_pre else free
+        allowed[t] = (pinned & forced[t]) | here if t in forced else here
     return _Pass(
         consistent=consistent,
         stuck=stuck,
-        hard=hard,
+        hard={t: hard.get(t, false) for t in tools},
         allowed=allowed,
-        hidden={t: consistent & hide[t] for t in tools},
-        forced={t: consistent & forced[t] for t in tools},
+        hidden={t: consistent & hide[t] if t in hide else false for t in tools},
+        forced={t: consistent & forced[t] if t in forced else false for t in tools},
         can_stop=can_stop,
         callable={t: allowed[t] for t in tools if t != FINAL_ANSWER},
         tie=consistent & tie,
@@ -700,6 +723,7 @@ class _Symbolic:
         self.pass_ = _decided(enc, comps, self.priorities)
         self.check_names = [n for c in comps for n in enc.check_bits[id(c)]]
         self._callable_where: dict[str, Node] = {}
+        self._live_where: dict[str, Node] = {}
         self.groups = self._groups()
         alike: dict[tuple[tuple[str, ...], Node], list[_Group]] = {}
         for g in self.groups:
@@ -1202,7 +1226,7 @@ class _Symbolic:
         (``live``: whichever the focus asks for)."""
         bdd, p, some, result, reach = self.bdd, self.pass_, self.some, self.result, self.reach
         focus = self.focus
-        if focus in (None, "tools") or focus.startswith(("live:", "tool:")):
+        if focus in (None, "tools") or focus.startswith("tool:"):
             for t in self.enc.tools:
                 if reach & some(p.allowed[t]) != bdd.false:
                     result.allowed_tools.add(t)
@@ -1447,7 +1471,14 @@ class _Symbolic:
 
     def _live_at(self, name: str) -> Node:
         """The states (reachable or not) where requirement ``name`` is live: it changes the
-        pass, or, asking permission, the pass allows a tool it covers (SPEC §11)."""
+        pass, or, asking permission, the pass allows a tool it covers (SPEC §11). Memoised:
+        a core question asks it before its search and again of the reachable set."""
+        found = self._live_where.get(name)
+        if found is None:
+            found = self._live_where[name] = self._live_where_now(name)
+        return found
+
+    def _live_where_now(self, name: str) -> Node:
         bdd, some, p = self.bdd, self.some, self.pass_
         comps = self.system.components
         mine = [c for c in comps if c.requirement.name == name]  # one per factor
