@@ -96,25 +96,34 @@ def run_jobs(jobs: Sequence[Callable[[], T]]) -> tuple[list[T], list[bool]]:
     ]
 
 
-def run_beside(main: Callable[[], None], side: Callable[[], T]) -> T:
-    """Run ``main`` here (for its effects on this process) and return ``side()``'s result,
-    computed meanwhile in a forked child when ``forking_allowed()``, else (or if the child
-    fails) here afterwards. ``side`` must not need anything ``main`` does."""
-    if not forking_allowed():
+def run_beside(main: Callable[[], None], side: Sequence[Callable[[], T]]) -> list[T]:
+    """Run ``main`` here (for its effects on this process) and return each ``side`` job's
+    result, in order. When ``forking_allowed()``, a forked child claims side jobs from the
+    back from the start, and this process, once ``main`` is done, claims them from the front
+    until the two meet (as in ``run_jobs``: whichever side finishes its own work first
+    takes more of the shared part). Otherwise, or for what a failed child claimed, they run
+    here after ``main``. The side jobs must not need anything ``main`` does."""
+    if not side or not forking_allowed():
         main()
-        return side()
-    ends = _Ends(1)
-    child = _Child.start([side], ends)
+        return [job() for job in side]
+    ends = _Ends(len(side))
+    child = _Child.start(side, ends)
     if child is None:  # pragma: no cover - the fork failed (out of processes)
         main()
-        return side()
+        return [job() for job in side]
+    mine: dict[int, T] = {}
     try:
         main()
+        while (i := ends.claim_front()) is not None:
+            mine[i] = side[i]()
     except BaseException:
         child.stop()
         raise
     theirs = child.result() or {}
-    return theirs[0] if 0 in theirs else side()
+    for i in range(len(side)):
+        if i not in mine and i not in theirs:
+            mine[i] = side[i]()
+    return [mine[i] if i in mine else theirs[i] for i in range(len(side))]
 
 
 def _become_child(parent: int) -> None:  # pragma: no cover - runs in the child

@@ -28,6 +28,7 @@ import random
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from ruleengine._units import literal_masks
@@ -588,9 +589,10 @@ FEW_STATES = 64
 """Up to this many reachable states, liveness is decided state by state."""
 
 LIVENESS_BESIDE_STATES = 100_000
-"""Reachable states past which a whole analysis finds the live requirements in a second
-process (``lanes.run_beside``: a forked child, when the machine allows) while it computes
-the other verdicts (10⁹ states at 50 tools: 16–18 s in one process, 16 s in two)."""
+"""Reachable states past which a whole analysis shares out the search for the live
+requirements with a second process (``lanes.run_beside``: a forked child, when the machine
+allows), which starts on it while this one computes the other verdicts (10⁹ states at 50
+tools: 16–18 s in one process, 16 s in two)."""
 
 LIVENESS_BESIDE_SECONDS = 0.15
 """Seconds of a whole analysis so far (its passes and the reachable-set search) past which
@@ -602,9 +604,10 @@ process loses more than it gains (each computes passes and decisions the other w
 have reused). Only the speed depends on this clock: the live set is exact however it is
 computed."""
 
-BESIDE_SHARE = 3
-"""With liveness beside the rest, this process finds whether every third requirement is
-live, after the other verdicts (``_Symbolic._beside``)."""
+BESIDE_GROUP = 4
+"""Requirements whose liveness one claim takes, with liveness beside the rest
+(``_Symbolic._beside``): small enough that the two processes end close together, large
+enough that each claim shares its sampled states and decisions among a few."""
 
 SAMPLED = 64
 """Reachable states decided first, when a whole analysis asks which requirements are live
@@ -724,6 +727,7 @@ class _Symbolic:
         self.check_names = [n for c in comps for n in enc.check_bits[id(c)]]
         self._callable_where: dict[str, Node] = {}
         self._live_where: dict[str, Node] = {}
+        self._walked: list[State] | None = None
         self.groups = self._groups()
         alike: dict[tuple[tuple[str, ...], Node], list[_Group]] = {}
         for g in self.groups:
@@ -1204,22 +1208,21 @@ class _Symbolic:
             result.tie = self._witness(tie, _has_tie)
 
     def _beside(self) -> None:
-        """The whole analysis's verdicts once the reachable set is known, liveness split
-        between this process and a second one (``lanes.run_beside``): this one computes the
-        other verdicts, then whether every ``BESIDE_SHARE``-th requirement is live; the
-        second, meanwhile, the rest. (Liveness is the longer part: on `mixed-50-100-9` 1.9 s
-        against 0.9 s, on `mixed-20-40-4` 0.42 against 0.14.) Which requirements are live
-        does not depend on where it is found."""
+        """The whole analysis's verdicts once the reachable set is known, liveness shared
+        with a second process (``lanes.run_beside``): that one starts at once on the last of
+        the requirements, in groups of ``BESIDE_GROUP``, while this one computes the other
+        verdicts and then takes groups from the first, until the two meet. (Liveness is the
+        longer part: on `mixed-50-100-9` 1.9 s against 0.9 s, on `mixed-20-40-4` 0.42
+        against 0.14.) Which requirements are live does not depend on where it is found."""
         reqs = self.system.requirements
-        here = reqs[BESIDE_SHARE - 1 :: BESIDE_SHARE]
-        there = [r for i, r in enumerate(reqs) if i % BESIDE_SHARE != BESIDE_SHARE - 1]
+        groups = [reqs[i : i + BESIDE_GROUP] for i in range(0, len(reqs), BESIDE_GROUP)]
 
         def main() -> None:
             self._universal(live=False)
             self._existential()
-            self.result.live |= self._liveness(here)
 
-        self.result.live |= run_beside(main, lambda: self._liveness(there))
+        found = run_beside(main, [partial(self._liveness, group) for group in groups])
+        self.result.live.update(*found)
 
     def _universal(self, *, live: bool = True) -> None:
         """Verdicts over every reachable state: allowed tools, no-finish, live requirements
@@ -1453,7 +1456,12 @@ class _Symbolic:
 
     def _walks(self) -> list[State]:
         """``SAMPLED`` reachable states, from seeded random walks: each step a random
-        allowed tool and status (the same walks on every run)."""
+        allowed tool and status (the same walks on every run). Memoised."""
+        if self._walked is None:
+            self._walked = self._walk()
+        return self._walked
+
+    def _walk(self) -> list[State]:
         system = self.system
         rng = random.Random(0)
         seen: dict[State, None] = {}

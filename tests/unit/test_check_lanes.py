@@ -132,22 +132,41 @@ def test_an_error_here_stops_the_child_and_propagates() -> None:
 
 
 @needs_fork
-def test_beside_runs_the_side_job_in_a_child_and_the_main_one_here() -> None:
+def test_beside_runs_the_main_job_here_and_shares_the_side_jobs_with_a_child() -> None:
     parent = os.getpid()
     effects: list[int] = []
-    side = run_beside(lambda: effects.append(os.getpid()), os.getpid)
+
+    def main() -> None:
+        time.sleep(0.2)  # the child takes side jobs meanwhile
+        effects.append(os.getpid())
+
+    def where(i: int) -> Callable[[], tuple[int, int]]:
+        def run() -> tuple[int, int]:
+            time.sleep(0.05)
+            return i, os.getpid()
+
+        return run
+
+    found = run_beside(main, [where(i) for i in range(12)])
     assert effects == [parent]  # the main job's effects are this process's
-    assert side != parent
+    assert [i for i, _ in found] == list(range(12))  # every result, in order
+    ran_here = [i for i, pid in found if pid == parent]
+    ran_there = [i for i, pid in found if pid != parent]
+    assert ran_there and ran_there[-1] == 11  # the child started from the back
+    # This process took jobs only after `main`, from the front, where the child had not.
+    assert ran_here == list(range(len(ran_here)))
+    assert len(ran_there) > len(ran_here)  # the child had a head start
 
     def fails_in_a_child() -> int:
         if os.getpid() != parent:
             raise RuntimeError("only in the child")
         return 9
 
-    assert run_beside(lambda: None, fails_in_a_child) == 9
+    assert run_beside(lambda: None, [fails_in_a_child]) == [9]
+    assert run_beside(lambda: effects.append(0), []) == [] and effects[-1] == 0
     children_before = _children()
     with pytest.raises(ValueError, match="main"):
-        run_beside(lambda: (_ for _ in ()).throw(ValueError("main")), lambda: time.sleep(30))
+        run_beside(lambda: (_ for _ in ()).throw(ValueError("main")), [lambda: time.sleep(30)])
     assert _children() == children_before
 
 
@@ -297,7 +316,7 @@ def test_liveness_in_a_second_lane_gives_the_same_report(
     monkeypatch.setattr(symbolic, "LIVENESS_BESIDE_STATES", 0)
     pids = _beside_pids(monkeypatch)
     assert _report(policy, engine="symbolic") == alone
-    assert pids and os.getpid() not in pids  # liveness ran in a child, beside the rest
+    assert any(pid != os.getpid() for pid in pids)  # a child took some, beside the rest
     monkeypatch.setenv("RULEENGINE_LANES", "1")
     assert _report(policy, engine="symbolic") == alone
 
@@ -394,20 +413,23 @@ def test_liveness_goes_beside_the_rest_past_either_threshold(
     pids = _beside_pids(monkeypatch)
     assert _report(policy, engine="symbolic") == alone
     assert bool(pids) == beside
-    assert os.getpid() not in pids
+    assert not pids or any(pid != os.getpid() for pid in pids)  # a child took some
 
 
 def _beside_pids(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The process ids that compute the liveness side of each ``run_beside`` the symbolic
-    engine makes from now on (appended as they run)."""
+    """The process ids that computed each group of requirements whose liveness a
+    ``run_beside`` of the symbolic engine shared out, from now on."""
     from ruleengine.check import symbolic
 
     pids: list[int] = []
 
     def recording(main: Any, side: Any) -> Any:
-        pid, live = run_beside(main, lambda: (os.getpid(), side()))
-        pids.append(pid)
-        return live
+        def where(job: Any) -> Any:
+            return lambda: (os.getpid(), job())
+
+        found = run_beside(main, [where(job) for job in side])
+        pids.extend(pid for pid, _ in found)
+        return [live for _, live in found]
 
     monkeypatch.setattr(symbolic, "run_beside", recording)
     return pids
