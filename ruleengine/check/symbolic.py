@@ -107,6 +107,7 @@ class Encoding:
         self._relations: dict[tuple[tuple[int, int], ...], Node] = {}
         self._relations_any: dict[tuple[tuple[tuple[int, int], ...], ...], Node] = {}
         self._shapes: dict[tuple[int, ...], _Shape] = {}
+        self._cubes: dict[tuple[tuple[str, ...], int], Node] = {}
         self._distances: dict[tuple[int, str], Distances] = {}
         self._at_least: dict[tuple[int, str | None, int], Node] = {}
         names: list[str] = []
@@ -171,8 +172,15 @@ class Encoding:
             self.bdd.configure(reordering=on)
 
     def cube(self, names: Sequence[str], value: int) -> Node:
-        """The conjunction saying that the bits ``names`` spell ``value`` (lowest bit first)."""
-        return self.bdd.cube({name: bool(value >> b & 1) for b, name in enumerate(names)})
+        """The conjunction saying that the bits ``names`` spell ``value`` (lowest bit first).
+        Memoised: a component's relations and facts ask for each of its views many times."""
+        key = (tuple(names), value)
+        found = self._cubes.get(key)
+        if found is None:
+            found = self._cubes[key] = self.bdd.cube(
+                {name: bool(value >> b & 1) for b, name in enumerate(names)}
+            )
+        return found
 
     def state_bits(self, components: Sequence[Component], state: State) -> dict[str, bool]:
         """The assignment of every view bit for a concrete state."""
