@@ -73,14 +73,35 @@ def run_jobs(jobs: Sequence[Callable[[], T]]) -> tuple[list[T], list[bool]]:
     kills the child before it propagates. Cost: the jobs' own, plus a fork (a few
     milliseconds).
     """
-    if len(jobs) < 2 or not forking_allowed():
-        return [job() for job in jobs], [True] * len(jobs)
+    return _shared(jobs, first=None, fork_from=2)
+
+
+def run_beside(main: Callable[[], None], side: Sequence[Callable[[], T]]) -> list[T]:
+    """Run ``main`` here (for its effects on this process) and return each ``side`` job's
+    result, in order. When ``forking_allowed()``, a forked child claims side jobs from the
+    back from the start, and this process, once ``main`` is done, claims them from the front
+    until the two meet (``run_jobs``' claims: whichever side finishes its own work first
+    takes more of the shared part). Otherwise, or for what a failed child claimed, they run
+    here after ``main``. The side jobs must not need anything ``main`` does."""
+    return _shared(side, first=main, fork_from=1)[0]
+
+
+def _shared(
+    jobs: Sequence[Callable[[], T]], *, first: Callable[[], None] | None, fork_from: int
+) -> tuple[list[T], list[bool]]:
+    """``run_jobs`` and ``run_beside``: ``first`` (if any) runs here before this process
+    claims any job; a child is forked when there are at least ``fork_from`` jobs."""
     ends = _Ends(len(jobs))
-    child = _Child.start(jobs, ends)
-    if child is None:  # pragma: no cover - the fork failed (out of processes)
+    # No child: too few jobs, no fork here, or the fork failed (out of processes).
+    child = _Child.start(jobs, ends) if len(jobs) >= fork_from and forking_allowed() else None
+    if child is None:
+        if first is not None:
+            first()
         return [job() for job in jobs], [True] * len(jobs)
     mine: dict[int, T] = {}
     try:
+        if first is not None:
+            first()
         while (i := ends.claim_front()) is not None:
             mine[i] = jobs[i]()
     except BaseException:
@@ -94,36 +115,6 @@ def run_jobs(jobs: Sequence[Callable[[], T]]) -> tuple[list[T], list[bool]]:
     return [mine[i] if i in mine else theirs[i] for i in range(len(jobs))], [
         i in mine for i in range(len(jobs))
     ]
-
-
-def run_beside(main: Callable[[], None], side: Sequence[Callable[[], T]]) -> list[T]:
-    """Run ``main`` here (for its effects on this process) and return each ``side`` job's
-    result, in order. When ``forking_allowed()``, a forked child claims side jobs from the
-    back from the start, and this process, once ``main`` is done, claims them from the front
-    until the two meet (as in ``run_jobs``: whichever side finishes its own work first
-    takes more of the shared part). Otherwise, or for what a failed child claimed, they run
-    here after ``main``. The side jobs must not need anything ``main`` does."""
-    if not side or not forking_allowed():
-        main()
-        return [job() for job in side]
-    ends = _Ends(len(side))
-    child = _Child.start(side, ends)
-    if child is None:  # pragma: no cover - the fork failed (out of processes)
-        main()
-        return [job() for job in side]
-    mine: dict[int, T] = {}
-    try:
-        main()
-        while (i := ends.claim_front()) is not None:
-            mine[i] = side[i]()
-    except BaseException:
-        child.stop()
-        raise
-    theirs = child.result() or {}
-    for i in range(len(side)):
-        if i not in mine and i not in theirs:
-            mine[i] = side[i]()
-    return [mine[i] if i in mine else theirs[i] for i in range(len(side))]
 
 
 def _become_child(parent: int) -> None:  # pragma: no cover - runs in the child
