@@ -154,12 +154,14 @@ def findings(
         if f is not None and f.id == "dead-tool" and f.tool
     }
     second: list[_Job] = []
+    dead: list[str] = []
     if relaxed is not None:
         context = _DeadRequirements(system, relaxed, closed)
         for req in system.requirements:
             if req.name not in analysis.live:
+                dead.append(req.name)
                 second.append(partial(_dead_requirement, context, req.name, engine, cache))
-    found += _in_lanes(second, hints, cut)
+    found += _in_lanes(second, hints, cut, _related(system, dead))
     out.extend(f for f in found if f is not None)
     if analysis.tie is not None:
         out.append(_tie(system, analysis.tie))
@@ -172,13 +174,19 @@ _Job = Callable[["Hints"], "tuple[Finding, frozenset[str]] | None"]
 core adds to those guesses (None: no finding)."""
 
 
-def _in_lanes(jobs: Sequence[_Job], hints: Hints, cut: list[str] | None) -> list[Finding | None]:
-    """Each job's finding, in order. The jobs are dealt in turn to two lanes, run as two
-    independent jobs (``lanes.run_jobs``: side by side when the machine allows). A lane
-    starts from its own copy of ``hints`` and adds each of its findings' cores to it: a
-    job's guesses depend on its lane alone, so every finding is the same whichever process
-    ran a lane and when. Afterwards ``hints`` gets every core in job order (the next phase's
-    start)."""
+def _in_lanes(
+    jobs: Sequence[_Job],
+    hints: Hints,
+    cut: list[str] | None,
+    lanes: Sequence[Sequence[int]] | None = None,
+) -> list[Finding | None]:
+    """Each job's finding, in order. The jobs are dealt to lanes (``lanes``: the indices of
+    each lane's jobs, in order; by default two, dealt in turn), run as independent jobs
+    (``lanes.run_jobs``: two processes claim lanes from either end when the machine
+    allows). A lane starts from its own copy of ``hints`` and adds each of its findings'
+    cores to it: a job's guesses depend on its lane alone, so every finding is the same
+    whichever process ran a lane and when. Afterwards ``hints`` gets every core in job order
+    (the next phase's start)."""
 
     def lane(mine: Sequence[_Job]) -> list[_Done]:
         own = hints.copy()
@@ -191,19 +199,57 @@ def _in_lanes(jobs: Sequence[_Job], hints: Hints, cut: list[str] | None) -> list
             out.append((got, cut[start:] if cut is not None else []))
         return out
 
-    # Two lanes, or one for a single job (no process started for an empty lane).
-    dealt = [jobs[k::2] for k in range(2) if jobs[k::2]]
-    lanes, here = run_jobs([partial(lane, mine) for mine in dealt])
+    if lanes is None:
+        # Two lanes, or one for a single job (no process started for an empty lane).
+        lanes = [range(k, len(jobs), 2) for k in range(min(2, len(jobs)))]
+    done, here = run_jobs([partial(lane, [jobs[i] for i in mine]) for mine in lanes])
     if cut is not None:
         # What a lane run in the child cut short (a lane run here wrote to `cut` itself).
-        for done, ran_here in zip(lanes, here, strict=True):
+        for results, ran_here in zip(done, here, strict=True):
             if not ran_here:
-                cut.extend(entry for _, cut_there in done for entry in cut_there)
-    ordered = [lanes[i % 2][i // 2][0] for i in range(len(jobs))]
+                cut.extend(entry for _, cut_there in results for entry in cut_there)
+    by_job: dict[int, _Done] = {}
+    for mine, results in zip(lanes, done, strict=True):
+        by_job.update(zip(mine, results, strict=True))
+    ordered = [by_job[i][0] for i in range(len(jobs))]
     for got in ordered:
         if got is not None:
             hints.add(got[1])
     return [None if got is None else got[0] for got in ordered]
+
+
+def _related(system: Checked, names: Sequence[str]) -> list[list[int]]:
+    """Lanes for the core searches of the requirements ``names`` (by index): one per group
+    of requirements linked through the tools they mention, watch or wait for (see
+    ``_singled_out``), whose cores tend to share requirements and so help each other as
+    guesses. Many lanes let two processes share the work evenly; a group holding more than
+    half of the searches is dealt to two lanes in turn, as unrelated searches are."""
+    mentions = getattr(system, "mentions", {})
+    linked, singled = _watched(system, linking=True), _singled_out(system)
+    parent = list(range(len(names)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    owner: dict[str, int] = {}
+    for i, name in enumerate(names):
+        tools = set(mentions.get(name, ())) | linked.get(name, set()) | singled.get(name, set())
+        for tool in sorted(tools - {FINAL_ANSWER}):
+            j = owner.setdefault(tool, i)
+            parent[root(i)] = root(j)
+    groups: dict[int, list[int]] = {}
+    for i in range(len(names)):
+        groups.setdefault(root(i), []).append(i)
+    lanes: list[list[int]] = []
+    for group in groups.values():  # in order of their first search
+        if len(group) * 2 > len(names):
+            lanes.extend(group[k::2] for k in range(2))
+        else:
+            lanes.append(group)
+    return lanes
 
 
 _Done = tuple["tuple[Finding, frozenset[str]] | None", list[str]]

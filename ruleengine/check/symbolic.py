@@ -26,7 +26,7 @@ import heapq
 import itertools
 import random
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -1330,10 +1330,11 @@ class _Symbolic:
             return self._live_by_deciding(names, self._states(reach))
         # Those whose rules change no fact where they are reached are never live: found
         # first (a few BDD operations each), they are left out of the decisions below.
-        names = [name for name in names if reach & self._unmasked(name) != bdd.false]
+        unmasked = {name: self._unmasked(name) for name in names}
+        names = [name for name in names if reach & unmasked[name] != bdd.false]
         live: set[str] = set()
         if len(names) > 1:
-            live |= self._live_by_deciding(names, self._walks())
+            live |= self._live_by_deciding(names, self._walks(), unmasked)
         for name in names:
             if name in live:
                 continue
@@ -1425,18 +1426,31 @@ class _Symbolic:
             out |= here & ~at_least_two[t]
         return self.some(out)
 
-    def _live_by_deciding(self, names: Sequence[str], states: Iterable[State]) -> set[str]:
+    def _live_by_deciding(
+        self,
+        names: Sequence[str],
+        states: Iterable[State],
+        unmasked: Mapping[str, Node] | None = None,
+    ) -> set[str]:
         """Which of ``names`` are live at one of ``states`` (reachable ones), each decided
-        with and without each requirement's records (the explicit engine's rule)."""
-        system = self.system
+        with and without each requirement's records (the explicit engine's rule). With
+        ``unmasked`` (``_unmasked`` by name), a requirement is only decided at the states in
+        its set: it is live nowhere else."""
+        system, enc, comps = self.system, self.enc, self.system.components
         wanted, live, asking = frozenset(names), set[str](), asking_of(system)
         for state in states:
             if live == wanted:
                 break
             self._tick()
+            open_ = wanted - live
+            if unmasked is not None:
+                bits = enc.state_bits(comps, state)
+                open_ = frozenset(n for n in open_ if enc.contains(unmasked[n], bits))
+                if not open_:
+                    continue
             for records, _ in system.variants(state):
                 outcome = decide(system, records)
-                live |= live_at(system, records, outcome, wanted - live, asking)
+                live |= live_at(system, records, outcome, open_ - live, asking)
         return live
 
     def _states(self, states: Node) -> Iterator[State]:

@@ -329,6 +329,33 @@ def test_live_requirements_agree_however_they_are_found(
     assert found.live == {r.name for r in system.requirements} - {"c-after-a", "loose-f"}
 
 
+def test_requirements_are_decided_only_where_their_rules_can_change_a_fact(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # `_unmasked` over-approximates where a requirement can be live: deciding it only
+    # there finds the same live requirements with fewer decisions.
+    tools, reqs = _wide()
+    system = System(tools, reqs)
+    run = symbolic._Symbolic(system, Encoding(system), None, None, None)
+    names = [r.name for r in system.requirements]
+    unmasked = {name: run._unmasked(name) for name in names}
+    asked: list[int] = []
+    real = symbolic.live_at
+
+    def counted(sub: Any, records: Any, outcome: Any, candidates: Any, asking: Any) -> set[str]:
+        asked.append(len(candidates))
+        return real(sub, records, outcome, candidates, asking)
+
+    monkeypatch.setattr(symbolic, "live_at", counted)
+    walks = run._walks()
+    everywhere = run._live_by_deciding(names, walks)
+    plain = sum(asked)
+    asked.clear()
+    assert run._live_by_deciding(names, walks, unmasked) == everywhere
+    assert 0 < sum(asked) < plain
+    assert everywhere <= {n for n in names if n not in ("c-after-a", "loose-f")}
+
+
 def test_random_walks_are_reachable_and_the_same_every_time() -> None:
     tools, reqs = _wide()
     system = System(tools, reqs)

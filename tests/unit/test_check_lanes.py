@@ -20,6 +20,7 @@ from ruleengine import CycleGuard, Policy
 from ruleengine.check import lanes, properties
 from ruleengine.check.lanes import forking_allowed, run_beside, run_jobs
 from ruleengine.check.properties import Hints, _in_lanes
+from ruleengine.check.system import System
 
 
 @pytest.fixture(autouse=True)
@@ -215,6 +216,57 @@ def test_lanes_deal_jobs_in_turn_and_each_lane_learns_only_from_its_own(
     # Afterwards the phase's cores, in job order (newest first), are everyone's guesses.
     assert hints.recent == [frozenset({f"core{i}"}) for i in reversed(range(5))] + [earlier]
     assert hints.roots == [frozenset({"root"})]
+
+
+def test_lanes_given_by_index_learn_along_their_own_jobs_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("RULEENGINE_LANES", "1")
+    seen: dict[int, list[frozenset[str]]] = {}
+
+    def job(i: int) -> Callable[[Hints], tuple[object, frozenset[str]]]:
+        def run(hints: Hints) -> tuple[object, frozenset[str]]:
+            seen[i] = list(hints.recent)
+            return f"finding {i}", frozenset({f"core{i}"})
+
+        return run
+
+    hints = Hints()
+    lanes = [[0, 3, 4], [1], [2, 5]]
+    found = _in_lanes([job(i) for i in range(6)], hints, None, lanes)  # type: ignore[arg-type]
+    assert found == [f"finding {i}" for i in range(6)]
+    assert seen[0] == seen[1] == seen[2] == []
+    assert seen[3] == [frozenset({"core0"})]
+    assert seen[4] == [frozenset({"core3"}), frozenset({"core0"})]
+    assert seen[5] == [frozenset({"core2"})]
+    assert hints.recent == [frozenset({f"core{i}"}) for i in reversed(range(6))]
+
+
+def test_related_requirements_share_a_lane_and_a_crowd_is_split_in_two() -> None:
+    # Searches about the same tools (mentioned, watched or waited for) share a lane, in
+    # order; unrelated ones get their own lanes, for two processes to share out.
+    system = System(
+        ["a", "b", "c", "d", "e"],
+        [
+            C("a", only_after=["b"], name="a-after-b"),
+            C("c", max_invocations=1, name="cap-c"),
+            C("b", max_invocations=2, name="cap-b"),
+            C("d", only_after=["e"], name="d-after-e"),
+            C("c", only_after=["d"], name="c-after-d"),
+        ],
+    )
+    # Without `c-after-d`, `cap-c` and `d-after-e` have no tool in common.
+    four = ["a-after-b", "cap-c", "cap-b", "d-after-e"]
+    assert properties._related(system, four) == [[0, 2], [1], [3]]
+    # With it, the three about `c`, `d` and `e` are one group: more than half of the five,
+    # so it is dealt to two lanes in turn.
+    five = [*four, "c-after-d"]
+    assert properties._related(system, five) == [[0, 2], [1, 4], [3]]
+    # Every search in exactly one lane, each lane in order.
+    for names in (four, five, five[::-1], []):
+        lanes = properties._related(system, names)
+        assert sorted(i for lane in lanes for i in lane) == list(range(len(names)))
+        assert all(lane == sorted(lane) for lane in lanes)
 
 
 @needs_fork
