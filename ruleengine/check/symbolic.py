@@ -596,6 +596,11 @@ CHAINING_SWEEPS = 3
 FEW_STATES = 64
 """Up to this many reachable states, liveness is decided state by state."""
 
+FEW_LIVE_STATES = 64
+"""Up to this many reachable states where a requirement's rules change a fact of the pass
+(``_unmasked``), its liveness is decided at those states, without its "changes the pass"
+set (``_live_at``)."""
+
 LIVENESS_BESIDE_STATES = 100_000
 """Reachable states past which a whole analysis shares out the search for the live
 requirements with a second process (``lanes.run_beside``: a forked child, when the machine
@@ -1330,8 +1335,8 @@ class _Symbolic:
             return self._live_by_deciding(names, self._states(reach))
         # Those whose rules change no fact where they are reached are never live: found
         # first (a few BDD operations each), they are left out of the decisions below.
-        unmasked = {name: self._unmasked(name) for name in names}
-        names = [name for name in names if reach & unmasked[name] != bdd.false]
+        unmasked = {name: reach & self._unmasked(name) for name in names}
+        names = [name for name in names if unmasked[name] != bdd.false]
         live: set[str] = set()
         if len(names) > 1:
             live |= self._live_by_deciding(names, self._walks(), unmasked)
@@ -1339,6 +1344,11 @@ class _Symbolic:
             if name in live:
                 continue
             self._tick()
+            if name not in self._live_where and self._count(unmasked[name]) <= FEW_LIVE_STATES:
+                # Few reachable states where it could be live: deciding them is exact.
+                if self._live_by_deciding([name], self._states(unmasked[name])):
+                    live.add(name)
+                continue
             # A core question about one requirement is usually about one never live:
             # probing would only add to the BDD below.
             probed = len(names) > 1 and self._probed(name)
@@ -1348,11 +1358,11 @@ class _Symbolic:
 
     def _unmasked(self, name: str) -> Node:
         """The states (checks quantified; reachable or not) where requirement ``name``'s
-        rules change a fact the pass is made of, or everywhere when it soft-forces a tool,
-        yields or asks permission. Outside them, dropping its records leaves every fact of
+        rules change a fact the pass is made of or bid for a soft force, or everywhere when
+        it yields or asks permission. Outside them, dropping its records leaves every fact of
         ``_pass`` as it is (another requirement denies, hides, allows, shows or hard-forces
         the same tool there; an allow or show that clashes with nothing is no fact at all),
-        so the pass is the same: the requirement is not live there. Far cheaper than
+        and every bid, so the pass is the same: the requirement is not live there. Far cheaper than
         ``_live_at`` (no pass without it), and exact enough for requirements masked
         everywhere.
         """
@@ -1360,14 +1370,12 @@ class _Symbolic:
         requirement = next(
             c.requirement for c in self.system.components if c.requirement.name == name
         )
-        if (
-            requirement.yielding
-            or isinstance(requirement, AskPermissionRequirement)
-            or self._stated(name, "soft")
-        ):
+        if requirement.yielding or isinstance(requirement, AskPermissionRequirement):
             return bdd.true
         counts = self._fact_counts()
         out = bdd.false
+        for where in self._stated(name, "soft").values():
+            out |= where  # wherever it bids, whatever the others bid
         for table in _FACT_TABLES:
             at_least_two = counts[table][1]
             for t, here in self._stated(name, table).items():

@@ -23,23 +23,35 @@ from ruleengine.check.system import System
 MAX_STATES = 3000
 
 
-def _by_bdds() -> tuple[object, ...]:
+def _by_bdds(few_live: int) -> tuple[object, ...]:
     return (
         patch.object(symbolic, "FEW_STATES", 0),
         patch.object(symbolic, "SAMPLED", 0),
         patch.object(symbolic, "PROBES", 0),
+        patch.object(symbolic, "FEW_LIVE_STATES", few_live),
     )
 
 
 @given(case=policies())
 def test_liveness_by_bdds_agrees_with_deciding_every_state(case: PolicyCase) -> None:
+    _agrees(case, few_live=0)
+
+
+@given(case=policies())
+def test_liveness_decided_where_it_may_change_a_fact_agrees_too(case: PolicyCase) -> None:
+    # A requirement whose rules change a fact of the pass at a few reachable states only
+    # (``_unmasked``) is decided at those: the same answer as its "changes the pass" set.
+    _agrees(case, few_live=MAX_STATES)
+
+
+def _agrees(case: PolicyCase, *, few_live: int) -> None:
     note(case.source())
     system = System(list(case.tools), case.requirements(), mode=case.mode)  # type: ignore[arg-type]
     assume(supports(system) is None)
     reference = analyse(system, max_states=MAX_STATES, live=True)
     assume(reference.complete)
-    few, sampled, probes = _by_bdds()
-    with few, sampled, probes:  # type: ignore[attr-defined]
+    few, sampled, probes, few_live = _by_bdds(few_live)
+    with few, sampled, probes, few_live:  # type: ignore[attr-defined]
         whole = analyse_symbolic(system, encoding=Encoding(system))
         assert whole.live == reference.live
         for req in system.requirements:
