@@ -223,7 +223,9 @@ def _related(system: Checked, names: Sequence[str]) -> list[list[int]]:
     of requirements linked through the tools they mention, watch or wait for (see
     ``_singled_out``), whose cores tend to share requirements and so help each other as
     guesses. Many lanes let two processes share the work evenly; a group holding more than
-    half of the searches is dealt to two lanes in turn, as unrelated searches are."""
+    half of the searches is dealt to two lanes in turn, as unrelated searches are. The
+    lanes are ordered for ``run_jobs``' claims from both ends: the longest (most searches)
+    at either end, the shortest in the middle."""
     mentions = getattr(system, "mentions", {})
     linked, singled = _watched(system, linking=True), _singled_out(system)
     parent = list(range(len(names)))
@@ -245,11 +247,15 @@ def _related(system: Checked, names: Sequence[str]) -> list[list[int]]:
         groups.setdefault(root(i), []).append(i)
     lanes: list[list[int]] = []
     for group in groups.values():  # in order of their first search
-        if len(group) * 2 > len(names):
+        if len(group) * 2 > len(names) and len(group) > 1:
             lanes.extend(group[k::2] for k in range(2))
         else:
             lanes.append(group)
-    return lanes
+    # The longest lanes at the two ends, shorter ones towards the middle: two processes
+    # claiming from either end each start on a long one, and the short ones even out the
+    # end (a long lane claimed last would leave the other process idle meanwhile).
+    lanes.sort(key=lambda lane: (-len(lane), lane[0]))
+    return [*lanes[0::2], *lanes[1::2][::-1]]
 
 
 _Done = tuple["tuple[Finding, frozenset[str]] | None", list[str]]

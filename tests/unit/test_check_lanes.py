@@ -255,18 +255,25 @@ def test_related_requirements_share_a_lane_and_a_crowd_is_split_in_two() -> None
             C("c", only_after=["d"], name="c-after-d"),
         ],
     )
-    # Without `c-after-d`, `cap-c` and `d-after-e` have no tool in common.
+    # Without `c-after-d`, `cap-c` and `d-after-e` have no tool in common. The longest lane
+    # comes first, then the shortest, towards the end the longer again.
     four = ["a-after-b", "cap-c", "cap-b", "d-after-e"]
-    assert properties._related(system, four) == [[0, 2], [1], [3]]
+    assert properties._related(system, four) == [[0, 2], [3], [1]]
     # With it, the three about `c`, `d` and `e` are one group: more than half of the five,
     # so it is dealt to two lanes in turn.
     five = [*four, "c-after-d"]
-    assert properties._related(system, five) == [[0, 2], [1, 4], [3]]
-    # Every search in exactly one lane, each lane in order.
-    for names in (four, five, five[::-1], []):
+    assert properties._related(system, five) == [[0, 2], [3], [1, 4]]
+    # Every search in exactly one lane, each lane in order, the longest at either end.
+    assert properties._related(system, ["cap-c"]) == [[0]]  # one search: one lane
+    assert properties._related(system, ["cap-c", "c-after-d"]) == [[0], [1]]
+    for names in (four, five, five[::-1], [], ["cap-b"]):
         lanes = properties._related(system, names)
         assert sorted(i for lane in lanes for i in lane) == list(range(len(names)))
         assert all(lane == sorted(lane) for lane in lanes)
+        if lanes:
+            longest = max(map(len, lanes))
+            assert len(lanes[0]) == longest
+            assert all(len(lane) <= max(len(lanes[0]), len(lanes[-1])) for lane in lanes)
 
 
 @needs_fork
