@@ -1322,12 +1322,11 @@ class _Symbolic:
         state = system.initial
         seen = {state}
         for length in range(self.budget + 1):
-            here = enc.state_bits(comps, state)  # tested against every tool's guard below
-            if enc.contains(finish, here):
+            if enc.holds_at(finish, comps, state):
                 return length
             step = None
             for tool in system.callable:
-                if not enc.contains(self._callable(tool), here):
+                if not enc.holds_at(self._callable(tool), comps, state):
                     continue
                 for status in STATUSES:
                     after = system.successor(state, (tool, status))
@@ -1470,8 +1469,7 @@ class _Symbolic:
             self._tick()
             open_ = wanted - live
             if unmasked is not None:
-                bits = enc.state_bits(comps, state)
-                open_ = frozenset(n for n in open_ if enc.contains(unmasked[n], bits))
+                open_ = frozenset(n for n in open_ if enc.holds_at(unmasked[n], comps, state))
                 if not open_:
                     continue
             for records, _ in system.variants(state):
