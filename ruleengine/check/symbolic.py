@@ -1379,9 +1379,9 @@ class _Symbolic:
         it yields or asks permission. Outside them, dropping its records leaves every fact of
         ``_pass`` as it is (another requirement denies, hides, allows, shows or hard-forces
         the same tool there; an allow or show that clashes with nothing is no fact at all),
-        and every bid, so the pass is the same: the requirement is not live there. Far cheaper than
-        ``_live_at`` (no pass without it), and exact enough for requirements masked
-        everywhere.
+        and every bid, so the pass is the same: the requirement is not live there. Far
+        cheaper than ``_live_at`` (no pass without it), and exact enough for requirements
+        masked everywhere.
         """
         bdd = self.bdd
         requirement = next(
