@@ -153,15 +153,11 @@ def findings(
         for f in found
         if f is not None and f.id == "dead-tool" and f.tool
     }
-    second: list[_Job] = []
-    dead: list[str] = []
     if relaxed is not None:
         context = _DeadRequirements(system, relaxed, closed)
-        for req in system.requirements:
-            if req.name not in analysis.live:
-                dead.append(req.name)
-                second.append(partial(_dead_requirement, context, req.name, engine, cache))
-    found += _in_lanes(second, hints, cut, _related(system, dead))
+        dead = [r.name for r in system.requirements if r.name not in analysis.live]
+        second = [partial(_dead_requirement, context, name, engine, cache) for name in dead]
+        found += _in_lanes(second, hints, cut, context.lanes(dead))
     out.extend(f for f in found if f is not None)
     if analysis.tie is not None:
         out.append(_tie(system, analysis.tie))
@@ -216,46 +212,6 @@ def _in_lanes(
         if got is not None:
             hints.add(got[1])
     return [None if got is None else got[0] for got in ordered]
-
-
-def _related(system: Checked, names: Sequence[str]) -> list[list[int]]:
-    """Lanes for the core searches of the requirements ``names`` (by index): one per group
-    of requirements linked through the tools they mention, watch or wait for (see
-    ``_singled_out``), whose cores tend to share requirements and so help each other as
-    guesses. Many lanes let two processes share the work evenly; a group holding more than
-    half of the searches is dealt to two lanes in turn, as unrelated searches are. The
-    lanes are ordered for ``run_jobs``' claims from both ends: the longest (most searches)
-    at either end, the shortest in the middle."""
-    mentions = getattr(system, "mentions", {})
-    linked, singled = _watched(system, linking=True), _singled_out(system)
-    parent = list(range(len(names)))
-
-    def root(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    owner: dict[str, int] = {}
-    for i, name in enumerate(names):
-        tools = set(mentions.get(name, ())) | linked.get(name, set()) | singled.get(name, set())
-        for tool in sorted(tools - {FINAL_ANSWER}):
-            j = owner.setdefault(tool, i)
-            parent[root(i)] = root(j)
-    groups: dict[int, list[int]] = {}
-    for i in range(len(names)):
-        groups.setdefault(root(i), []).append(i)
-    lanes: list[list[int]] = []
-    for group in groups.values():  # in order of their first search
-        if len(group) * 2 > len(names) and len(group) > 1:
-            lanes.extend(group[k::2] for k in range(2))
-        else:
-            lanes.append(group)
-    # The longest lanes at the two ends, shorter ones towards the middle: two processes
-    # claiming from either end each start on a long one, and the short ones even out the
-    # end (a long lane claimed last would leave the other process idle meanwhile).
-    lanes.sort(key=lambda lane: (-len(lane), lane[0]))
-    return [*lanes[0::2], *lanes[1::2][::-1]]
 
 
 _Done = tuple["tuple[Finding, frozenset[str]] | None", list[str]]
@@ -456,6 +412,43 @@ class _DeadRequirements:
         self.watched = _watched(system)
         self.linked = _watched(system, linking=True)
         self.singled = _singled_out(system)
+
+    def lanes(self, names: Sequence[str]) -> list[list[int]]:
+        """Lanes for the core searches of the requirements ``names`` (by index): one per
+        group of requirements linked through the tools they mention, watch or wait for
+        (``_singled_out``), whose cores tend to share requirements and so help each other as
+        guesses. Many lanes let two processes share the work evenly; a group holding more
+        than half of the searches is dealt to two lanes in turn, as unrelated searches are.
+        The lanes are ordered for ``run_jobs``' claims from both ends: the longest (most
+        searches) at either end, the shortest in the middle."""
+        parent = list(range(len(names)))
+
+        def root(i: int) -> int:
+            while parent[i] != i:
+                parent[i] = parent[parent[i]]
+                i = parent[i]
+            return i
+
+        owner: dict[str, int] = {}
+        for i, name in enumerate(names):
+            tools = _mentions_of(self.system, name) | self.linked.get(name, set())
+            for tool in sorted((tools | self.singled.get(name, set())) - {FINAL_ANSWER}):
+                j = owner.setdefault(tool, i)
+                parent[root(i)] = root(j)
+        groups: dict[int, list[int]] = {}
+        for i in range(len(names)):
+            groups.setdefault(root(i), []).append(i)
+        lanes: list[list[int]] = []
+        for group in groups.values():  # in order of their first search
+            if len(group) * 2 > len(names) and len(group) > 1:
+                lanes.extend(group[k::2] for k in range(2))
+            else:
+                lanes.append(group)
+        # The longest lanes at the two ends, shorter ones towards the middle: two processes
+        # claiming from either end each start on a long one, and the short ones even out
+        # the end (a long lane claimed last would leave the other process idle meanwhile).
+        lanes.sort(key=lambda lane: (-len(lane), lane[0]))
+        return [*lanes[0::2], *lanes[1::2][::-1]]
 
 
 def _dead_requirement(

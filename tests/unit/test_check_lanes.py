@@ -20,6 +20,7 @@ from ruleengine import CycleGuard, Policy
 from ruleengine.check import lanes, properties
 from ruleengine.check.lanes import forking_allowed, run_beside, run_jobs
 from ruleengine.check.properties import Hints, _in_lanes
+from ruleengine.check.relaxed import Relaxed
 from ruleengine.check.system import System
 
 
@@ -190,10 +191,11 @@ def test_other_threads_keep_the_jobs_in_this_process() -> None:
         worker.join()
 
 
-def test_lanes_deal_jobs_in_turn_and_each_lane_learns_only_from_its_own(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setenv("RULEENGINE_LANES", "1")  # to see what each job saw
+def _recording_jobs(
+    n: int,
+) -> tuple[list[Callable[[Hints], tuple[object, frozenset[str]]]], dict[int, list[frozenset[str]]]]:
+    """``n`` core-search jobs that record the recent guesses each was given (by job index)
+    and find ``finding i`` with the core ``{core i}``."""
     seen: dict[int, list[frozenset[str]]] = {}
 
     def job(i: int) -> Callable[[Hints], tuple[object, frozenset[str]]]:
@@ -203,10 +205,18 @@ def test_lanes_deal_jobs_in_turn_and_each_lane_learns_only_from_its_own(
 
         return run
 
+    return [job(i) for i in range(n)], seen
+
+
+def test_lanes_deal_jobs_in_turn_and_each_lane_learns_only_from_its_own(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("RULEENGINE_LANES", "1")  # to see what each job saw
+    jobs, seen = _recording_jobs(5)
     hints = Hints()
     hints.add(["root"], root=True)
     hints.add(["earlier"])
-    found = _in_lanes([job(i) for i in range(5)], hints, None)  # type: ignore[arg-type]
+    found = _in_lanes(jobs, hints, None)  # type: ignore[arg-type]
     assert found == [f"finding {i}" for i in range(5)]
     earlier = frozenset({"earlier"})
     assert seen[0] == seen[1] == [earlier]
@@ -222,18 +232,10 @@ def test_lanes_given_by_index_learn_along_their_own_jobs_only(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("RULEENGINE_LANES", "1")
-    seen: dict[int, list[frozenset[str]]] = {}
-
-    def job(i: int) -> Callable[[Hints], tuple[object, frozenset[str]]]:
-        def run(hints: Hints) -> tuple[object, frozenset[str]]:
-            seen[i] = list(hints.recent)
-            return f"finding {i}", frozenset({f"core{i}"})
-
-        return run
-
+    jobs, seen = _recording_jobs(6)
     hints = Hints()
     lanes = [[0, 3, 4], [1], [2, 5]]
-    found = _in_lanes([job(i) for i in range(6)], hints, None, lanes)  # type: ignore[arg-type]
+    found = _in_lanes(jobs, hints, None, lanes)  # type: ignore[arg-type]
     assert found == [f"finding {i}" for i in range(6)]
     assert seen[0] == seen[1] == seen[2] == []
     assert seen[3] == [frozenset({"core0"})]
@@ -255,19 +257,21 @@ def test_related_requirements_share_a_lane_and_a_crowd_is_split_in_two() -> None
             C("c", only_after=["d"], name="c-after-d"),
         ],
     )
+    context = properties._DeadRequirements(system, Relaxed(system.components, system.tools), {})
+    related = context.lanes
     # Without `c-after-d`, `cap-c` and `d-after-e` have no tool in common. The longest lane
     # comes first, then the shortest, towards the end the longer again.
     four = ["a-after-b", "cap-c", "cap-b", "d-after-e"]
-    assert properties._related(system, four) == [[0, 2], [3], [1]]
+    assert related(four) == [[0, 2], [3], [1]]
     # With it, the three about `c`, `d` and `e` are one group: more than half of the five,
     # so it is dealt to two lanes in turn.
     five = [*four, "c-after-d"]
-    assert properties._related(system, five) == [[0, 2], [3], [1, 4]]
+    assert related(five) == [[0, 2], [3], [1, 4]]
     # Every search in exactly one lane, each lane in order, the longest at either end.
-    assert properties._related(system, ["cap-c"]) == [[0]]  # one search: one lane
-    assert properties._related(system, ["cap-c", "c-after-d"]) == [[0], [1]]
+    assert related(["cap-c"]) == [[0]]  # one search: one lane
+    assert related(["cap-c", "c-after-d"]) == [[0], [1]]
     for names in (four, five, five[::-1], [], ["cap-b"]):
-        lanes = properties._related(system, names)
+        lanes = related(names)
         assert sorted(i for lane in lanes for i in lane) == list(range(len(names)))
         assert all(lane == sorted(lane) for lane in lanes)
         if lanes:
