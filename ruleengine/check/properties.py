@@ -592,6 +592,7 @@ def requirement_core(
     shared = cache if cache is not None else CoreCache()
 
     examples: list[tuple[Event, ...]] = []  # histories that refuted the finding, newest first
+    refuted_by: dict[int, tuple[Event, ...]] = {}  # per mask answered "no": a history showing it
     guided = _guided(system, focus)
 
     def holds_for(mask: int) -> bool:
@@ -603,17 +604,19 @@ def requirement_core(
             # A history that refuted the finding on another subsystem often refutes it here
             # too (dropping requirements mostly keeps a step allowed): replaying it costs a
             # few decisions, an analysis far more.
-            if (
-                focus is not None
-                and isinstance(sub, System)
-                and any(_shows(sub, trace, focus) for trace in examples[:EXAMPLES])
-            ):
-                memo[mask] = False
-                return False
+            if focus is not None and isinstance(sub, System):
+                shown = next((t for t in examples[:EXAMPLES] if _shows(sub, t, focus)), None)
+                if shown is not None:
+                    memo[mask] = False
+                    refuted_by[mask] = shown
+                    return False
             found, example = _holds(sub, names, holds, engine, focus, shared)
             memo[mask] = found
-            if example is not None and example not in examples:
-                examples.insert(0, example)
+            if example is not None:
+                if not found:
+                    refuted_by[mask] = example
+                if example not in examples:
+                    examples.insert(0, example)
         return found
 
     def mask_of(names: Iterable[str]) -> int:
@@ -624,8 +627,10 @@ def requirement_core(
         while the pool's subsystem shows a history refuting the finding (the first one a
         breadth-first explicit search finds), add the requirement that, with the pool and
         the ones scanned before it, stops that history on the whole policy (``_blocker``).
-        Each step asks about a system about as small as the core; None when a step finds
-        no history (within ``GROW_STATES`` or the deadline) or no blocker."""
+        Each step asks about a system about as small as the core. When the explicit
+        searches (``QUICK_STATES``, then ``GROW_STATES``) find no such history, the engine
+        decides, and the history it refutes the finding with, if any, is the one followed.
+        None when no history is found that way, or no blocker."""
         # INVARIANT: only called when `guided`, i.e. `system` is a `System` and `focus` set.
         assert isinstance(system, System) and focus is not None
         start = set(grow_from)
@@ -641,10 +646,13 @@ def requirement_core(
             if trace is None:
                 trace = _example_of(_search(sub, focus, GROW_STATES, shared.deadline), focus)
             if trace is None:
-                # No history refutes it within the searches: the engine decides.
+                # No history refutes it within the searches: the engine decides, and when
+                # it refutes the finding with a history, the growth goes on from that.
                 if holds_for(mask):
                     break
-                return None
+                trace = refuted_by.get(mask)
+                if trace is None:
+                    return None
             memo[mask] = False  # the history refutes it
             rest = [n for n in ranked if n not in pool]
             added = _blocker(system, names, rest, trace, focus)

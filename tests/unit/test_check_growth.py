@@ -174,3 +174,27 @@ def test_growth_gives_up_where_many_opaque_checks_multiply_the_records(
     few = System([*CHAIN, "x"], [*_chain(), *checks[:2]])
     variants = properties._variants(few, few.initial)
     assert variants is not None and len(variants) == 4
+
+
+def test_growth_goes_on_from_the_engines_history_when_its_searches_find_none(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The explicit searches see the first state only, so every history refuting the pool
+    # comes from the engine; the growth goes on from it instead of giving up (and asking
+    # about the policy's large systems, which at 50 tools may cost more than the policy).
+    monkeypatch.setattr(properties, "QUICK_STATES", 1)
+    monkeypatch.setattr(properties, "GROW_STATES", 1)
+    engined: list[str | None] = []
+
+    def engine(sub: Any, focus: str | None = None) -> Analysis:
+        engined.append(focus)
+        found = _explicit(sub, focus)
+        found.example = found.firsts.get(focus) if focus is not None else None
+        return found
+
+    system = System([*CHAIN, "x"], _chain(extra=20))
+    sizes = _asked(monkeypatch)
+    grown = requirement_core(system, lambda a: "d" not in a.allowed_tools, engine, "tool:d")
+    assert {r.name for r in grown} == {"no-a", "b-after-a", "c-after-b", "d-after-c"}
+    assert engined  # the searches found nothing: the engine gave the histories
+    assert max(sizes) <= 4
