@@ -592,7 +592,6 @@ def requirement_core(
     shared = cache if cache is not None else CoreCache()
 
     examples: list[tuple[Event, ...]] = []  # histories that refuted the finding, newest first
-    refuted_by: dict[int, tuple[Event, ...]] = {}  # per mask answered "no": a history showing it
     guided = _guided(system, focus)
 
     def holds_for(mask: int) -> bool:
@@ -604,19 +603,17 @@ def requirement_core(
             # A history that refuted the finding on another subsystem often refutes it here
             # too (dropping requirements mostly keeps a step allowed): replaying it costs a
             # few decisions, an analysis far more.
-            if focus is not None and isinstance(sub, System):
-                shown = next((t for t in examples[:EXAMPLES] if _shows(sub, t, focus)), None)
-                if shown is not None:
-                    memo[mask] = False
-                    refuted_by[mask] = shown
-                    return False
+            if (
+                focus is not None
+                and isinstance(sub, System)
+                and any(_shows(sub, trace, focus) for trace in examples[:EXAMPLES])
+            ):
+                memo[mask] = False
+                return False
             found, example = _holds(sub, names, holds, engine, focus, shared)
             memo[mask] = found
-            if example is not None:
-                if not found:
-                    refuted_by[mask] = example
-                if example not in examples:
-                    examples.insert(0, example)
+            if example is not None and example not in examples:
+                examples.insert(0, example)
         return found
 
     def mask_of(names: Iterable[str]) -> int:
@@ -629,8 +626,9 @@ def requirement_core(
         the ones scanned before it, stops that history on the whole policy (``_blocker``).
         Each step asks about a system about as small as the core. When the explicit
         searches (``QUICK_STATES``, then ``GROW_STATES``) find no such history, the engine
-        decides, and the history it refutes the finding with, if any, is the one followed.
-        None when no history is found that way, or no blocker."""
+        decides, and if it finds the finding refuted, a search of ``REFUTE_STATES`` looks
+        for the history. None when a step finds no history (within those searches or the
+        deadline) or no blocker."""
         # INVARIANT: only called when `guided`, i.e. `system` is a `System` and `focus` set.
         assert isinstance(system, System) and focus is not None
         start = set(grow_from)
@@ -646,11 +644,13 @@ def requirement_core(
             if trace is None:
                 trace = _example_of(_search(sub, focus, GROW_STATES, shared.deadline), focus)
             if trace is None:
-                # No history refutes it within the searches: the engine decides, and when
-                # it refutes the finding with a history, the growth goes on from that.
+                # No history refutes it within the searches: the engine decides. When it
+                # finds the finding refuted, a longer search looks for the first history
+                # that shows it (the engine's own history would make the growth, and so
+                # the core, depend on which engine answered).
                 if holds_for(mask):
                     break
-                trace = refuted_by.get(mask)
+                trace = _example_of(_search(sub, focus, REFUTE_STATES, shared.deadline), focus)
                 if trace is None:
                     return None
             memo[mask] = False  # the history refutes it
@@ -848,6 +848,11 @@ def _not_live(system: System, name: str) -> Stops:
 GROW_STATES = 256
 """States a core search's growth explores, breadth-first, for a history refuting the
 finding on a pool when the short search (``QUICK_STATES``) found none."""
+
+REFUTE_STATES = 4096
+"""States a core search's growth explores for that history once the engine has found the
+finding refuted on the pool (rather than giving up and turning to the larger guesses, whose
+systems at 50 tools may cost more than the whole policy)."""
 
 
 def _search(sub: System, focus: str | None, max_states: int, deadline: float | None) -> Analysis:

@@ -176,25 +176,69 @@ def test_growth_gives_up_where_many_opaque_checks_multiply_the_records(
     assert variants is not None and len(variants) == 4
 
 
-def test_growth_goes_on_from_the_engines_history_when_its_searches_find_none(
+def test_growth_goes_on_once_the_engine_finds_the_pool_refuted(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # The explicit searches see the first state only, so every history refuting the pool
-    # comes from the engine; the growth goes on from it instead of giving up (and asking
-    # about the policy's large systems, which at 50 tools may cost more than the policy).
+    # The growth's first searches see the first state only: each pool's question goes to
+    # the engine, and when it says "refuted", a longer search finds the history to follow,
+    # instead of the growth giving up (and asking about the policy's large systems, which
+    # at 50 tools may cost more than the policy). The engine's own history is not used:
+    # the core must not depend on which engine answered.
     monkeypatch.setattr(properties, "QUICK_STATES", 1)
     monkeypatch.setattr(properties, "GROW_STATES", 1)
+    system = System([*CHAIN, "x"], _chain(extra=20))
     engined: list[str | None] = []
 
-    def engine(sub: Any, focus: str | None = None) -> Analysis:
-        engined.append(focus)
-        found = _explicit(sub, focus)
-        found.example = found.firsts.get(focus) if focus is not None else None
-        return found
+    def engine(example: bool) -> Any:
+        def run(sub: Any, focus: str | None = None) -> Analysis:
+            engined.append(focus)
+            found = _explicit(sub, focus)
+            if example and focus is not None and focus not in found.firsts:
+                found.example = None
+            elif example:  # some refuting history, not the first one
+                found.example = (("x", "ok"), *found.firsts[focus])
+            return found
 
-    system = System([*CHAIN, "x"], _chain(extra=20))
+        return run
+
+    cores = []
+    for example in (False, True):
+        sizes = _asked(monkeypatch)
+        core = requirement_core(
+            system, lambda a: "d" not in a.allowed_tools, engine(example), "tool:d"
+        )
+        assert {r.name for r in core} == {"no-a", "b-after-a", "c-after-b", "d-after-c"}
+        assert max(sizes) <= 4
+        cores.append(core)
+    assert engined  # the first searches found nothing: the engine answered
+    assert cores[0] == cores[1]
+    # With no longer search either, the growth gives up, and larger systems are asked.
+    monkeypatch.setattr(properties, "REFUTE_STATES", 1)
     sizes = _asked(monkeypatch)
-    grown = requirement_core(system, lambda a: "d" not in a.allowed_tools, engine, "tool:d")
-    assert {r.name for r in grown} == {"no-a", "b-after-a", "c-after-b", "d-after-c"}
-    assert engined  # the searches found nothing: the engine gave the histories
-    assert max(sizes) <= 4
+    core = requirement_core(system, lambda a: "d" not in a.allowed_tools, engine(False), "tool:d")
+    assert core == cores[0]
+    assert max(sizes) > 4
+
+
+def test_both_engines_give_one_report_when_they_answer_every_core_question(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Found by the property test of the same name: a growth that followed the engine's own
+    # history (the symbolic engine has one at hand, the explicit one none) gave the two
+    # engines different cores here.
+    monkeypatch.setattr(properties, "QUICK_STATES", 1)
+    monkeypatch.setattr(properties, "GROW_STATES", 1)
+    plain = {
+        "force_prevent_stop": False,
+        "only_success_invocations": False,
+        "consecutive_allowed": False,
+    }
+    reqs = [
+        C("a", min_invocations=1, name="r0", **plain),
+        C("a", min_invocations=1, custom_checks=[lambda state: True], name="r1", **plain),
+        C("final_answer", only_before=["a"], name="r2", **plain),
+    ]
+    explicit = check(["a"], reqs, max_iterations=2, engine="explicit").model_dump(mode="json")
+    symbolic = check(["a"], reqs, max_iterations=2, engine="symbolic").model_dump(mode="json")
+    assert explicit["findings"]
+    assert explicit | {"stats": None} == symbolic | {"stats": None}
