@@ -200,9 +200,10 @@ class Encoding:
         0.1 ms with the assignment built. The walk reads each bit it meets straight from
         ``state`` (where each bit is found, per list of components, is memoised): only
         the bits on the branch are looked at."""
-        where = self._where.get(tuple(map(id, components)))
+        key = tuple(map(id, components))
+        where = self._where.get(key)
         if where is None:
-            where = self._where[tuple(map(id, components))] = {
+            where = self._where[key] = {
                 name: (i, b)
                 for i, comp in enumerate(components)
                 for b, name in enumerate(self.bits[id(comp)])
