@@ -17,8 +17,7 @@ declared order (allowed first, then visible).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from functools import partial
 from itertools import compress, repeat
 from operator import and_
@@ -54,19 +53,58 @@ Tie = tuple[int, tuple[str, ...], tuple[Emitted, ...]]
 """A soft-force tie: the top priority, the tied tools, the forcing records on them."""
 
 
-@dataclass(frozen=True, slots=True)
 class Clash:
-    """A step without a pass: a minimal core of emitted items, and what kind of conflict."""
+    """A step without a pass: what kind of conflict, and a minimal core of emitted items.
 
-    core: tuple[Emitted, ...]
-    """The clashing records, in canonical order (priority, requirement, rendering)."""
-    kind: ConflictKind
-    """``deadlock`` when the items clash without their hard forces, else ``forced-conflict``."""
-    forced: tuple[str, ...]
-    """The hard-forced tools that cannot be honoured (declared order; empty for a deadlock)."""
-    parts: tuple[str, ...]
-    """Per core record, which part of it clashes (``restricting``/``permitting``), or ``""``
-    when the whole item does (always ``""`` in strict mode, where rules have one part)."""
+    Knowing that a step has no pass, and of which kind, takes one or two satisfiability
+    questions; its minimal core takes QuickXplain's many. So the core is found when first
+    read (``core``, ``parts``) where its questions are answered from the masks alone: a pure
+    function of what the clash captured, the same whenever it runs. The checker's searches
+    decide thousands of states whose cores they never read. Where the solver answers (general
+    formulas), the core is found at once, inside its decision's solver session and clock.
+    """
+
+    __slots__ = ("_find", "_found", "forced", "kind")
+
+    def __init__(
+        self,
+        kind: ConflictKind,
+        forced: tuple[str, ...],
+        find: Callable[[], tuple[tuple[Emitted, ...], tuple[str, ...]]],
+        *,
+        lazy: bool,
+    ) -> None:
+        self.kind = kind
+        """``deadlock`` when the items clash without their hard forces, else
+        ``forced-conflict``."""
+        self.forced = forced
+        """The hard-forced tools that cannot be honoured (declared order; empty for a
+        deadlock)."""
+        self._find: Callable[[], tuple[tuple[Emitted, ...], tuple[str, ...]]] | None = find
+        self._found: tuple[tuple[Emitted, ...], tuple[str, ...]] = ((), ())
+        if not lazy:
+            self._settle()
+
+    def _settle(self) -> tuple[tuple[Emitted, ...], tuple[str, ...]]:
+        if self._find is not None:
+            self._found = self._find()
+            self._find = None
+        return self._found
+
+    @property
+    def core(self) -> tuple[Emitted, ...]:
+        """The clashing records, in canonical order (priority, requirement, rendering)."""
+        return self._settle()[0]
+
+    @property
+    def parts(self) -> tuple[str, ...]:
+        """Per core record, which part of it clashes (``restricting``/``permitting``), or
+        ``""`` when the whole item does (always ``""`` in strict mode, where rules have one
+        part)."""
+        return self._settle()[1]
+
+    def __repr__(self) -> str:
+        return f"Clash({self.kind!r}, forced={self.forced!r}, core={self.core!r})"
 
 
 class Solved(NamedTuple):
@@ -267,7 +305,7 @@ class Resolver:
         forced: tuple[str, ...],
         label_parts: bool,
     ) -> Clash:
-        """A minimal core among ``candidates``, in canonical order.
+        """The clash of ``candidates``, with a minimal core among them, in canonical order.
 
         The search runs over units, tried in canonical order (priority, then requirement
         name, then rendering; a rule's restricting part before its permitting part), so the
@@ -276,36 +314,49 @@ class Resolver:
         unit of two, by that part (``label_parts``, priority mode). When no candidate is a
         general formula and the fast path is on, each *sat or unsat?* question is answered
         from the masks: the same answers as the solver's, so the same core, without a solver
-        call.
+        call; the search then waits until the core is read (``Clash``). What it reads of the
+        compiled units is taken now (a later solver session compiles them afresh).
         """
-        if not label_parts:
-            # Strict mode: every candidate is a record's one restricting unit.
-            lits_of = {e: unit.lits for unit, e in candidates}
-            packed_of = {e: unit.packed for unit, e in candidates}
-            found = self._minimal(sorted(lits_of, key=self._rank), lits_of, packed_of)
-            return Clash(tuple(found), kind, forced, ("",) * len(found))
-        compiled = self.compiler.compiled
-        keys = [(e, 0 if unit is compiled(e).restrict else 1) for unit, e in candidates]
-        unit_lits = {key: unit.lits for key, (unit, _) in zip(keys, candidates, strict=True)}
-        unit_packed = {key: unit.packed for key, (unit, _) in zip(keys, candidates, strict=True)}
         rank = self._rank
-        ordered = sorted(unit_lits, key=lambda key: (rank(key[0]), key[1]))
-        units = self._minimal(ordered, unit_lits, unit_packed)
-        in_core: dict[Emitted, list[int]] = {}
-        for e, index in units:
-            in_core.setdefault(e, []).append(index)
-        core = tuple(in_core)
-        parts = tuple(
-            _PART_NAMES[indices[0]] if len(indices) == 1 and compiled(e).parts == 2 else ""
-            for e, indices in in_core.items()
-        )
-        return Clash(core, kind, forced, parts)
+        lits_of: dict[tuple[Emitted, int], int] = {}
+        packed_of: dict[tuple[Emitted, int], int] = {}
+        two_parts: set[Emitted] = set()
+        if label_parts:
+            compiled = self.compiler.compiled
+            for unit, e in candidates:
+                c = compiled(e)
+                key = (e, 0 if unit is c.restrict else 1)
+                lits_of[key], packed_of[key] = unit.lits, unit.packed
+                if c.parts == 2:
+                    two_parts.add(e)
+        else:
+            # Strict mode: every candidate is a record's one restricting unit.
+            for unit, e in candidates:
+                lits_of[(e, 0)], packed_of[(e, 0)] = unit.lits, unit.packed
+
+        def find() -> tuple[tuple[Emitted, ...], tuple[str, ...]]:
+            ordered = sorted(lits_of, key=lambda key: (rank(key[0]), key[1]))
+            units = self._minimal(ordered, lits_of, packed_of)
+            in_core: dict[Emitted, list[int]] = {}
+            for e, index in units:
+                in_core.setdefault(e, []).append(index)
+            parts = tuple(
+                _PART_NAMES[indices[0]] if len(indices) == 1 and e in two_parts else ""
+                for e, indices in in_core.items()
+            )
+            return tuple(in_core), parts
+
+        return Clash(kind, forced, find, lazy=self._by_masks(packed_of.values()))
+
+    def _by_masks(self, packed: Iterable[int]) -> bool:
+        """Whether QuickXplain's questions about units with these packed masks are answered
+        from the masks (the fast path, no general formula), not by the solver."""
+        return self.fast_path and not any(p & self.layout.general_flag for p in packed)
 
     def _minimal(self, ordered: list[K], lits_of: dict[K, int], packed_of: dict[K, int]) -> list[K]:
         """QuickXplain over ``ordered``, asking the masks when no general formula is involved
         (the fast path) and the solver otherwise."""
-        general = any(p & self.layout.general_flag for p in packed_of.values())
-        if self.fast_path and not general:
+        if self._by_masks(packed_of.values()):
             return quickxplain(ordered, packed_of, self.layout.literal_consistent)
         return quickxplain(ordered, lits_of, self.check)
 

@@ -213,6 +213,21 @@ class Reasoner:
             emitted = list(_validate.sequence(emitted, name="emitted"))
         if step is not None:
             _validate.integer(step, name="step", least=1)
+        result = self.settle(emitted)
+        if isinstance(result, Clash):
+            raise _conflict(result, step, self.mode)
+        return result
+
+    def settle(self, emitted: Iterable[Emitted]) -> Pass | Clash:
+        """``resolve``'s decision, a conflict returned rather than raised: the ``Clash``
+        holds its kind and hard-forced tools, and finds its minimal core when first read.
+
+        For callers that decide many sets of records and read few of their conflicts' cores
+        (the static checker): building a ``ConflictError`` reads the core, and its message
+        renders every clashing item. Shares ``resolve``'s cache and its validation.
+        """
+        if type(emitted) is not list and type(emitted) is not tuple:
+            emitted = list(_validate.sequence(emitted, name="emitted"))
         try:
             key = frozenset(emitted)
         except TypeError:
@@ -237,8 +252,6 @@ class Reasoner:
                     cache[key] = result
                     if len(cache) > self._cache_size:
                         cache.popitem(last=False)
-        if isinstance(result, Clash):
-            raise _conflict(result, step, self.mode)
         return result
 
     def _yield(self, emitted: Sequence[Emitted], clash: Clash) -> Pass | Clash:

@@ -16,13 +16,14 @@ from collections import deque
 from collections.abc import Sequence
 
 from ruleengine import _validate
+from ruleengine.aggregate import Clash
 from ruleengine.check.explicit import Outcome, decide
 from ruleengine.check.report import DiffReport, PassView, Stats, TraceStep
 from ruleengine.check.run import CheckTarget, target
 from ruleengine.check.system import Event, State, System, Unexplorable
-from ruleengine.errors import ConflictError, PolicyError
+from ruleengine.errors import PolicyError
 from ruleengine.ir import FINAL_ANSWER
-from ruleengine.passes import Mode
+from ruleengine.passes import Mode, Pass
 from ruleengine.requirements.base import Requirement
 from ruleengine.state import STATUSES
 
@@ -33,7 +34,7 @@ View = tuple[bool, frozenset[str], frozenset[str], str | None, bool]
 
 def view_of(outcome: Outcome) -> PassView:
     """What ``diff`` reports of a decision."""
-    if isinstance(outcome, ConflictError):
+    if isinstance(outcome, Clash):
         return PassView(conflict=True)
     return PassView(
         conflict=False,
@@ -45,7 +46,7 @@ def view_of(outcome: Outcome) -> PassView:
 
 
 def _key(outcome: Outcome) -> View:
-    if isinstance(outcome, ConflictError):
+    if isinstance(outcome, Clash):
         return (True, frozenset(), frozenset(), None, False)
     return (
         False,
@@ -108,7 +109,7 @@ def diff(
                 difference={"old": view_of(first_a), "new": view_of(first_b)},
                 stats=Stats(states=len(parent), seconds=round(time.monotonic() - started, 3)),
             )
-        tools = {t for o in a if not isinstance(o, ConflictError) for t in o.allowed}
+        tools = {t for o in a if isinstance(o, Pass) for t in o.allowed}
         for tool in left.tools:
             if tool == FINAL_ANSWER or tool not in tools:
                 continue

@@ -18,9 +18,9 @@ from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
+from ruleengine.aggregate import Clash
 from ruleengine.check.analysis import Analysis, Witness
 from ruleengine.check.system import Event, State, System
-from ruleengine.errors import ConflictError
 from ruleengine.ir import FINAL_ANSWER
 from ruleengine.passes import Pass
 from ruleengine.requirements.permission import AskPermissionRequirement
@@ -40,18 +40,15 @@ __all__ = [
     "walk",
 ]
 
-Outcome = Pass | ConflictError
-"""A decided state: its pass, or the conflict that leaves it without one."""
+Outcome = Pass | Clash
+"""A decided state: its pass, or the clash that leaves it without one (whose minimal core is
+found when first read: most conflicting states a search decides are never explained)."""
 
 
 def decide(system: System, records: tuple[Emitted, ...]) -> Outcome:
-    """The runtime's decision for ``records``."""
-    try:
-        return system.reasoner.resolve(records)
-    except ConflictError as exc:
-        # Kept as a value: drop the traceback, whose frames would tie the caller's locals
-        # (BDD nodes and their manager among them) into a reference cycle.
-        return exc.with_traceback(None)
+    """The runtime's decision for ``records`` (``Reasoner.settle``: where the runtime raises
+    a ``ConflictError``, the clash it is made from)."""
+    return system.reasoner.settle(records)
 
 
 def callable_at(system: System, state: State) -> set[str]:
@@ -94,8 +91,8 @@ def reaches(system: System, trace: Sequence[Event], goal: str) -> bool:
 
 def same_pass(a: Outcome, b: Outcome) -> bool:
     """Whether two decisions agree on what SPEC §8 compares (reasons and cores aside)."""
-    if isinstance(a, ConflictError) or isinstance(b, ConflictError):
-        return isinstance(a, ConflictError) and isinstance(b, ConflictError)
+    if isinstance(a, Clash) or isinstance(b, Clash):
+        return isinstance(a, Clash) and isinstance(b, Clash)
     return (
         a.allowed == b.allowed
         and a.hidden == b.hidden
@@ -120,11 +117,11 @@ def live_at(
             if name in candidates and any(req.covers(t) for t in outcome.allowed):
                 live.add(name)
     deciding = {e.requirement for e in records} & candidates
-    if isinstance(outcome, ConflictError) and system.mode == "strict":
+    if isinstance(outcome, Clash) and system.mode == "strict":
         # In strict mode records that hold a conflict's core conflict too (a constraint
         # added never mends a clash, and a yielding requirement's records are never in the
         # final core), so only a requirement with a record in the core can change it.
-        deciding &= {entry.requirement for entry in outcome.core}
+        deciding &= {e.requirement for e in outcome.core}
     for name in sorted(deciding - live):
         rest = tuple(e for e in records if e.requirement != name)
         if not same_pass(outcome, decide(system, rest)):
@@ -242,7 +239,7 @@ class _Explorer:
         finishing = deciding = False
         always = True
         for records, outcome in outcomes:
-            if isinstance(outcome, ConflictError):
+            if isinstance(outcome, Clash):
                 self._conflict(node, records, outcome, outcomes)
                 callable_by_all = set()
                 always = False
@@ -293,22 +290,18 @@ class _Explorer:
         self,
         node: _Node,
         records: tuple[Emitted, ...],
-        exc: ConflictError,
+        clash: Clash,
         outcomes: list[tuple[tuple[Emitted, ...], Outcome]],
     ) -> None:
         result = self.result
-        if exc.kind == "deadlock":
+        if clash.kind == "deadlock":
             if result.deadlock is None:
-                everywhere = all(
-                    isinstance(o, ConflictError) and o.kind == "deadlock" for _, o in outcomes
-                )
+                everywhere = all(isinstance(o, Clash) and o.kind == "deadlock" for _, o in outcomes)
                 result.deadlock = self._witness(node, records, not everywhere)
             return
-        for tool in exc.forced:
+        for tool in clash.forced:
             if tool not in result.forced_conflicts:
-                everywhere = all(
-                    isinstance(o, ConflictError) and tool in o.forced for _, o in outcomes
-                )
+                everywhere = all(isinstance(o, Clash) and tool in o.forced for _, o in outcomes)
                 result.forced_conflicts[tool] = self._witness(node, records, not everywhere)
 
     def _trace(self, node: _Node) -> tuple[Event, ...]:

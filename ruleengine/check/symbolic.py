@@ -32,6 +32,7 @@ from functools import partial
 from typing import Any
 
 from ruleengine._units import literal_masks
+from ruleengine.aggregate import Clash
 from ruleengine.check._bdd import and_exists as _and_exists
 from ruleengine.check._bdd import dd as _dd
 from ruleengine.check.analysis import Analysis, Witness
@@ -40,7 +41,6 @@ from ruleengine.check.explicit import Outcome, asking_of, callable_at, decide, l
 from ruleengine.check.lanes import run_beside
 from ruleengine.check.seek import seek
 from ruleengine.check.system import Component, Event, State, System, symbolic_problem
-from ruleengine.errors import ConflictError
 from ruleengine.ir import FINAL_ANSWER
 from ruleengine.passes import Pass
 from ruleengine.requirements.permission import AskPermissionRequirement
@@ -1306,7 +1306,7 @@ class _Symbolic:
         stuck = deciding & ~reaches
         if stuck != bdd.false:
             # The finding at its end: the state has a pass (it is stuck, not in conflict).
-            witness = self._witness(stuck, lambda o: not isinstance(o, ConflictError))
+            witness = self._witness(stuck, lambda o: isinstance(o, Pass))
             self.result.no_finish = Witness(witness.trace, (), witness.depends_on_checks)
 
     def _finish_path(self) -> int | None:
@@ -1708,13 +1708,11 @@ def _differ(a: _Pass, b: _Pass, tools: Sequence[str]) -> Node:
 
 
 def _conflict_kind(kind: str) -> Callable[[Outcome], bool]:
-    return lambda o: isinstance(o, ConflictError) and o.kind == kind
+    return lambda o: isinstance(o, Clash) and o.kind == kind
 
 
 def _forced_on(tool: str) -> Callable[[Outcome], bool]:
-    return lambda o: (
-        isinstance(o, ConflictError) and o.kind == "forced-conflict" and tool in o.forced
-    )
+    return lambda o: isinstance(o, Clash) and o.kind == "forced-conflict" and tool in o.forced
 
 
 def _has_tie(o: Outcome) -> bool:

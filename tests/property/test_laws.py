@@ -341,6 +341,30 @@ def test_every_core_is_minimal_and_emitted(mode: str, instance: Instance) -> Non
     check_against_reference(instance, mode, result, expected)
 
 
+@pytest.mark.parametrize("mode", MODES)
+@given(instance=conflict_prone())
+def test_settle_gives_the_decision_resolve_gives(mode: str, instance: Instance) -> None:
+    # `settle` returns the clash `resolve` raises as a `ConflictError`, its core found when
+    # first read (from the masks) or at once (by the solver): the same core either way, and
+    # the same however many other sets the reasoner decided in between.
+    r = reasoner(instance, mode)
+    settled = r.settle(instance.emitted)
+    for other in (instance.emitted[:k] for k in range(len(instance.emitted))):
+        r.settle(other)  # fills the cache, and reads no core
+    result = outcome(reasoner(instance, mode), instance.emitted)
+    if isinstance(result, Pass):
+        assert settled == result
+        return
+    assert not isinstance(settled, Pass)
+    assert (settled.kind, settled.forced) == (result.kind, result.forced)
+    assert list(settled.core) == core_of(result)
+    cited = [
+        repr(e.item) + (f" ({part} part)" if part else "")
+        for e, part in zip(settled.core, settled.parts, strict=True)
+    ]
+    assert cited == [c.rule for c in result.core]
+
+
 # -- (f) the encoding agrees with evaluate ----------------------------------------------------
 
 

@@ -179,13 +179,12 @@ def test_growth_gives_up_where_many_opaque_checks_multiply_the_records(
 def test_growth_goes_on_once_the_engine_finds_the_pool_refuted(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # The growth's first searches see the first state only: each pool's question goes to
+    # The growth's short search sees the first state only: each pool's question goes to
     # the engine, and when it says "refuted", a longer search finds the history to follow,
     # instead of the growth giving up (and asking about the policy's large systems, which
     # at 50 tools may cost more than the policy). The engine's own history is not used:
     # the core must not depend on which engine answered.
     monkeypatch.setattr(properties, "QUICK_STATES", 1)
-    monkeypatch.setattr(properties, "GROW_STATES", 1)
     system = System([*CHAIN, "x"], _chain(extra=20))
     engined: list[str | None] = []
 
@@ -225,7 +224,6 @@ def test_both_engines_give_one_report_when_they_answer_every_core_question(
     # laws): a growth that followed the engine's own history (the symbolic engine has one at
     # hand, the explicit one none) gave the two engines different cores here.
     monkeypatch.setattr(properties, "QUICK_STATES", 1)
-    monkeypatch.setattr(properties, "GROW_STATES", 1)
     plain = {
         "force_prevent_stop": False,
         "only_success_invocations": False,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from ruleengine import ConflictError
+from ruleengine.aggregate import Clash
 from ruleengine.check import explicit
 from ruleengine.check.system import System
 from ruleengine.requirements import ConditionalRequirement as C
@@ -26,7 +26,7 @@ def test_at_a_conflict_only_requirements_in_its_core_are_decided_again(
     system = System(["a", "b", "c"], reqs)
     ((records, _),) = system.variants(system.initial)
     outcome = explicit.decide(system, records)
-    assert isinstance(outcome, ConflictError)
+    assert isinstance(outcome, Clash)
     assert {e.requirement for e in outcome.core} == {"F", "D"}
     decided: list[frozenset[str]] = []
     real = explicit.decide
@@ -43,4 +43,4 @@ def test_at_a_conflict_only_requirements_in_its_core_are_decided_again(
     # The runtime agrees: without `E` or `G` the state still conflicts.
     for name in ("E", "G"):
         rest = tuple(e for e in records if e.requirement != name)
-        assert isinstance(real(system, rest), ConflictError)
+        assert isinstance(real(system, rest), Clash)

@@ -1,8 +1,8 @@
 """The symbolic engine leaves no BDD node behind once a check returns.
 
-Conflicts are kept as values (``ConflictError`` objects); a traceback kept with them would tie
-the engine's frames, and their BDD nodes, into reference cycles, which the BDD library then
-reports (or trips over) when the process ends.
+Conflicts are kept as values (``Clash`` objects; ``ConflictError`` ones for a finding's
+core): a traceback kept with them would tie the engine's frames, and their BDD nodes, into
+reference cycles, which the BDD library then reports (or trips over) when the process ends.
 """
 
 from __future__ import annotations

@@ -3,6 +3,8 @@ the explanation, the messages of both modes, and long cores summarised."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from ruleengine import (
@@ -16,6 +18,8 @@ from ruleengine import (
     forced,
     requirement,
 )
+from ruleengine._resolve import Resolver
+from ruleengine.aggregate import Clash
 from ruleengine.rules import Emitted
 
 
@@ -242,3 +246,129 @@ def test_a_long_core_is_summarised_in_the_message_and_complete_in_core() -> None
     assert e.message.count("(priority 10)") == 10  # the first ten items, then a count
     assert "… and 31 more (every item is in `.core`)" in e.message
     assert e.hint is not None and "41 items" in e.hint
+
+
+# -- `Reasoner.settle`: the clash as a value, its core found when first read ------------------
+
+_CLASHING: list[tuple[str, list[str], list[Emitted]]] = [
+    (
+        "strict",
+        ["a", "b"],
+        [
+            Emitted(Rule("a", allowed=False), "no-a", 10),
+            Emitted(forced("a"), "force-a", 10),
+            Emitted(Rule("b", allowed=False), "no-b", 5),
+        ],
+    ),
+    (
+        "strict",
+        ["a", "b", "c"],
+        [Emitted(forced("b"), "force-b", 10), Emitted(forced("a"), "force-a", 10)],
+    ),
+    (
+        "priority",
+        ["a", "b", "c"],
+        [
+            Emitted(at_most(1, allowed("a"), allowed("b")), "one", 10),
+            Emitted(Rule("a", prevent_stop=True), "keep-a", 10),
+            Emitted(Rule("b"), "allow-b", 10),
+        ],
+    ),
+    (
+        "priority",
+        ["a"],
+        [
+            Emitted(Rule("a", prevent_stop=True), "keep-a", 10),
+            Emitted(Rule("a", allowed=False), "no-a", 10),
+        ],
+    ),
+]
+
+
+@pytest.mark.parametrize(("mode", "tools", "records"), _CLASHING)
+def test_settle_returns_the_clash_that_resolve_raises(
+    mode: str, tools: list[str], records: list[Emitted]
+) -> None:
+    clash = Reasoner(tools, mode=mode).settle(records)  # type: ignore[arg-type]
+    assert isinstance(clash, Clash)
+    e = conflict(tools, records, mode)
+    assert (clash.kind, clash.forced) == (e.kind, e.forced)
+    assert [r.requirement for r in clash.core] == [c.requirement for c in e.core]
+    cited = [
+        f"{r.item!r} ({part} part)" if part else repr(r.item)
+        for r, part in zip(clash.core, clash.parts, strict=True)
+    ]
+    assert cited == [c.rule for c in e.core]
+
+
+def test_settle_answers_a_pass_like_resolve() -> None:
+    records = [Emitted(Rule("a", allowed=False), "no-a", 10)]
+    reasoner = Reasoner(["a", "b"])
+    settled = reasoner.settle(records)
+    assert settled == reasoner.resolve(records)
+    assert reasoner.hits == 1  # one cache for both
+
+
+def _counting(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    calls: list[int] = []
+    real = Resolver._minimal
+
+    def counted(self: Resolver, *args: Any) -> Any:
+        calls.append(1)
+        return real(self, *args)
+
+    monkeypatch.setattr(Resolver, "_minimal", counted)
+    return calls
+
+
+def test_a_clash_of_literal_rules_finds_its_core_when_first_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls = _counting(monkeypatch)
+    tools, records = _CLASHING[0][1], _CLASHING[0][2]
+    reasoner = Reasoner(tools)
+    clash = reasoner.settle(records)
+    assert isinstance(clash, Clash)
+    assert (clash.kind, clash.forced) == ("forced-conflict", ("a",))
+    assert calls == []  # deciding that the step has no pass took no core search
+    assert {r.requirement for r in clash.core} == {"no-a", "force-a"}
+    assert calls == [1]
+    assert clash.parts == ("", "")
+    assert reasoner.settle(records) is clash  # cached, core and all
+    with pytest.raises(ConflictError):
+        reasoner.resolve(records)
+    assert calls == [1]
+
+
+def test_a_clash_the_solver_decides_finds_its_core_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A general formula: QuickXplain's questions go to the solver, inside the decision's
+    # session and clock, so the core is not left for later.
+    calls = _counting(monkeypatch)
+    clash = Reasoner(["a", "b"]).settle(
+        [
+            Emitted(allowed("a") | allowed("b"), "one-of", 10),
+            Emitted(~allowed("a") & ~allowed("b"), "neither", 10),
+            Emitted(Rule("b", allowed=False), "no-b", 5),
+        ]
+    )
+    assert isinstance(clash, Clash) and clash.kind == "deadlock"
+    assert calls == [1]
+    assert {r.requirement for r in clash.core} == {"one-of", "neither"}
+    assert calls == [1]
+
+
+@pytest.mark.parametrize(("mode", "tools", "records"), _CLASHING)
+def test_a_core_read_after_the_solver_session_starts_over_is_the_same(
+    mode: str, tools: list[str], records: list[Emitted]
+) -> None:
+    # The session (and the compiled units) start over when its tables fill up, between
+    # decisions: a core read later is found from what the clash captured when decided.
+    reasoner = Reasoner(tools, mode=mode)  # type: ignore[arg-type]
+    clash = reasoner.settle(records)
+    assert isinstance(clash, Clash)
+    reasoner._aggregator._reset()  # what a full table does
+    fresh = Reasoner(tools, mode=mode).settle(records)  # type: ignore[arg-type]
+    assert isinstance(fresh, Clash)
+    assert (clash.core, clash.parts) == (fresh.core, fresh.parts)
