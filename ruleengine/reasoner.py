@@ -259,6 +259,8 @@ class Reasoner:
         yielded: list[Emitted] = []
         result: Pass | Clash = clash
         while isinstance(result, Clash):
+            if not any(e.requirement in self._yielding for e in emitted):
+                return result  # nothing left to give way: the core need not be read
             giving_way = {e.requirement for e in result.core if e.requirement in self._yielding}
             if not giving_way:
                 return result

@@ -233,7 +233,6 @@ class _Explorer:
         outcomes = [
             (records, decide(system, records)) for records, _ in system.variants(node.state)
         ]
-        several = len(outcomes) > 1
         callable_by_all: set[str] | None = None
         callable_by_some: set[str] = set()
         finishing = deciding = False
@@ -260,7 +259,12 @@ class _Explorer:
                 finishing = True
                 self.firsts.setdefault("finish", i)
             if self.result.tie is None and outcome.forced_tie is not None:
-                self.result.tie = self._witness(node, records, several)
+                # It depends on the checks unless every check valuation shows a tie (as
+                # for a conflict, and as the symbolic engine decides it).
+                everywhere = all(
+                    isinstance(o, Pass) and o.forced_tie is not None for _, o in outcomes
+                )
+                self.result.tie = self._witness(node, records, not everywhere)
             if self.want_live:
                 self._liveness(i, records, outcome)
         if finishing and self.result.finish_depth is None:

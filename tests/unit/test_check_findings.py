@@ -487,6 +487,28 @@ def test_no_tie_between_different_priorities(engine: str) -> None:
     assert [f.id for f in run(["a", "b", "c"], reqs, engine).findings] == ["dead-requirement"]
 
 
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_tie_under_every_check_value_does_not_depend_on_the_checks(engine: str) -> None:
+    # The cycle guard's window leaves part of the history opaque: after `c` the state emits
+    # two sets of records, and both tie `a` and `b`. Found by the engines' agreement law:
+    # the explicit engine said the tie depended on the checks because there were two.
+    plain = {
+        "force_prevent_stop": False,
+        "only_success_invocations": False,
+        "consecutive_allowed": False,
+        "priority": 1,
+    }
+    reqs = [
+        C("a", force_after=["b", "c"], name="r0", **plain),
+        C("b", force_after=["a", "c"], name="r1", **plain),
+        CycleGuard(max_strike_length=1, max_total_occurrences=1, window_size=1, name="r2"),
+    ]
+    report = check(["a", "b", "c"], reqs, max_iterations=1, engine=engine)
+    [tie] = [f for f in report.findings if f.id == "forced-tie"]
+    assert [(s.tool, s.status) for s in tie.trace] == [("c", "ok")]
+    assert not tie.depends_on_custom_checks
+
+
 # -- custom checks -----------------------------------------------------------------------------
 
 

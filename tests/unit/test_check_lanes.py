@@ -3,6 +3,7 @@ are those of running both here, whatever happens to the child."""
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import subprocess
@@ -117,6 +118,25 @@ def test_a_child_killed_midway_has_its_jobs_run_here() -> None:
 
 
 @needs_fork
+@needs_fork
+def test_the_jobs_run_with_the_objects_of_the_fork_frozen_and_thaw_after() -> None:
+    # Frozen objects are left out of the garbage collector's passes, which would otherwise
+    # write to every object's header and so copy the pages both processes share.
+    assert gc.get_freeze_count() == 0
+    found, _ = run_jobs([gc.get_freeze_count, gc.get_freeze_count])
+    assert all(count > 0 for count in found)  # here and in the child
+    assert gc.get_freeze_count() == 0
+    with pytest.raises(ValueError, match="here"):
+        run_jobs([_raise_here, gc.get_freeze_count])
+    assert gc.get_freeze_count() == 0  # thawed on the way out too
+    found, here = run_jobs([gc.get_freeze_count])  # one job: no child, nothing frozen
+    assert found == [0] and here == [True]
+
+
+def _raise_here() -> int:
+    raise ValueError("here")
+
+
 def test_an_error_here_stops_the_child_and_propagates() -> None:
     never = threading.Event()
 

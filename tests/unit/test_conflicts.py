@@ -10,6 +10,7 @@ import pytest
 from ruleengine import (
     ConditionalRequirement,
     ConflictError,
+    CycleGuard,
     Reasoner,
     Rule,
     RunState,
@@ -372,3 +373,22 @@ def test_a_core_read_after_the_solver_session_starts_over_is_the_same(
     fresh = Reasoner(tools, mode=mode).settle(records)  # type: ignore[arg-type]
     assert isinstance(fresh, Clash)
     assert (clash.core, clash.parts) == (fresh.core, fresh.parts)
+
+
+def test_a_clash_without_a_yielding_requirements_records_is_not_explained_to_yield(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A yielding requirement gives way when its records are in the core: a clash without
+    # any of its records needs no core to know that nothing gives way.
+    calls = _counting(monkeypatch)
+    tools, records = _CLASHING[0][1], _CLASHING[0][2]
+    guard = CycleGuard(max_strike_length=1)
+    reasoner = Reasoner(tools, [guard])
+    assert guard.yielding
+    clash = reasoner.settle(records)
+    assert isinstance(clash, Clash) and calls == []
+    own = Emitted(Rule("b", allowed=False), guard.name, guard.priority)
+    clash = reasoner.settle([*records, own])
+    assert isinstance(clash, Clash)  # its record was not in the core: nothing gave way
+    assert calls == [1]
+    assert guard.name not in {e.requirement for e in clash.core}
