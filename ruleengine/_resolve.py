@@ -334,9 +334,11 @@ class Resolver:
             for unit, e in candidates:
                 lits_of[(e, 0)], packed_of[(e, 0)] = unit.lits, unit.packed
 
+        by_masks = self._by_masks(packed_of.values())
+
         def find() -> tuple[tuple[Emitted, ...], tuple[str, ...]]:
             ordered = sorted(lits_of, key=lambda key: (rank(key[0]), key[1]))
-            units = self._minimal(ordered, lits_of, packed_of)
+            units = self._minimal(ordered, lits_of, packed_of, by_masks)
             in_core: dict[Emitted, list[int]] = {}
             for e, index in units:
                 in_core.setdefault(e, []).append(index)
@@ -346,17 +348,19 @@ class Resolver:
             )
             return tuple(in_core), parts
 
-        return Clash(kind, forced, find, lazy=self._by_masks(packed_of.values()))
+        return Clash(kind, forced, find, lazy=by_masks)
 
     def _by_masks(self, packed: Iterable[int]) -> bool:
         """Whether QuickXplain's questions about units with these packed masks are answered
         from the masks (the fast path, no general formula), not by the solver."""
         return self.fast_path and not any(p & self.layout.general_flag for p in packed)
 
-    def _minimal(self, ordered: list[K], lits_of: dict[K, int], packed_of: dict[K, int]) -> list[K]:
-        """QuickXplain over ``ordered``, asking the masks when no general formula is involved
-        (the fast path) and the solver otherwise."""
-        if self._by_masks(packed_of.values()):
+    def _minimal(
+        self, ordered: list[K], lits_of: dict[K, int], packed_of: dict[K, int], by_masks: bool
+    ) -> list[K]:
+        """QuickXplain over ``ordered``, asking the masks (``by_masks``: no general formula
+        is involved and the fast path is on, see ``_by_masks``) or else the solver."""
+        if by_masks:
             return quickxplain(ordered, packed_of, self.layout.literal_consistent)
         return quickxplain(ordered, lits_of, self.check)
 

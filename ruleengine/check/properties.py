@@ -847,9 +847,9 @@ def _not_live(system: System, name: str) -> Stops:
 
 
 REFUTE_STATES = 4096
-"""States a core search's growth explores for that history once the engine has found the
-finding refuted on the pool (rather than giving up and turning to the larger guesses, whose
-systems at 50 tools may cost more than the whole policy)."""
+"""States a core search's growth explores for the first history refuting the finding on a
+pool, once the engine has found the finding refuted there (rather than giving up and turning
+to the larger guesses, whose systems at 50 tools may cost more than the whole policy)."""
 
 
 def _search(sub: System, focus: str | None, max_states: int, deadline: float | None) -> Analysis:
