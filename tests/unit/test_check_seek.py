@@ -13,6 +13,7 @@ import gc
 import itertools
 from collections import deque
 from collections.abc import Callable, Hashable, Sequence
+from functools import cache
 from typing import Any
 
 import pytest
@@ -486,3 +487,39 @@ def test_the_search_leaves_no_reference_cycle() -> None:
     finally:
         if enabled:
             gc.enable()
+
+
+def test_the_search_over_every_step_gets_a_quarter_of_the_limit() -> None:
+    # Found by the completeness law, whose room (twice the states) forgot this quarter: here
+    # the helpful steps (`a`, which the stop waits for) lead nowhere at first, and the
+    # search over every step needs all five states.
+    reqs = [
+        C(
+            "b",
+            force_at_step=2,
+            only_before=["a"],
+            force_prevent_stop=False,
+            only_success_invocations=False,
+            custom_checks=[lambda state: True],  # opaque to the checker
+            priority=1,
+            name="r0",
+        ),
+        C(
+            "a",
+            force_prevent_stop=False,
+            min_invocations=1,
+            only_success_invocations=False,
+            consecutive_allowed=False,
+            priority=1,
+            name="r4",
+        ),
+    ]
+    system = System(["a", "b"], reqs)
+
+    @cache
+    def bounds(comp: Component, goal: str) -> Distances:
+        return distances(comp, system.tools, goal)
+
+    assert seek(system, FINAL_ANSWER, bounds, limit=12) is None
+    found = seek(system, FINAL_ANSWER, bounds, limit=24)
+    assert found == (("b", "ok"), ("b", "ok"), ("a", "ok"))
