@@ -126,9 +126,11 @@ def _frozen() -> Iterator[None]:
     collection would write to the header of every object, and so copy nearly every page of
     the heap in both (on `mixed-20-40-4`, where one runs during the dead requirements'
     lanes, a third of their page faults). Nested use is harmless: the outermost exit
-    unfreezes."""
+    unfreezes. Where the process has frozen objects already (the command line freezes what
+    its imports built; a program may freeze its heap before it forks workers), the freeze is
+    theirs and is left as it is: ``gc.unfreeze`` would thaw every frozen object."""
     global _freezing
-    if _freezing:
+    if _freezing or gc.get_freeze_count():
         yield
         return
     _freezing = True

@@ -86,6 +86,9 @@ class Component:
     """Per view, the distinct rule sets the monitor emits (one unless it has opaque checks)."""
     still: tuple[bool, ...]
     """Per move table, whether it leaves every view as it is."""
+    moving: tuple[tuple[Event, int], ...]
+    """The steps that change some view, each with its move table (in tool order, then
+    status order): a system's steps are built from these, not from every tool and status."""
 
     @property
     def opaque(self) -> bool:
@@ -194,13 +197,20 @@ def tabulate(
                 moves[c * 3 + s].append(found)
         i += 1
     tables = tuple(tuple(m) for m in moves)
+    still = tuple(all(after == view for view, after in enumerate(t)) for t in tables)
     return Component(
         requirement,
         tuple(views),
         classes,
         tables,
         tuple(_variants(requirement, monitor, v, reasoner) for v in views),
-        tuple(all(after == view for view, after in enumerate(t)) for t in tables),
+        still,
+        tuple(
+            ((tool, status), table)
+            for tool in callable_tools
+            for s, status in enumerate(STATUSES)
+            if not still[table := classes[tool] * 3 + s]
+        ),
     )
 
 
@@ -247,10 +257,10 @@ class System:
             by_id = {id(c.requirement): c.requirement for c in components}
             self.requirements = tuple(by_id.values())
         """The enabled requirements (bound), in name order."""
-        unmonitored = [r.name for r in self.requirements if _monitor(r) is None]
-        if unmonitored:
-            raise Unexplorable(f"requirement `{unmonitored[0]}` has no monitor")
         if components is None:
+            unmonitored = [r.name for r in self.requirements if _monitor(r) is None]
+            if unmonitored:
+                raise Unexplorable(f"requirement `{unmonitored[0]}` has no monitor")
             components = [
                 tabulate(r, monitor, self.tools, self.reasoner)
                 for r in self.requirements
@@ -260,16 +270,17 @@ class System:
         self.callable = tuple(t for t in self.tools if t != FINAL_ANSWER)
         """The tools a step may call (``final_answer`` ends the run instead)."""
         self.initial: State = tuple(0 for _ in self.components)
-        # Per event, the components it moves (others keep their view: identity moves).
-        self._effects: dict[Event, tuple[tuple[int, tuple[int, ...]], ...]] = {}
-        for tool in self.callable:
-            for s, status in enumerate(STATUSES):
-                effects = []
-                for i, comp in enumerate(self.components):
-                    index = comp.classes[tool] * 3 + s
-                    if not comp.still[index]:
-                        effects.append((i, comp.moves[index]))
-                self._effects[(tool, status)] = tuple(effects)
+        # Per event, the components it moves (others keep their view: identity moves), in
+        # component order.
+        effects: dict[Event, list[tuple[int, tuple[int, ...]]]] = {
+            (tool, status): [] for tool in self.callable for status in STATUSES
+        }
+        for i, comp in enumerate(self.components):
+            for event, index in comp.moving:
+                effects[event].append((i, comp.moves[index]))
+        self._effects: dict[Event, tuple[tuple[int, tuple[int, ...]], ...]] = {
+            event: tuple(moved) for event, moved in effects.items()
+        }
         # Per tool, its events, each with the key of its effects: events with the same key
         # lead every state to the same successor (key 0: they move nothing).
         keys: dict[tuple[tuple[int, tuple[int, ...]], ...], int] = {(): 0}
@@ -321,7 +332,8 @@ class System:
 
     def subsystem(self, keep: Sequence[str]) -> System:
         """The same system with only the requirements named in ``keep`` (tables reused)."""
-        kept = [c for c in self.components if c.requirement.name in keep]
+        names = set(keep)
+        kept = [c for c in self.components if c.requirement.name in names]
         return System(
             self.tools,
             [c.requirement for c in kept],

@@ -118,7 +118,6 @@ def test_a_child_killed_midway_has_its_jobs_run_here() -> None:
 
 
 @needs_fork
-@needs_fork
 def test_the_jobs_run_with_the_objects_of_the_fork_frozen_and_thaw_after() -> None:
     # Frozen objects are left out of the garbage collector's passes, which would otherwise
     # write to every object's header and so copy the pages both processes share.
@@ -131,6 +130,26 @@ def test_the_jobs_run_with_the_objects_of_the_fork_frozen_and_thaw_after() -> No
     assert gc.get_freeze_count() == 0  # thawed on the way out too
     found, here = run_jobs([gc.get_freeze_count])  # one job: no child, nothing frozen
     assert found == [0] and here == [True]
+
+
+@needs_fork
+def test_a_freeze_the_program_made_is_left_as_it_is() -> None:
+    # The command line freezes what its imports built; a thaw here would undo that (and a
+    # program's own freeze before it forks workers).
+    gc.freeze()
+    try:
+        before = gc.get_freeze_count()
+        assert before > 0
+        found, here = run_jobs([gc.get_freeze_count, gc.get_freeze_count])
+        assert here == [True, False]
+        assert found[0] == before  # nothing frozen on top of it here
+        assert found[1] > 0  # the child inherits it (less what it freed since the fork)
+        assert gc.get_freeze_count() == before  # not thawed, nothing added
+        with pytest.raises(ValueError, match="here"):
+            run_jobs([_raise_here, gc.get_freeze_count])
+        assert gc.get_freeze_count() == before
+    finally:
+        gc.unfreeze()
 
 
 def _raise_here() -> int:
