@@ -32,6 +32,56 @@ def test_a_check_past_its_time_limit_is_stopped_not_fatal(tmp_path: Path) -> Non
     assert report is None and seconds == 0.001
 
 
+def _scripted(
+    monkeypatch: pytest.MonkeyPatch, results: list[tuple[float, dict[str, object] | None]]
+) -> list[str]:
+    """``check_once`` answering ``results`` in turn; returns the paths it was asked for."""
+    asked: list[str] = []
+    left = list(results)
+
+    def once(path: str, timeout: float) -> tuple[float, dict[str, object] | None]:
+        asked.append(path)
+        return left.pop(0)
+
+    monkeypatch.setattr(static, "check_once", once)
+    return asked
+
+
+def _report(seconds: float, findings: int = 0) -> dict[str, object]:
+    return {
+        "complete": True,
+        "findings": [{}] * findings,
+        "stats": {"states": 7, "seconds": seconds},
+    }
+
+
+def test_a_policy_takes_the_median_of_its_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    asked = _scripted(monkeypatch, [(1.0, _report(0.9)), (3.0, _report(2.9)), (2.0, _report(1.8))])
+    seconds, report = static.check_runs("p.json", 60.0, 3)
+    assert seconds == 2.0 and asked == ["p.json"] * 3
+    assert report == _report(0.9)  # the first run's: the runs differ only in their seconds
+
+
+def test_a_stopped_run_counts_at_the_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    _scripted(monkeypatch, [(60.0, None), (1.0, _report(0.9)), (60.0, None)])
+    assert static.check_runs("p.json", 60.0, 3) == (60.0, _report(0.9))
+    _scripted(monkeypatch, [(60.0, None)] * 3)
+    assert static.check_runs("p.json", 60.0, 3) == (60.0, None)
+
+
+def test_runs_that_report_differently_stop_the_benchmark(monkeypatch: pytest.MonkeyPatch) -> None:
+    _scripted(monkeypatch, [(1.0, _report(0.9)), (1.0, _report(0.9, findings=1))])
+    with pytest.raises(RuntimeError, match="different reports"):
+        static.check_runs("p.json", 60.0, 2)
+
+
+def test_every_run_is_a_real_check(tmp_path: Path) -> None:
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(policy_file(make_policy("counters", 4, 4, 0))), encoding="utf-8")
+    seconds, report = static.check_runs(str(path), 120.0, 2)
+    assert seconds > 0 and report is not None and report["complete"] is True
+
+
 def test_a_stopped_check_shows_as_over_the_limit() -> None:
     row = static.StaticRow("chain", 20, 40, [0.5, 0.5, 120.0], [1, 1, 0], 2, 2, 1, 120.0)
     line = next(r for r in static.format_static_table([row]).splitlines() if r.startswith("chain"))
@@ -43,6 +93,8 @@ def test_a_stopped_check_shows_as_over_the_limit() -> None:
     [
         (["--seeds", "0"], "`0` must be a finite number above zero"),
         (["--seeds", "1.5"], "`1.5` is not a whole number"),
+        (["--runs", "0"], "`0` must be a finite number above zero"),
+        (["--runs", "two"], "`two` is not a whole number"),
         (["--timeout", "-1"], "`-1` must be a finite number above zero"),
         (["--timeout", "inf"], "`inf` must be a finite number above zero"),
         (["--timeout", "soon"], "`soon` is not a number"),
