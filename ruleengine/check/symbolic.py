@@ -35,6 +35,7 @@ from ruleengine._units import literal_masks
 from ruleengine.aggregate import Clash
 from ruleengine.check._bdd import and_exists as _and_exists
 from ruleengine.check._bdd import dd as _dd
+from ruleengine.check._bdd import renamed as _renamed
 from ruleengine.check.analysis import Analysis, Witness
 from ruleengine.check.bounds import Distances, distances
 from ruleengine.check.explicit import Outcome, asking_of, callable_at, decide, live_at
@@ -833,7 +834,7 @@ class _Symbolic:
 
     def _preimage(self, states: Node, g: _Group | _Cluster) -> Node:
         bdd = self.bdd
-        primed = bdd.let(g.forward, states)
+        primed = _renamed(bdd, states, g.forward)
         nexts = [g.forward[name] for name in g.current]
         if _and_exists is not None:
             back = _and_exists(g.relation, primed, nexts)
@@ -1149,7 +1150,7 @@ class _Symbolic:
             moved = _and_exists(source, g.relation, g.current)
         else:  # pragma: no cover
             moved = bdd.exist(g.current, source & g.relation)
-        return bdd.let(g.renamed, moved)
+        return _renamed(bdd, moved, g.renamed)
 
     def _layer(self, d: int, keep: Node | None = None) -> Node | None:
         """The states first reached after ``d`` steps (computed on demand; with ``keep``,
