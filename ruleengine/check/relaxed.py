@@ -43,7 +43,8 @@ _OK = STATUSES.index("ok")
 """The move table of a successful call, among a class's three (``Component.moves``)."""
 
 OPENED_MEMO = 4096
-"""Masks whose open tools one component remembers (then it starts again)."""
+"""Masks whose open tools one component remembers, and steps of the layered relaxation
+(then it starts again)."""
 
 LAYERS = 64
 """Steps the layered relaxation follows before it gives up looking for a step where every
@@ -54,7 +55,7 @@ class _Table:
     """One component's views with, per view, the tools it leaves open (a bit mask) and its
     moves per class of tools (the tools of each class as a bit mask)."""
 
-    __slots__ = ("_opened", "moves", "open_at")
+    __slots__ = ("_open_in", "_opened", "_steps", "moves", "open_at")
 
     def __init__(self, comp: Component, bit: dict[str, int]) -> None:
         everything = sum(bit.values())
@@ -68,6 +69,8 @@ class _Table:
             if tool in bit:
                 members[klass] = members.get(klass, 0) | bit[tool]
         self._opened: dict[tuple[int, int], int] = {}
+        self._open_in: dict[frozenset[int], int] = {}
+        self._steps: dict[tuple[frozenset[int], int], frozenset[int]] = {}
         # Per class: its tools, and the views after a step of it with each status.
         self.moves = [
             (mask, [comp.moves[klass * 3 + s] for s in range(3)])
@@ -75,14 +78,31 @@ class _Table:
         ]
 
     def open_in(self, views: frozenset[int]) -> int:
-        """The tools open at some of ``views``."""
-        opened = 0
-        for view in views:
-            opened |= self.open_at[view]
-        return opened
+        """The tools open at some of ``views`` (memoised, as ``step``)."""
+        found = self._open_in.get(views)
+        if found is None:
+            if len(self._open_in) >= OPENED_MEMO:
+                self._open_in.clear()
+            found = 0
+            for view in views:
+                found |= self.open_at[view]
+            self._open_in[views] = found
+        return found
 
     def step(self, views: frozenset[int], callable_tools: int) -> frozenset[int]:
-        """The views one call of one of ``callable_tools`` (open there) after ``views``."""
+        """The views one call of one of ``callable_tools`` (open there) after ``views``
+        (memoised: the layers of a closing set's search follow the same views under the
+        same open tools for most of the subsets it tries; 89 % of the steps on
+        `mixed-20-40-4`)."""
+        key = (views, callable_tools)
+        found = self._steps.get(key)
+        if found is None:
+            if len(self._steps) >= OPENED_MEMO:
+                self._steps.clear()
+            found = self._steps[key] = self._step(views, callable_tools)
+        return found
+
+    def _step(self, views: frozenset[int], callable_tools: int) -> frozenset[int]:
         after: set[int] = set()
         for view in views:
             steps = self.open_at[view] & callable_tools

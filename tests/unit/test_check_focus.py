@@ -24,6 +24,14 @@ FILLERS = [f"f{i}" for i in range(4)]
 TOOLS = [*CHAIN, *FILLERS, "x"]
 
 
+@pytest.fixture(autouse=True)
+def _one_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every check here runs its lanes in this process: the spies below count calls made
+    here, and a lane that ran in a forked child would be missed (when it does depends on
+    the machine's load)."""
+    monkeypatch.setenv("RULEENGINE_LANES", "1")
+
+
 def _chain(blocked: bool) -> list[Any]:
     """``x`` only after a chain a → b → … → e, every tool capped at three calls (the
     fillers too: they make the state space too wide for a short explicit search to see a

@@ -26,6 +26,14 @@ from ruleengine.check.system import System
 CHAIN = ["a", "b", "c", "d"]
 
 
+@pytest.fixture(autouse=True)
+def _one_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every check here runs its lanes in this process: the spies below count calls made
+    here, and a lane that ran in a forked child would be missed (when it does depends on
+    the machine's load)."""
+    monkeypatch.setenv("RULEENGINE_LANES", "1")
+
+
 def _chain(extra: int = 0) -> list[Any]:
     """`a` is never allowed, and `d` comes only after `c`, after `b`, after `a`: `d` is dead,
     and its one minimal core is the whole chain. ``extra`` caps on `x` change nothing."""

@@ -26,6 +26,14 @@ from ruleengine.passes import Pass
 # -- walk ------------------------------------------------------------------------------------
 
 
+@pytest.fixture(autouse=True)
+def _one_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every check here runs its lanes in this process: the spies below count calls made
+    here, and a lane that ran in a forked child would be missed (when it does depends on
+    the machine's load)."""
+    monkeypatch.setenv("RULEENGINE_LANES", "1")
+
+
 def test_walk_follows_allowed_steps_and_refuses_the_first_disallowed_one() -> None:
     system = System(["a", "b"], [C("b", only_after=["a"], name="b-after-a")])
     assert walk(system, []) == system.initial

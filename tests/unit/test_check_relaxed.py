@@ -19,6 +19,14 @@ from ruleengine.requirements import ConditionalRequirement as C
 from ruleengine.requirements import CycleGuard
 
 
+@pytest.fixture(autouse=True)
+def _one_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every check here runs its lanes in this process: the spies below count calls made
+    here, and a lane that ran in a forked child would be missed (when it does depends on
+    the machine's load)."""
+    monkeypatch.setenv("RULEENGINE_LANES", "1")
+
+
 def _relaxed(tools: list[str], reqs: list[C]) -> tuple[System, Relaxed]:
     system = System(tools, reqs)
     return system, Relaxed(system.components, system.tools)
@@ -185,3 +193,28 @@ def test_until_it_succeeds_and_until_it_is_called_differ() -> None:
     system, relaxed = _relaxed(["a", "b"], counting_any)
     assert relaxed.closed_until("b", "a", (), succeeded=True) is None
     assert _names(system, relaxed.closed_until("b", "a", (), succeeded=False)) == ["B"]
+
+
+def test_a_table_remembers_its_steps_and_open_tools_and_forgets_past_the_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from ruleengine.check import relaxed as module
+
+    _, relaxed = _relaxed(
+        ["a", "b", "c"], [C("a", max_invocations=2, name="cap"), C("b", only_after=["a"])]
+    )
+    table = next(iter(relaxed._tables.values()))
+    every = 0b111
+    views = frozenset({0})
+    first = table.step(views, every)
+    assert first == table._step(views, every)  # what the layers would compute afresh
+    assert table.step(frozenset({0}), every) is first  # an equal key: remembered
+    assert table.step(views, 0b010) == table._step(views, 0b010)  # another mask: its own
+    assert table.open_in(first) == table.open_in(frozenset(first))
+    monkeypatch.setattr(module, "OPENED_MEMO", 2)
+    table.step(frozenset({1}), every)  # a third entry: the memo starts again
+    assert len(table._steps) == 1
+    # Whatever the memo holds, the answers are those of the unremembered step.
+    for mask in range(8):
+        for start in ({0}, {1}, {0, 1}):
+            assert table.step(frozenset(start), mask) == table._step(frozenset(start), mask)

@@ -39,6 +39,14 @@ Decided = list[tuple[Emitted, ...]]
 """The records ``seek`` decided, one entry per decision."""
 
 
+@pytest.fixture(autouse=True)
+def _one_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every check here runs its lanes in this process: the spies below count calls made
+    here, and a lane that ran in a forked child would be missed (when it does depends on
+    the machine's load)."""
+    monkeypatch.setenv("RULEENGINE_LANES", "1")
+
+
 def _chain(tools: Sequence[str], **extra: Any) -> list[Requirement]:
     """Each tool only after the one before it (``extra``: more parameters for each)."""
     return [
