@@ -277,7 +277,13 @@ class System:
         }
         for i, comp in enumerate(self.components):
             for event, index in comp.moving:
-                effects[event].append((i, comp.moves[index]))
+                moved = effects.get(event)
+                if moved is None:
+                    raise PolicyError(
+                        f"requirement `{comp.requirement.name}`: its component was tabulated "
+                        f"over other tools (`{event[0]}` is not a tool of this system)"
+                    )
+                moved.append((i, comp.moves[index]))
         self._effects: dict[Event, tuple[tuple[int, tuple[int, ...]], ...]] = {
             event: tuple(moved) for event, moved in effects.items()
         }
