@@ -276,14 +276,15 @@ class System:
             (tool, status): [] for tool in self.callable for status in STATUSES
         }
         for i, comp in enumerate(self.components):
-            for event, index in comp.moving:
-                moved = effects.get(event)
-                if moved is None:
-                    raise PolicyError(
-                        f"requirement `{comp.requirement.name}`: its component was tabulated "
-                        f"over other tools (`{event[0]}` is not a tool of this system)"
-                    )
-                moved.append((i, comp.moves[index]))
+            try:
+                for event, index in comp.moving:
+                    effects[event].append((i, comp.moves[index]))
+            except KeyError:
+                tool = next(e[0] for e, _ in comp.moving if e not in effects)
+                raise PolicyError(
+                    f"requirement `{comp.requirement.name}`: its component was tabulated "
+                    f"over other tools (`{tool}` is not a tool of this system)"
+                ) from None
         self._effects: dict[Event, tuple[tuple[int, tuple[int, ...]], ...]] = {
             event: tuple(moved) for event, moved in effects.items()
         }
