@@ -197,10 +197,12 @@ def measure(
                         json.dump(policy_file(policy), f)
                     took, report = check_runs(path, timeout, runs)
                     seconds.append(took)
-                    if report is None:
+                    if report is None or took >= timeout:
+                        # Every run stopped, or most of them (the median is the limit).
                         timed_out += 1
-                        states.append(0)
                         print(f"  {family} {tools}/{reqs} seed {seed}: stopped", file=sys.stderr)
+                    if report is None:
+                        states.append(0)
                         continue
                     stats = report["stats"]
                     assert isinstance(stats, dict)

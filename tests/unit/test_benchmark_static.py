@@ -69,6 +69,18 @@ def test_a_stopped_run_counts_at_the_limit(monkeypatch: pytest.MonkeyPatch) -> N
     assert static.check_runs("p.json", 60.0, 3) == (60.0, None)
 
 
+def test_a_policy_most_of_whose_runs_stopped_counts_as_stopped(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _scripted(monkeypatch, [(5.0, None), (1.0, _report(0.9)), (5.0, None)] * len(FAMILIES))
+    rows = static.measure([(4, 4)], 1, timeout=5.0, runs=3)
+    for row in rows:
+        assert row.seconds == [5.0] and row.timed_out == 1
+        assert row.states == [7] and row.complete == 1  # what the finished run reported
+    line = static.format_static_table(rows).splitlines()[2]
+    assert "> 5" in line
+
+
 def test_runs_that_report_differently_stop_the_benchmark(monkeypatch: pytest.MonkeyPatch) -> None:
     _scripted(monkeypatch, [(1.0, _report(0.9)), (1.0, _report(0.9, findings=1))])
     with pytest.raises(RuntimeError, match="different reports"):
