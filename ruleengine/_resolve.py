@@ -83,9 +83,9 @@ class Clash:
         self._find: Callable[[], tuple[tuple[Emitted, ...], tuple[str, ...]]] | None = find
         self._found: tuple[tuple[Emitted, ...], tuple[str, ...]] = ((), ())
         if not lazy:
-            self._settle()
+            self._read()
 
-    def _settle(self) -> tuple[tuple[Emitted, ...], tuple[str, ...]]:
+    def _read(self) -> tuple[tuple[Emitted, ...], tuple[str, ...]]:
         if self._find is not None:
             self._found = self._find()
             self._find = None
@@ -94,14 +94,14 @@ class Clash:
     @property
     def core(self) -> tuple[Emitted, ...]:
         """The clashing records, in canonical order (priority, requirement, rendering)."""
-        return self._settle()[0]
+        return self._read()[0]
 
     @property
     def parts(self) -> tuple[str, ...]:
         """Per core record, which part of it clashes (``restricting``/``permitting``), or
         ``""`` when the whole item does (always ``""`` in strict mode, where rules have one
         part)."""
-        return self._settle()[1]
+        return self._read()[1]
 
     def __repr__(self) -> str:
         return f"Clash({self.kind!r}, forced={self.forced!r}, core={self.core!r})"

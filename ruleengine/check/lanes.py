@@ -125,25 +125,18 @@ def _frozen() -> Iterator[None]:
     parent and a forked child share are copied for whichever first writes them; a full
     collection would write to the header of every object, and so copy nearly every page of
     the heap in both (on `mixed-20-40-4`, where one runs during the dead requirements'
-    lanes, a third of their page faults). Nested use is harmless: the outermost exit
-    unfreezes. Where the process has frozen objects already (the command line freezes what
-    its imports built; a program may freeze its heap before it forks workers), the freeze is
-    theirs and is left as it is: ``gc.unfreeze`` would thaw every frozen object."""
-    global _freezing
-    if _freezing or gc.get_freeze_count():
+    lanes, a third of their page faults). Where the process has frozen objects already (an
+    outer use of this; the command line's freeze of what its imports built; a program's
+    before it forks workers), the freeze is theirs and is left as it is: ``gc.unfreeze``
+    would thaw every frozen object."""
+    if gc.get_freeze_count():
         yield
         return
-    _freezing = True
     gc.freeze()
     try:
         yield
     finally:
         gc.unfreeze()
-        _freezing = False
-
-
-_freezing = False
-"""Whether ``_frozen`` is in effect (its outermost use unfreezes)."""
 
 
 def _here(

@@ -30,6 +30,7 @@ nothing (they are left out).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TypeVar
 
 from ruleengine._search import quickxplain
 from ruleengine.check.system import Component
@@ -37,6 +38,9 @@ from ruleengine.ir import FINAL_ANSWER
 from ruleengine.state import STATUSES
 
 __all__ = ["Relaxed"]
+
+_K = TypeVar("_K")
+_V = TypeVar("_V")
 
 
 _OK = STATUSES.index("ok")
@@ -49,6 +53,17 @@ OPENED_MEMO = 4096
 LAYERS = 64
 """Steps the layered relaxation follows before it gives up looking for a step where every
 run is stuck, or for its layers to repeat."""
+
+
+class _Memo(dict[_K, _V]):
+    """Answers remembered up to ``OPENED_MEMO`` of them (then it starts again)."""
+
+    def keep(self, key: _K, value: _V) -> _V:
+        """Remember ``value`` for ``key``, and return it."""
+        if len(self) >= OPENED_MEMO:
+            self.clear()
+        self[key] = value
+        return value
 
 
 class _Table:
@@ -68,9 +83,9 @@ class _Table:
         for tool, klass in comp.classes.items():
             if tool in bit:
                 members[klass] = members.get(klass, 0) | bit[tool]
-        self._opened: dict[tuple[int, int], int] = {}
-        self._open_in: dict[frozenset[int], int] = {}
-        self._steps: dict[tuple[frozenset[int], int], frozenset[int]] = {}
+        self._opened: _Memo[tuple[int, int], int] = _Memo()
+        self._open_in: _Memo[frozenset[int], int] = _Memo()
+        self._steps: _Memo[tuple[frozenset[int], int], frozenset[int]] = _Memo()
         # Per class: its tools, and the views after a step of it with each status.
         self.moves = [
             (mask, [comp.moves[klass * 3 + s] for s in range(3)])
@@ -81,12 +96,10 @@ class _Table:
         """The tools open at some of ``views`` (memoised, as ``step``)."""
         found = self._open_in.get(views)
         if found is None:
-            if len(self._open_in) >= OPENED_MEMO:
-                self._open_in.clear()
-            found = 0
+            opened = 0
             for view in views:
-                found |= self.open_at[view]
-            self._open_in[views] = found
+                opened |= self.open_at[view]
+            found = self._open_in.keep(views, opened)
         return found
 
     def step(self, views: frozenset[int], callable_tools: int) -> frozenset[int]:
@@ -97,9 +110,7 @@ class _Table:
         key = (views, callable_tools)
         found = self._steps.get(key)
         if found is None:
-            if len(self._steps) >= OPENED_MEMO:
-                self._steps.clear()
-            found = self._steps[key] = self._step(views, callable_tools)
+            found = self._steps.keep(key, self._step(views, callable_tools))
         return found
 
     def _step(self, views: frozenset[int], callable_tools: int) -> frozenset[int]:
@@ -121,9 +132,7 @@ class _Table:
         key = (callable_tools, failing_only)
         found = self._opened.get(key)
         if found is None:
-            if len(self._opened) >= OPENED_MEMO:
-                self._opened.clear()
-            found = self._opened[key] = self._search(callable_tools, failing_only)
+            found = self._opened.keep(key, self._search(callable_tools, failing_only))
         return found
 
     def _search(self, callable_tools: int, failing_only: int) -> int:
