@@ -18,6 +18,7 @@ from agent.events import (
     StepStartEvent,
     ToolDeniedEvent,
     ToolErrorEvent,
+    ToolRefusedEvent,
     ToolStartEvent,
     ToolSuccessEvent,
 )
@@ -61,6 +62,7 @@ __all__ = [
     "ToolArgumentsError",
     "ToolDeniedEvent",
     "ToolErrorEvent",
+    "ToolRefusedEvent",
     "ToolStartEvent",
     "ToolSuccessEvent",
     "TrajectoryLogger",

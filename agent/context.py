@@ -13,7 +13,7 @@ from typing import Generic, TypeVar
 
 from agent.events import RunEvents
 from backends import Message, Usage
-from ruleengine import Pass, RunState, Step
+from ruleengine import ConflictError, Pass, RunState, Step
 
 __all__ = ["CURRENT", "AgentOutput", "Frame", "Limits"]
 
@@ -27,9 +27,11 @@ class AgentOutput(Generic[OutputT]):
     answer: OutputT
     """The final answer: text, or the ``expected_output`` model."""
     steps: tuple[Step, ...]
-    """Every recorded call attempt (``ok``, ``error`` or ``denied``), oldest first."""
+    """Every step, oldest first: each call that ran (``ok`` or ``error``) or whose permission
+    was refused (``denied``). Calls the gate or a listener refused are not steps."""
     passes: tuple[Pass, ...]
-    """The pass each step was checked against (``passes[i]`` decided ``steps[i]``)."""
+    """The pass each step was admitted under: ``passes[i]`` is the pass of the run state just
+    before ``steps[i]``."""
     usage: Usage
     """Tokens used by every model call of the run."""
     messages: tuple[Message, ...]
@@ -40,6 +42,9 @@ class AgentOutput(Generic[OutputT]):
     """How many replies could not be used and were asked again."""
     run_id: str
     """The run's id, as its events carry it."""
+    conflict: ConflictError | None = None
+    """The conflict the run ended on, when the agent answers conflicts
+    (``on_conflict="answer"``): the answer then says why the run could not go on."""
 
     @property
     def state(self) -> RunState:

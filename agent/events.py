@@ -9,12 +9,17 @@ listener registers for one kind, a namespace (``"tool.*"``) or everything (``"*"
 Listeners are functions of the event, sync or async. Per emitter they run in the order they
 were registered; the events of a nested run go to its own agent's listeners first, then bubble
 up to the enclosing runs' agents (listeners registered with ``nested=False`` see only their own
-agent's runs). A *blocking* listener is awaited before the run goes on; a non-blocking async
-listener runs in the background and the run waits for it only at its end. A blocking listener
-of ``tool.start`` may return ``Deny(reason)``: the tool does not run and the call becomes a
-``denied`` step (this is how permission works); if it raises, the call is denied too (fail
-closed). A blocking listener that raises on another event ends the run with ``ListenerError``;
-a non-blocking one that raises is logged and ignored.
+agent's runs). A *blocking* listener is awaited before the run goes on, and so is every sync
+one; a non-blocking async listener runs in the background and the run waits for it only at
+its end.
+
+``tool.start`` is the exception, because it guards a tool: its listeners are always awaited
+before the tool runs, sync or async, whatever ``blocking`` says, and one that returns
+``Deny(reason)`` or raises refuses the call (fail closed). A refusal by an ask-permission
+requirement's listener is a ``denied`` step; any other listener's refusal is not a step (the
+state is unchanged): the call is answered with the reason, and the model asked again.
+A blocking listener that raises on another event ends the run with ``ListenerError``; a
+non-blocking one that raises is logged and ignored.
 """
 
 from __future__ import annotations
@@ -52,6 +57,7 @@ __all__ = [
     "StepStartEvent",
     "ToolDeniedEvent",
     "ToolErrorEvent",
+    "ToolRefusedEvent",
     "ToolStartEvent",
     "ToolSuccessEvent",
 ]
@@ -68,6 +74,7 @@ EventKind: TypeAlias = Literal[
     "tool.success",
     "tool.error",
     "tool.denied",
+    "tool.refused",
     "final_answer",
     "retry",
     "conflict",
@@ -78,7 +85,7 @@ NAMESPACES = frozenset(kind.split(".")[0] for kind in KINDS if "." in kind)
 
 @dataclass(frozen=True, slots=True)
 class Deny:
-    """What a blocking ``tool.start`` listener returns to refuse the call."""
+    """What a ``tool.start`` listener returns to refuse the call."""
 
     reason: str
     """Why, in one line: the model reads it (``the user refused `refund```)."""
@@ -153,7 +160,7 @@ class ModelResponseEvent(_Event):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolStartEvent(_Event):
-    """A call passed the gate and is about to run; blocking listeners may still deny it."""
+    """A call passed the gate and is about to run; a listener may still refuse it."""
 
     call_id: str
     """The model's id for the call."""
@@ -162,9 +169,11 @@ class ToolStartEvent(_Event):
     arguments: Mapping[str, Any]
     """The arguments (validated against the tool's input model)."""
     pass_: Pass
-    """The pass that admitted the call (recomputed for ``state``)."""
+    """The pass that admitted the call: the pass of ``state``."""
     state: RunState
     """The run state before the call."""
+    notes: tuple[str, ...] = ()
+    """What the gate let pass and why (the repeat check yielded: nothing else was allowed)."""
     kind: Literal["tool.start"] = "tool.start"
 
 
@@ -194,15 +203,41 @@ class ToolErrorEvent(_Event):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolDeniedEvent(_Event):
-    """A call was refused and did not run: by the gate, or by a ``tool.start`` listener."""
+    """Permission was refused (an ask-permission requirement): the call did not run and is a
+    ``denied`` step, which requirements read."""
 
     call_id: str
     """The model's id for the call."""
     step: Step
     """The recorded step (status ``denied``; ``error`` says why)."""
-    by: Literal["gate", "listener"]
-    """Who refused: the gate (the pass, the input model, the cycle guard) or a listener."""
+    pass_: Pass | None = None
+    """The pass the call was admitted under (the gate let it through to be asked about)."""
     kind: Literal["tool.denied"] = "tool.denied"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolRefusedEvent(_Event):
+    """A call was refused before it ran, and is not a step: the run state, and so the pass,
+    are as before it. The model is told ``reason`` (as the call's result) and asked again."""
+
+    call_id: str
+    """The model's id for the call (for a text answer turned into a ``final_answer`` call,
+    an id of the agent's own: ``rescued`` is then true)."""
+    tool: str
+    """The tool named (perhaps unknown, or hidden)."""
+    arguments: Mapping[str, Any]
+    """The arguments as the model sent them (empty when they were not a JSON object)."""
+    reason: str
+    """Why, as the model reads it."""
+    by: Literal["gate", "listener", "run"]
+    """Who refused: the gate (the pass, the input model, the repeat check), a ``tool.start``
+    listener, or the run itself (``final_answer`` ran earlier in the same reply, or the
+    requirements conflict after an earlier call of the reply)."""
+    pass_: Pass | None
+    """The pass the call was checked against (``None`` when the run could not decide one)."""
+    rescued: bool = False
+    """Whether the call was a text answer turned into a ``final_answer`` call."""
+    kind: Literal["tool.refused"] = "tool.refused"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -248,14 +283,14 @@ Event: TypeAlias = (
     | ToolSuccessEvent
     | ToolErrorEvent
     | ToolDeniedEvent
+    | ToolRefusedEvent
     | FinalAnswerEvent
     | RetryEvent
     | ConflictEvent
 )
 
 Listener: TypeAlias = Callable[[Any], "Deny | Awaitable[Deny | None] | None"]
-"""A function of an event, sync or async; a blocking ``tool.start`` listener may return
-``Deny``."""
+"""A function of an event, sync or async; a ``tool.start`` listener may return ``Deny``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -296,7 +331,8 @@ class Emitter:
         """Call ``listener`` for every event of ``kind``; returns a function that detaches it.
 
         ``kind`` is an event kind (``"tool.start"``), a namespace (``"tool.*"``) or ``"*"``.
-        ``blocking``: the run waits for the listener (always the case for sync ones).
+        ``blocking``: the run waits for the listener (always the case for sync ones, and for
+        every listener of ``tool.start``, which may refuse the call).
         ``nested``: also for the runs of agents called as tools inside this agent's runs.
         """
         pattern = _pattern(kind)
@@ -364,38 +400,65 @@ class RunEvents:
             ((emitter, 0), *((e, d + 1) for e, d in self.chain)), background=background
         )
 
-    async def emit(self, event: Event) -> Deny | None:
-        """Deliver ``event``; for ``tool.start``, the first ``Deny`` of a blocking listener."""
+    async def emit(self, event: Event) -> None:
+        """Deliver ``event`` to every listener it reaches (for ``tool.start``, see ``start``)."""
+        if isinstance(event, ToolStartEvent):
+            await self.start(event)
+            return
         for emitter, depth in self.chain:
             for subscription in emitter.subscriptions(event.kind, depth):
-                denied = await self._deliver(subscription, event)
-                if denied is not None:
-                    return denied
+                await self._deliver(subscription, event)
+
+    async def start(self, event: ToolStartEvent) -> Refusal | None:
+        """Deliver a ``tool.start``: every listener awaited in turn, until one refuses.
+
+        The first ``Deny`` (or exception: fail closed) ends the delivery: the tool will not
+        run, so later listeners never hear of it.
+        """
+        for emitter, depth in self.chain:
+            for subscription in emitter.subscriptions(event.kind, depth):
+                listener = subscription.listener
+                try:
+                    result = listener(event)
+                    if inspect.isawaitable(result):
+                        result = await result
+                except Exception as exc:
+                    text = " ".join(str(exc).split())
+                    failed = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+                    reason = f"a listener failed ({failed}), so it was refused"
+                    return Refusal(reason, listener)
+                if isinstance(result, Deny):
+                    return Refusal(result.reason, listener)
         return None
 
-    async def _deliver(self, subscription: _Subscription, event: Event) -> Deny | None:
+    async def _deliver(self, subscription: _Subscription, event: Event) -> None:
         listener = subscription.listener
         if subscription.is_async and not subscription.blocking and self.background is not None:
             self.background.start_soon(_quietly, listener, event)
-            return None
+            return
         try:
             result = listener(event)
             if inspect.isawaitable(result):
-                result = await result
+                await result
         except Exception as exc:
             if not subscription.blocking:
                 _log.exception("listener %r failed on %s", listener, event.kind)
-                return None
-            if event.kind == "tool.start":
-                return Deny(f"a listener failed ({type(exc).__name__}: {exc}), so it was refused")
+                return
             raise ListenerError(
                 f"listener `{_name(listener)}` raised on `{event.kind}`:"
                 f" {type(exc).__name__}: {exc}",
                 hint="fix the listener, or register it with `blocking=False`",
             ) from exc
-        if isinstance(result, Deny) and subscription.blocking and event.kind == "tool.start":
-            return result
-        return None
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """A ``tool.start`` listener refused the call: why, and which listener it was."""
+
+    reason: str
+    """The listener's ``Deny`` reason (or what it raised)."""
+    listener: Listener
+    """The listener that refused (an ask-permission requirement's, or another)."""
 
 
 async def _quietly(listener: Listener, event: Event) -> None:

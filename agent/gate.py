@@ -1,19 +1,22 @@
 """The execution gate: whether one call the model asked for may run, now.
 
-The gate answers for one call against the pass decided for the run state *at that moment*
-(the runner recomputes it after every recorded call of a batch, so a parallel batch is
-admitted call by call). In order, a call is refused when:
+The gate answers for one call against the pass of the run state *at that moment*: the runner
+gives it the pass of the state the call would be recorded after, whether the call is the
+first of a reply, a later one of a parallel batch, a text answer turned into a
+``final_answer`` call, or a retry. In order, a call is refused when:
 
 1. its arguments are not a JSON object (the backend could not read them);
 2. its tool is unknown, or hidden at this step (both read "there is no tool": a hidden tool
    is absent everywhere, refusals included);
 3. the pass does not allow it (``final_answer``: stopping is not allowed yet);
 4. its arguments fail the tool's input model;
-5. the cycle guard says it would repeat the same call once too often.
+5. the repeat check (the cycle guard's) says it would repeat the same call once too often —
+   unless the pass allows nothing else, in which case the check *yields*, as the cycle guard
+   does, and the admission says so.
 
-A refused call never runs: the runner records it as a ``denied`` step, with the reason as
-its error and as the tool message the model reads. An admitted call still goes through the
-blocking ``tool.start`` listeners (permission) before it runs.
+A refused call never runs and is not a step: the run state is unchanged, the model reads the
+reason as the call's result and is asked again. An admitted call still goes through the
+``tool.start`` listeners (permission) before it runs.
 """
 
 from __future__ import annotations
@@ -40,6 +43,8 @@ class Admitted:
     """The tool to run."""
     input: BaseModel
     """The validated arguments."""
+    notes: tuple[str, ...] = ()
+    """What the gate let pass and why (the repeat check yielded)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +89,15 @@ class Gate:
         except ToolArgumentsError as exc:
             return Refused(f"`{name}` did not run: {exc.message}")
         if self._would_cycle(state.steps, name, call.arguments):
-            return Refused(self._cycle_reason(state, name, call.arguments))
+            if any(other != name for other in pass_.allowed):
+                return Refused(self._cycle_reason(state, name, call.arguments))
+            # Refusing would leave the model nothing it may do: the check yields, as the
+            # cycle guard yields rather than deadlock a step.
+            yielded = (
+                f"the repeat check yielded: `{name}` repeats the same call, but nothing else"
+                " may be called now",
+            )
+            return Admitted(tool, validated, yielded)
         return Admitted(tool, validated)
 
     def _listing(self, pass_: Pass) -> str:

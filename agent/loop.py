@@ -2,14 +2,22 @@
 
 Each iteration (a model round):
 
-1. **decide** — the pass for the run state so far (a ``ConflictError`` ends the run);
+1. **decide** — the pass for the run state so far (a ``ConflictError`` ends the run, or, with
+   ``on_conflict="answer"``, leaves the model one thing to do: answer);
 2. **render** — the request: the stable prefix (tool definitions, system prompt), the
    history, one step note, and ``tool_choice`` from the pass (``agent/prompt.py``);
-3. **request** — the model call (a forced tool is obtained by the backend's forcing ladder);
-4. **gate** — per returned call, in order, the gate against the pass recomputed for the state
-   at that moment (batch admission), then the blocking ``tool.start`` listeners (permission);
+3. **request** — the model call (a forced tool is asked for the way the server can take it);
+4. **gate** — per returned call, in order, the gate against the pass of the state at that
+   moment, then the ``tool.start`` listeners (permission);
 5. **execute** — the admitted tool runs (an exception is an ``error`` step);
 6. **record** — the step joins the state, the result joins the history as a tool message.
+
+Every admission reads the pass of the run state at that instant, through one method
+(``_pass_now``): the first call of a reply, the later calls of a batch, a text answer turned
+into a ``final_answer`` call, and the calls of a reply asked for again. The state changes only
+when a step is recorded (a call ran, or permission was refused); a call the gate or a
+listener refuses is not a step: the model reads why; a reply none of whose calls was used is
+asked again (a retry).
 
 A reply with no call goes to the text rescue (``agent/rescue.py``): a ``final_answer`` call
 when stopping is allowed, else a retry. The run ends when ``final_answer`` has run.
@@ -19,6 +27,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
@@ -38,10 +48,12 @@ from agent.events import (
     StepStartEvent,
     ToolDeniedEvent,
     ToolErrorEvent,
+    ToolRefusedEvent,
     ToolStartEvent,
     ToolSuccessEvent,
 )
 from agent.gate import Admitted, Refused
+from agent.permission import PermissionListener
 from agent.prompt import plan_tools, step_note
 from agent.rescue import Rescued, Retry, call_a_tool, rescue
 from agent.tools import render_output
@@ -60,14 +72,33 @@ from backends import (
     Usage,
     UserMessage,
 )
-from ruleengine import AgentError, ConflictError, Pass, RunState, Step
+from ruleengine import FINAL_ANSWER, AgentError, ConflictError, Pass, RunState, Step
 
 if TYPE_CHECKING:
     from agent.runner import RequirementAgent
 
 __all__ = ["RunLoop"]
 
-_Outcome = Literal["answered", "ran", "denied"]
+_Outcome = Literal["answered", "ran", "denied", "refused"]
+
+
+@dataclass(frozen=True, slots=True)
+class _Attempt:
+    """What became of one call: it ran (and perhaps answered), permission was refused (a
+    ``denied`` step), or it was refused before it ran (not a step)."""
+
+    outcome: _Outcome
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Handled:
+    """What became of one reply: the run answered; some call became a step (the round is
+    over); or nothing of it was used, and the retry it costs says why."""
+
+    answered: bool = False
+    stepped: bool = False
+    retry: Retry | None = None
 
 
 class RunLoop:
@@ -102,6 +133,11 @@ class RunLoop:
         self.answer: Any = None
         self.rescued = False
         self.last_request: ChatRequest | None = None
+        self.conflict: ConflictError | None = None
+        """The conflict the run ended on (``on_conflict="answer"``), once there is one."""
+        self._decided: tuple[tuple[int, int], Pass] | None = None  # the pass of which state
+        self._conflict_pass: Pass | None = None
+        self._hidden: tuple[str, ...] = ()  # the last decided pass's hidden tools
 
     # -- the run ------------------------------------------------------------------------------
 
@@ -118,8 +154,6 @@ class RunLoop:
         try:
             await self._loop()
         except Exception as exc:
-            if isinstance(exc, ConflictError):
-                await self._quietly(ConflictEvent(**self._where(), error=exc))
             await self._quietly(
                 RunFinishEvent(
                     **self._where(),
@@ -145,6 +179,7 @@ class RunLoop:
             iterations=self.iteration,
             retries=self.retries,
             run_id=self.run_id,
+            conflict=self.conflict,
         )
 
     async def _loop(self) -> None:
@@ -152,6 +187,8 @@ class RunLoop:
             self.iteration = iteration
             if await self._iterate():
                 return
+        if self.conflict is not None:
+            raise self.conflict  # the conflict ended the run: no round was left to answer it
         steps = len(self.state.steps)
         raise MaxIterationsError(
             f"the run did not finish within max_iterations={self.limits.max_iterations}"
@@ -163,36 +200,91 @@ class RunLoop:
 
     async def _iterate(self) -> bool:
         """One model round; whether the run is over."""
+        # Every decision of round k, its rendering and each admission alike, reads the state
+        # with `iteration` k - 1: the rounds completed before it.
         self.state = dataclasses.replace(self.state, iteration=self.iteration - 1)
-        pass_ = await self._decide()
+        try:
+            pass_ = await self._pass_now()
+        except ConflictError as conflict:
+            pass_ = await self._conflicted(conflict)
         await self.emit(StepStartEvent(**self._where(), pass_=pass_, state=self.state))
-        self._note(pass_)
+        self._note(pass_, self._conflict_instruction() if pass_ is self._conflict_pass else None)
+        try:
+            return await self._round(pass_)
+        except ConflictError as conflict:  # after a call of the reply was recorded
+            await self._conflicted(conflict)
+            return False
+
+    async def _round(self, pass_: Pass) -> bool:
+        """Ask the model until a reply makes a step (or the answer); whether the run is over."""
         retries_here = 0
         while True:
             response = await self._request(self._render(pass_), pass_)
             if isinstance(response, Retry):
                 retries_here = await self._retry(response, retries_here, pass_, note=True)
                 continue
-            self.state = dataclasses.replace(self.state, iteration=self.iteration)
-            if response.tool_calls:
-                self.history.append(response.message)
-                return await self._gate_batch(pass_, response.tool_calls)
             self.history.append(response.message)
-            outcome = rescue(
-                response, pass_, self.agent.final_tool, as_tool=self.agent.final_answer_as_tool
-            )
-            if isinstance(outcome, Rescued):
-                refusal = await self._answer_rescued(pass_, outcome)
-                if refusal is None:
-                    return True
-                outcome = refusal
-            retries_here = await self._retry(outcome, retries_here, pass_, note=True)
+            if response.tool_calls:
+                handled = await self._gate_batch(response.tool_calls)
+            else:
+                handled = await self._answer_in_text(response)
+            if handled.answered:
+                return True
+            if handled.stepped:
+                return False  # the round is over (its refused calls were answered with why)
+            # Nothing of the reply was used: the model is asked again, under the pass of the
+            # state now, which is the same state (nothing was recorded), so the same pass.
+            assert handled.retry is not None  # INVARIANT: an unused reply says why
+            pass_ = await self._pass_now()
+            retries_here = await self._retry(handled.retry, retries_here, pass_, note=True)
 
     # -- decide, render, request --------------------------------------------------------------
 
-    async def _decide(self) -> Pass:
+    async def _pass_now(self) -> Pass:
+        """The pass of the run state at this instant: the one every admission reads.
+
+        A state is its steps and its iteration; the pass is decided once per state (the
+        reasoner's memory of the conversation is the one of that decision). Once the run
+        has met a conflict (``on_conflict="answer"``), the pass that lets it only answer.
+        """
+        if self._conflict_pass is not None:
+            return self._conflict_pass
+        key = (len(self.state.steps), self.state.iteration)
+        decided = self._decided
+        if decided is not None and decided[0] == key:
+            return decided[1]
         self.state = dataclasses.replace(self.state, memory=self._conversation())
-        return await self.agent.reasoner.adecide(self.state)
+        pass_ = await self.agent.reasoner.adecide(self.state)
+        self._decided = (key, pass_)
+        self._hidden = pass_.hidden
+        return pass_
+
+    async def _conflicted(self, conflict: ConflictError) -> Pass:
+        """The requirements conflict: end the run with the error, or (``on_conflict=
+        "answer"``) leave the model only ``final_answer``, to say it cannot go on."""
+        await self._quietly(ConflictEvent(**self._where(), error=conflict))
+        if self.agent.on_conflict == "raise":
+            raise conflict
+        self.conflict = conflict
+        reason = f"the requirements conflict: {conflict.message}"
+        self._conflict_pass = Pass(
+            allowed=(FINAL_ANSWER,),
+            hidden=tuple(t for t in self._hidden if t != FINAL_ANSWER),
+            forced=FINAL_ANSWER,
+            can_stop=True,
+            tool_choice=FINAL_ANSWER,
+            reasons={FINAL_ANSWER: reason},
+        )
+        return self._conflict_pass
+
+    def _conflict_instruction(self) -> str:
+        # INVARIANT: only called once the run met a conflict
+        assert self.conflict is not None
+        return (
+            "The run cannot go on: the requirements that govern your tools contradict each"
+            f" other ({self.conflict.message}). No tool may be called any more. In your final"
+            " answer, say what was done and why the task cannot be finished."
+        )
 
     def _note(self, pass_: Pass, instruction: str | None = None) -> None:
         offered = [t.name for t in self._visible(pass_)]
@@ -230,7 +322,7 @@ class RunLoop:
         try:
             response = await self.agent.llm.complete(request)
         except CapabilityError as exc:
-            # The backend's forcing ladder could not get a call out of the model: ask again.
+            # The backend could not get a usable reply out of the server: ask again.
             opening = "Your reply did not call a tool."
             return Retry(f"no tool call: {exc.message}", call_a_tool(pass_, opening))
         self.usage = self.usage + response.usage
@@ -270,41 +362,57 @@ class RunLoop:
 
     # -- gate, execute, record ----------------------------------------------------------------
 
-    async def _gate_batch(self, pass_: Pass, calls: tuple[AnyToolCall, ...]) -> bool:
-        """Admit, run and record each call in order; whether ``final_answer`` ran."""
+    async def _gate_batch(self, calls: Sequence[AnyToolCall]) -> _Handled:
+        """Admit, run and record each call in order, each against the pass of the state at
+        that moment (the calls before it recorded)."""
+        refused: list[tuple[AnyToolCall, str]] = []
+        stepped = False
         for index, call in enumerate(calls):
-            # The pass for the state at this moment: earlier calls of the batch are recorded.
-            current = pass_ if index == 0 else await self._decide()
-            outcome, _ = await self._call(call, current)
-            if outcome == "answered":
-                for later in calls[index + 1 :]:
-                    self.history.append(
-                        ToolResultMessage(later.id, f"`{later.name}` did not run: the run is over")
-                    )
-                return True
-        return False
+            try:
+                attempt = await self._attempt(call)
+            except ConflictError as conflict:
+                # Earlier calls were recorded and the state now conflicts: no pass for the rest.
+                await self._skip(calls[index:], f"the requirements conflict: {conflict.message}")
+                raise
+            if attempt.outcome == "answered":
+                await self._skip(calls[index + 1 :], "the run is over")
+                return _Handled(answered=True)
+            if attempt.outcome == "refused":
+                refused.append((call, attempt.reason or ""))
+            else:
+                stepped = True
+        if stepped:
+            return _Handled(stepped=True)
+        return _Handled(retry=_refused_retry(refused))
 
-    async def _answer_rescued(self, pass_: Pass, rescued: Rescued) -> Retry | None:
-        """Run the ``final_answer`` call a text reply became; a ``Retry`` if it was refused."""
-        call = ToolCall(
-            f"rescued_{self.iteration}_{self.retries}", "final_answer", rescued.arguments
+    async def _answer_in_text(self, response: ChatResponse) -> _Handled:
+        """A reply without calls: the answer, if stopping is allowed and the gate admits it."""
+        pass_ = await self._pass_now()
+        outcome = rescue(
+            response, pass_, self.agent.final_tool, as_tool=self.agent.final_answer_as_tool
         )
-        outcome, reason = await self._call(call, pass_, rescued=True)
-        if outcome == "answered":
+        if not isinstance(outcome, Rescued):
+            return _Handled(retry=outcome)
+        call = ToolCall(f"rescued_{self.iteration}_{self.retries}", FINAL_ANSWER, outcome.arguments)
+        attempt = await self._attempt(call, rescued=True)
+        if attempt.outcome == "answered":
             self.rescued = True
-            return None
-        return Retry(reason or "the answer was refused", f"Your answer was not used: {reason}.")
+            return _Handled(answered=True)
+        if attempt.outcome != "refused":
+            return _Handled(stepped=True)  # `final_answer` failed: an `error` step
+        reason = attempt.reason or "the answer was refused"
+        retry = Retry(f"the answer was not used: {reason}", f"Your answer was not used: {reason}.")
+        return _Handled(retry=retry)
 
-    async def _call(
-        self, call: AnyToolCall, pass_: Pass, *, rescued: bool = False
-    ) -> tuple[_Outcome, str | None]:
-        """Gate, then run and record one call."""
+    async def _attempt(self, call: AnyToolCall, *, rescued: bool = False) -> _Attempt:
+        """Gate, ask the ``tool.start`` listeners, then run and record one call."""
+        pass_ = await self._pass_now()
         verdict = self.agent.gate.admit(call, pass_, self.state)
         arguments = dict(call.arguments) if isinstance(call, ToolCall) else {}
         if isinstance(verdict, Refused):
-            await self._deny(call, arguments, pass_, verdict.reason, "gate", rescued)
-            return "denied", verdict.reason
-        denied = await self.emit(
+            await self._refuse(call, arguments, pass_, verdict.reason, "gate", rescued)
+            return _Attempt("refused", verdict.reason)
+        refusal = await self.events.start(
             ToolStartEvent(
                 **self._where(),
                 call_id=call.id,
@@ -312,13 +420,22 @@ class RunLoop:
                 arguments=arguments,
                 pass_=pass_,
                 state=self.state,
+                notes=verdict.notes,
             )
         )
-        if denied is not None:
-            reason = f"`{call.name}` did not run: {denied.reason}"
-            await self._deny(call, arguments, pass_, reason, "listener", rescued)
-            return "denied", reason
-        return await self._execute(call, arguments, pass_, verdict, rescued)
+        if refusal is None:
+            return await self._execute(call, arguments, pass_, verdict, rescued)
+        reason = f"`{call.name}` did not run: {refusal.reason}"
+        if isinstance(refusal.listener, PermissionListener):
+            # Permission refused: a `denied` step, which requirements read.
+            step = Step(tool=call.name, arguments=arguments, status="denied", error=reason)
+            self._record(step, pass_, call, reason, rescued)
+            await self.emit(
+                ToolDeniedEvent(**self._where(), call_id=call.id, step=step, pass_=pass_)
+            )
+            return _Attempt("denied", reason)
+        await self._refuse(call, arguments, pass_, reason, "listener", rescued)
+        return _Attempt("refused", reason)
 
     async def _execute(
         self,
@@ -327,59 +444,89 @@ class RunLoop:
         pass_: Pass,
         admitted: Admitted,
         rescued: bool,
-    ) -> tuple[_Outcome, str | None]:
+    ) -> _Attempt:
         tool = admitted.tool
         token = CURRENT.set(Frame(self.events, self.run_id, self.path, call.id))
+        output: Any = None
         try:
-            with anyio.fail_after(tool.timeout):
+            # `move_on_after`: a `TimeoutError` the tool raises is its own failure, not ours.
+            with anyio.move_on_after(tool.timeout) as deadline:
                 output = await tool.run(admitted.input)
+            if deadline.cancelled_caught:
+                raise _TimedOut(f"`{tool.name}` timed out after {tool.timeout:g} s")
         except Exception as exc:
-            message = _failure(tool.name, exc, tool.timeout)
+            message = exc.args[0] if isinstance(exc, _TimedOut) else _failure(tool.name, exc)
             step = Step(tool=call.name, arguments=arguments, status="error", error=message)
-            self._record(step, pass_, call, None if rescued else f"error: {message}")
+            self._record(step, pass_, call, f"error: {message}", rescued)
             await self.emit(
                 ToolErrorEvent(**self._where(), call_id=call.id, step=step, exception=exc)
             )
-            return "ran", message
+            return _Attempt("ran", message)
         finally:
             CURRENT.reset(token)
         step = Step(tool=call.name, arguments=arguments, output=output, status="ok")
         final = tool is self.agent.final_tool
         content = "the answer was given" if final else render_output(output)
-        self._record(step, pass_, call, None if rescued else content)
+        self._record(step, pass_, call, content, rescued)
         await self.emit(ToolSuccessEvent(**self._where(), call_id=call.id, step=step))
         if not final:
-            return "ran", None
+            return _Attempt("ran")
         self.answer = output
         await self.emit(FinalAnswerEvent(**self._where(), answer=output, rescued=rescued))
-        return "answered", None
+        return _Attempt("answered")
 
-    async def _deny(
+    async def _refuse(
         self,
         call: AnyToolCall,
         arguments: dict[str, Any],
-        pass_: Pass,
+        pass_: Pass | None,
         reason: str,
-        by: Literal["gate", "listener"],
+        by: Literal["gate", "listener", "run"],
         rescued: bool,
     ) -> None:
-        step = Step(tool=call.name, arguments=arguments, status="denied", error=reason)
-        self._record(step, pass_, call, None if rescued else reason)
-        await self.emit(ToolDeniedEvent(**self._where(), call_id=call.id, step=step, by=by))
+        """A call that does not run and is not a step: the model reads why."""
+        if not rescued:  # a rescued call has no id in the conversation: its retry note says it
+            self.history.append(ToolResultMessage(call.id, reason))
+        await self.emit(
+            ToolRefusedEvent(
+                **self._where(),
+                call_id=call.id,
+                tool=call.name,
+                arguments=arguments,
+                reason=reason,
+                by=by,
+                pass_=pass_,
+                rescued=rescued,
+            )
+        )
 
-    def _record(self, step: Step, pass_: Pass, call: AnyToolCall, message: str | None) -> None:
+    async def _skip(self, calls: Sequence[AnyToolCall], why: str) -> None:
+        """Answer the calls of a reply the run cannot go on to (every call is answered)."""
+        pass_ = self._decided[1] if self._decided is not None else None
+        for call in calls:
+            arguments = dict(call.arguments) if isinstance(call, ToolCall) else {}
+            reason = f"`{call.name}` did not run: {why}"
+            await self._refuse(call, arguments, pass_, reason, "run", False)
+
+    def _record(
+        self, step: Step, pass_: Pass, call: AnyToolCall, message: str, rescued: bool
+    ) -> None:
         self.state = self.state.with_step(step)
         self.passes.append(pass_)
-        if message is not None:
+        if not rescued:
             self.history.append(ToolResultMessage(call.id, message))
+        elif step.status != "ok":
+            # A rescued answer has no call in the conversation: say what became of it.
+            self.notes.add(len(self.history))
+            self.history.append(UserMessage(f"Your answer was not used: {message}"))
 
     # -- events, memory -----------------------------------------------------------------------
 
     def _where(self) -> dict[str, Any]:
         return {"run_id": self.run_id, "path": self.path, "iteration": self.iteration}
 
-    async def emit(self, event: Event) -> Any:
-        return await self.events.emit(event)
+    async def emit(self, event: Event) -> None:
+        await self.events.emit(event)
 
     async def _quietly(self, event: Event) -> None:
         """Emit while the run is already failing: a listener error must not hide the cause."""
@@ -404,9 +551,26 @@ class RunLoop:
         memory.add(*saved)
 
 
-def _failure(name: str, exc: Exception, timeout: float | None) -> str:
-    if isinstance(exc, TimeoutError) and timeout is not None:
-        return f"`{name}` timed out after {timeout:g} s"
+def _refused_retry(refused: Sequence[tuple[AnyToolCall, str]]) -> Retry:
+    """The retry a reply costs when all its calls were refused (their results say why).
+
+    The note names no tool: the model may have named a hidden one, which stays unnamed.
+    """
+    first = refused[0][1]
+    if len(refused) == 1:
+        return Retry(f"a call was refused: {first}", "Your call did not run (its result says why).")
+    more = f" (and {len(refused) - 1} more)"
+    return Retry(
+        f"every call was refused: {first}{more}",
+        "None of your calls ran (their results say why).",
+    )
+
+
+class _TimedOut(TimeoutError):
+    """A tool ran past its ``timeout`` (raised here, so that it becomes an ``error`` step)."""
+
+
+def _failure(name: str, exc: Exception) -> str:
     text = exc.message if isinstance(exc, AgentError) else str(exc)
     text = " ".join(text.split())
     return f"`{name}` failed: {type(exc).__name__}: {text}" if text else f"`{name}` failed"

@@ -49,15 +49,20 @@ async def check_permission(
         return None if remembered else Deny(f"the user refused `{tool}`")
     handler: PermissionHandler = requirement.handler or terminal_handler
     timeout = requirement.timeout
+    answer: object = None
     try:
-        with anyio.fail_after(timeout):
+        # `move_on_after`, not `fail_after`: a `TimeoutError` the handler raises itself is a
+        # failure of the handler, not our deadline (which may be `None`: no deadline).
+        with anyio.move_on_after(timeout) as scope:
             answer = await _call_handler(handler, tool, arguments)
-    except TimeoutError:
-        return Deny(f"no answer about `{tool}` within {timeout:g} s, so it was refused")
     except Exception as exc:
-        return Deny(
-            f"asking about `{tool}` failed ({type(exc).__name__}: {exc}), so it was refused"
-        )
+        text = " ".join(str(exc).split())
+        failed = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+        return Deny(f"asking about `{tool}` failed ({failed}), so it was refused")
+    if scope.cancelled_caught:
+        # INVARIANT: only a deadline cancels this scope, so there is one
+        assert timeout is not None
+        return Deny(f"no answer about `{tool}` within {timeout:g} s, so it was refused")
     if answer is True:
         return None
     if answer is False:

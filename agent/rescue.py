@@ -110,6 +110,9 @@ def call_a_tool(pass_: Pass, opening: str) -> str:
     listed = ", ".join(f"`{t}`" for t in tools)
     if not tools:
         return f"{opening} Give your final answer."
+    if len(tools) == 1:
+        finish = ", or `final_answer` to finish" if pass_.can_stop else ""
+        return f"{opening} Call {listed}{finish}."
     if pass_.can_stop:
         return f"{opening} Call one of the tools ({listed}), or `final_answer` to finish."
     return f"{opening} Call one of the tools: {listed}."

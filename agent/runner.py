@@ -14,7 +14,7 @@ import json
 import threading
 import uuid
 from collections.abc import Callable, Sequence
-from typing import Any, Generic, TypeVar, overload
+from typing import Any, Generic, Literal, TypeVar, overload
 
 import anyio
 from pydantic import BaseModel
@@ -43,6 +43,8 @@ from ruleengine.passes import Mode
 __all__ = ["AgentOutput", "RequirementAgent"]
 
 OutputT = TypeVar("OutputT")
+OnConflict = Literal["raise", "answer"]
+"""What a run does when the requirements conflict."""
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
 
@@ -57,8 +59,11 @@ class RequirementAgent(Generic[OutputT]):
     ``tool_call_checker``: ``True`` (a default ``CycleGuard``), ``False``, or a ``CycleGuard``
     with your thresholds; a ``CycleGuard`` among the requirements is used instead.
     ``final_answer_as_tool=False`` lets the model answer in plain text instead of calling
-    ``final_answer``. ``memory`` carries the conversation from run to run;
-    ``save_intermediate_steps`` also saves tool calls and results into it.
+    ``final_answer``. ``on_conflict``: when the requirements contradict each other in some
+    state, ``"raise"`` ends the run with the ``ConflictError``; ``"answer"`` lets the model
+    call nothing but ``final_answer``, told why it cannot go on (``AgentOutput.conflict``).
+    ``memory`` carries the conversation from run to run; ``save_intermediate_steps`` also
+    saves tool calls and results into it.
     """
 
     @overload
@@ -78,6 +83,7 @@ class RequirementAgent(Generic[OutputT]):
         name: str = "agent",
         description: str | None = None,
         mode: Mode = "strict",
+        on_conflict: OnConflict = "raise",
     ) -> None: ...
 
     @overload
@@ -97,6 +103,7 @@ class RequirementAgent(Generic[OutputT]):
         name: str = "agent",
         description: str | None = None,
         mode: Mode = "strict",
+        on_conflict: OnConflict = "raise",
     ) -> None: ...
 
     def __init__(
@@ -115,6 +122,7 @@ class RequirementAgent(Generic[OutputT]):
         name: str = "agent",
         description: str | None = None,
         mode: Mode = "strict",
+        on_conflict: OnConflict = "raise",
     ) -> None:
         if not isinstance(llm, ChatModel):
             raise PolicyError(
@@ -142,6 +150,14 @@ class RequirementAgent(Generic[OutputT]):
             save_intermediate_steps, name="save_intermediate_steps"
         )
         """Whether ``memory`` also keeps tool calls and results."""
+        if on_conflict not in ("raise", "answer"):
+            raise PolicyError(
+                f"on_conflict=`{on_conflict!r:.60}` must be `raise` or `answer`",
+                parameter="on_conflict",
+            )
+        self.on_conflict: OnConflict = on_conflict
+        """What a run does when the requirements conflict: ``"raise"`` the ``ConflictError``,
+        or ``"answer"``: the model gives a final answer from the conflict's explanation."""
         if memory is not None and not isinstance(memory, Memory):
             raise PolicyError(f"memory=`{memory!r:.60}` is not a `Memory`", parameter="memory")
         self.memory = memory
@@ -153,8 +169,8 @@ class RequirementAgent(Generic[OutputT]):
         reqs = _requirements(requirements)
         guard = _cycle_guard(tool_call_checker, reqs)
         if guard is not None:
-            # Bound to the declared tools: calls of unknown tools (refused, recorded as
-            # `denied`) are not the guard's to deny.
+            # Bound to the declared tools: a tool that is not declared is not the guard's to
+            # deny (the gate refuses its calls anyway).
             bound = guard.bind(self.tools)
             reqs = [r for r in reqs if r is not guard] + [bound]
             guard = bound
@@ -190,7 +206,8 @@ class RequirementAgent(Generic[OutputT]):
         ``max_iterations`` bounds the model rounds that reach the gate (``MaxIterationsError``
         past it); ``max_retries_per_step`` and ``total_max_retries`` bound the replies that
         could not be used and were asked again (``RetryLimitError``). A ``ConflictError``
-        (the requirements contradict each other) ends the run as it is, with its core.
+        (the requirements contradict each other) ends the run as it is, with its core, unless
+        the agent answers conflicts (``on_conflict="answer"``).
         """
         _validate.text(prompt, name="prompt", owner="run")
         limits = Limits(

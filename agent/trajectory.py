@@ -2,7 +2,8 @@
 
 Attach it to an agent (``TrajectoryLogger().attach(agent)``) and every run prints one line per
 event that matters: the pass of each model round, each call with its arguments, its result
-(ok, error, denied and why), retries, conflicts and the answer. Runs of agents called as tools
+(ok, error, denied by permission, or refused before it ran, and why), retries, conflicts and
+the answer. Runs of agents called as tools
 (handoffs) are indented under the outer call.
 """
 
@@ -26,6 +27,7 @@ from agent.events import (
     StepStartEvent,
     ToolDeniedEvent,
     ToolErrorEvent,
+    ToolRefusedEvent,
     ToolStartEvent,
     ToolSuccessEvent,
 )
@@ -92,7 +94,8 @@ class TrajectoryLogger:
         if isinstance(event, ToolStartEvent):
             if event.tool == FINAL_ANSWER:
                 return None
-            return f"  -> {event.tool} {self._cut(_json(event.arguments))}"
+            notes = "".join(f" ({note})" for note in event.notes)
+            return f"  -> {event.tool} {self._cut(_json(event.arguments))}{notes}"
         if isinstance(event, ToolSuccessEvent):
             if event.step.tool == FINAL_ANSWER:
                 return None
@@ -101,6 +104,9 @@ class TrajectoryLogger:
             return f"  error: {self._cut(event.step.error or '')}"
         if isinstance(event, ToolDeniedEvent):
             return f"  denied: {self._cut(event.step.error or '')}"
+        if isinstance(event, ToolRefusedEvent):
+            what = "not run" if event.by == "run" else "refused"
+            return f"  {what}: {self._cut(event.reason)}"
         if isinstance(event, RetryEvent):
             return f"  retry ({event.retries_total} so far): {event.reason}"
         if isinstance(event, FinalAnswerEvent):

@@ -12,10 +12,12 @@ capabilities:
 3. ``prompt``: the same, asked for in words with the schemas spelled out; the reply's JSON
    object (found and repaired by ``_json``) is checked against the allowed tool names.
 
-A rung whose feature the server rejects (400) or whose forcing the reply ignores is blamed,
-and the next plan is made without that feature. ``plan`` builds one rung for given
-capabilities; ``interpret`` checks a reply against what the rung expects. The loop that walks
-the ladder lives in ``model.py``.
+A rung whose feature the server rejects (a 400 naming the parameter) is retried without that
+feature: the next plan is made without it. What the *model* chose is never held against the
+server: a reply that calls another tool, or answers in text, is passed on as it is, and the
+caller (the agent's gate) refuses it and tells the model. ``plan`` builds one rung for given
+capabilities; ``interpret`` reads a reply as the rung expects it. The loop that walks the
+ladder lives in ``model.py``.
 """
 
 from __future__ import annotations
@@ -63,12 +65,10 @@ class Attempt:
     wire: ChatRequest
     """The request the backend sends."""
     features: tuple[Feature, ...]
-    """What it uses that a server may reject, most suspect first (blamed on a 400)."""
+    """What it uses that a server may reject (blamed on a 400 that names its parameter)."""
     must_call: tuple[str, ...] | None
-    """The reply must call one of these tools; ``None`` when any reply will do."""
-    forcing: Feature | None
-    """The feature doing the forcing, blamed when the reply ignores it (``None`` on the
-    last rung, ``prompt``, where an ignored force is an error)."""
+    """The tools the caller asked a call of; ``None`` when a call is optional. On the
+    ``structured`` and ``prompt`` rungs, the reply's JSON is read as a call of one of them."""
 
 
 def must_call(request: ChatRequest) -> tuple[str, ...] | None:
@@ -102,7 +102,7 @@ def plan(request: ChatRequest, capabilities: Capabilities) -> Attempt:
             response_format=ResponseFormat(name=label, schema=schema),
             parallel_tool_calls=None,
         )
-        return Attempt("structured", wire, ("response_format",), names, "response_format")
+        return Attempt("structured", wire, ("response_format",), names)
     wire = request.replace(
         messages=_instructed(request.messages, _forcing_text(chosen, spell_schema=True)),
         tools=(),
@@ -110,7 +110,7 @@ def plan(request: ChatRequest, capabilities: Capabilities) -> Attempt:
         response_format=None,
         parallel_tool_calls=None,
     )
-    return Attempt("prompt", wire, (), names, None)
+    return Attempt("prompt", wire, (), names)
 
 
 def _narrow(
@@ -166,27 +166,26 @@ def _native(
         response_format=response_format,
         parallel_tool_calls=parallel if tools else None,
     )
-    forcing: Feature | None = None
-    if names is not None and choice.kind in ("required", "tool", "allowed"):
-        forcing = choice.kind
-    return Attempt(route, wire, tuple(features), names, forcing)
+    return Attempt(route, wire, tuple(features), names)
 
 
-def interpret(attempt: Attempt, response: ChatResponse) -> ChatResponse | None:
-    """The reply as the caller gets it, or ``None`` when it ignored what was forced.
+def interpret(attempt: Attempt, response: ChatResponse) -> ChatResponse:
+    """The reply as the caller gets it.
 
-    A refusal is passed on as it is: the model declined, the server did what it could.
+    On the ``native`` rung, the reply as it came: whatever the model chose (another tool than
+    the forced one, plain text, a refusal) is the caller's to judge. On the ``structured`` and
+    ``prompt`` rungs, a JSON reply becomes the tool call it spells (a tool outside
+    ``must_call`` included: the gate refuses it, and says why); a reply that spells no call is
+    passed on as text.
     """
     names = attempt.must_call
-    if names is None or (response.refusal and not response.tool_calls):
+    if attempt.route == "native" or names is None or response.tool_calls:
         return response
-    if any(call.name in names for call in response.tool_calls):
+    if response.refusal and not response.text:
         return response
-    if attempt.route == "native" or response.tool_calls:
-        return None
     call = _call_from_text(response.text or "", names)
     if call is None:
-        return None
+        return response
     return ChatResponse(
         tool_calls=(call,),
         finish_reason="tool_calls",
@@ -203,10 +202,14 @@ def _call_from_text(text: str, names: tuple[str, ...]) -> ToolCall | None:
         value, repaired = parse_json_object(text)
     except ArgumentsError:
         return None
-    wrapped = set(value) == {"name", "arguments"} and isinstance(value["arguments"], dict)
+    wrapped = (
+        set(value) == {"name", "arguments"}
+        and isinstance(value["name"], str)
+        and bool(value["name"])
+        and isinstance(value["arguments"], dict)
+    )
     if wrapped:
-        if value["name"] not in names:
-            return None  # the model chose a tool it may not call
+        # A tool outside `names` is still the call the model made: the gate refuses it.
         name, arguments = value["name"], value["arguments"]
     elif len(names) == 1:
         name, arguments = names[0], value

@@ -11,7 +11,10 @@ raises it), or a dict with these keys, all optional:
 ``refusal``         a refusal message
 ``finish_reason``   defaults to ``tool_calls`` when there are calls, else ``stop``
 ``usage``           ``{"prompt_tokens", "completion_tokens", "cached_prompt_tokens"}``
-``error``           an HTTP status, or ``{"status", "message", "retry_after", "type", "code"}``
+``error``           an HTTP status, or ``{"status", "message", "retry_after", "type", "code",
+                    "param"}`` (a 400 whose ``param`` or message names ``tool_choice``,
+                    ``response_format`` or ``parallel_tool_calls`` makes the forcing layer
+                    drop that feature)
 ``malformed``       a broken reply: ``not_json``, ``bad_json``, ``not_object``, ``no_choices``,
                     ``empty_choices`` or ``no_message``
 ``body``            any JSON value, sent verbatim as the reply body
@@ -94,6 +97,7 @@ class ScriptedError:
     retry_after: float | None = None
     type: str = "server_error"
     code: str | None = None
+    param: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,7 +239,8 @@ def _error(value: object, where: str) -> ScriptedError | None:
     status = spec.get("status")
     if isinstance(status, bool) or not isinstance(status, int) or not 400 <= status <= 599:
         raise PolicyError(f"{where}: `error.status` must be an HTTP error status from 400 to 599")
-    extra = [str(k) for k in spec if k not in ("status", "message", "retry_after", "type", "code")]
+    keys = ("status", "message", "retry_after", "type", "code", "param")
+    extra = [str(k) for k in spec if k not in keys]
     if extra:
         raise PolicyError(f"{where}: `error` has an unknown key `{extra[0]}`")
     retry_after = spec.get("retry_after")
@@ -249,6 +254,7 @@ def _error(value: object, where: str) -> ScriptedError | None:
         retry_after,
         _optional_text(kind, where, "error.type") or "",
         _optional_text(spec.get("code"), where, "error.code"),
+        _optional_text(spec.get("param"), where, "error.param"),
     )
 
 
@@ -331,7 +337,7 @@ class Script:
                     f"the script has no reply for request {number}: it holds"
                     f" {len(self._replies)} entries",
                     hint="add an entry, or see in `requests` which request was one too many"
-                    " (a fallback for an ignored tool_choice makes one more)",
+                    " (a fallback for a rejected feature makes one more)",
                 )
             return number, self._replies[number - 1]
         return number, self._function(argument)
@@ -351,7 +357,12 @@ class Script:
 
 def error_body(error: ScriptedError) -> dict[str, Any]:
     """The JSON body of an HTTP error answer, shaped as OpenAI's."""
-    detail = {"message": error.message, "type": error.type, "param": None, "code": error.code}
+    detail = {
+        "message": error.message,
+        "type": error.type,
+        "param": error.param,
+        "code": error.code,
+    }
     return {"error": detail}
 
 

@@ -9,6 +9,7 @@ broken ones included, the same way.
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from collections.abc import Mapping
 from typing import Any, get_args
@@ -360,8 +361,42 @@ def status_error(
         f"the server answered {status}: `{text}`",
         status_code=status,
         retry_after=retry_after,
+        parameter=named_parameter(detail),
         hint=_STATUS_HINTS.get(status, _STATUS_HINTS[500] if status >= 500 else None),
     )
+
+
+# How a server's error may spell the request parameters the forcing layer can drop, and the
+# parameter each spelling names; the more specific first (`allowed_tools` is a form of
+# `tool_choice`, a `json_schema` one of `response_format`).
+_SPELLINGS = (
+    ("allowed_tools", "allowed_tools"),
+    ("tool_choice", "tool_choice"),
+    ("json_schema", "response_format"),
+    ("response_format", "response_format"),
+    ("parallel_tool_calls", "parallel_tool_calls"),
+)
+_WORD_JOINERS = re.compile(r"[\s\-.]+")
+
+
+def named_parameter(detail: object) -> str | None:
+    """The request parameter an error names: its ``param`` field when that is one of ours,
+    else the first of ours its message or code spells (``tool choice``, ``tool-choice`` and
+    ``tool_choice`` alike), else ``None``."""
+    texts: list[str] = []
+    if isinstance(detail, Mapping):
+        for key in ("param", "message", "code", "type"):
+            value = detail.get(key)
+            if isinstance(value, str):
+                texts.append(value)
+    elif isinstance(detail, str):
+        texts.append(detail)
+    for text in texts:
+        flat = _WORD_JOINERS.sub("_", text.lower())
+        for spelling, parameter in _SPELLINGS:
+            if spelling in flat:
+                return parameter
+    return None
 
 
 _STATUS_HINTS = {

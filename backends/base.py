@@ -250,7 +250,7 @@ class ChatResponse:
     finish_reason: FinishReason | None = None
     """Why the model stopped, when the server said; ``length`` means it was cut off."""
     usage: Usage = field(default_factory=Usage)
-    """Tokens used, summed over every request a fallback made."""
+    """Tokens used (a request the server rejected with a 400 used none)."""
     model: str | None = None
     """The model that answered, as the server named it."""
     route: Route = "native"

@@ -54,6 +54,7 @@ class BackendStatusError(BackendError):
         *,
         status_code: int,
         retry_after: float | None = None,
+        parameter: str | None = None,
         hint: str | None = None,
     ) -> None:
         super().__init__(message, hint=hint)
@@ -61,6 +62,10 @@ class BackendStatusError(BackendError):
         """The HTTP status the server answered, e.g. 400, 429 or 503."""
         self.retry_after = retry_after
         """The seconds the server asked to wait (``Retry-After``), when it said."""
+        self.parameter = parameter
+        """The request parameter the server's error names (``tool_choice``,
+        ``response_format``, …: its ``param`` field, or one its message or code names), when
+        it names one. Only such an error teaches the forcing layer that a feature is lacking."""
 
 
 class BadResponseError(BackendError):

@@ -2,9 +2,9 @@
 
 The agent calls ``complete`` or ``stream``; a backend implements only ``send`` and
 ``send_stream``, which put one request on the wire as it is. In between, this layer walks the
-forcing ladder of ``_forcing.py``: it plans a request the server's capabilities allow, checks
-that a forced call came back, retries through the next rung when the server answered 400 to
-a feature or ignored the forcing, and remembers, per model object, what the server lacks.
+forcing ladder of ``_forcing.py``: it plans a request the server's capabilities allow, reads
+the reply as the rung expects it, retries through the next rung when the server answered 400
+naming a feature's parameter, and remembers, per model object, what the server lacks.
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ from backends.base import (
     StreamEvent,
     TextDelta,
     ToolCallDelta,
-    Usage,
 )
 from backends.errors import BackendError, BackendStatusError, CapabilityError
 from backends.messages import (
@@ -45,14 +44,25 @@ _log = logging.getLogger("backends")
 _REJECTED = frozenset({400, 422})
 # More than the ladder's rungs plus the options that may be dropped one by one.
 _MAX_ATTEMPTS = 8
+# The request parameters through which a server rejects each feature.
+_PARAMETERS: dict[Feature, frozenset[str]] = {
+    **{
+        kind: frozenset({"tool_choice", "allowed_tools"})
+        for kind in ("auto", "none", "required", "tool", "allowed")
+    },
+    "response_format": frozenset({"response_format"}),
+    "parallel_tool_calls": frozenset({"parallel_tool_calls"}),
+}
 
 
 class BaseChatModel(abc.ABC):
     """Implements ``ChatModel`` on top of two backend methods, ``send`` and ``send_stream``.
 
     ``capabilities`` are what the server is declared to honour; the layer works around the
-    rest, and narrows them when the server turns out to lack more (a 400 to a feature, or a
-    forced tool the model was let to ignore). That knowledge lives on the model object.
+    rest, and narrows them when the server turns out to lack more: a 400 whose error names
+    the feature's parameter. That knowledge lives on the model object. What a model chooses
+    (another tool than the forced one, text) is never taken as the server's lack: the reply
+    goes back to the caller as it came.
     """
 
     def __init__(self, *, capabilities: Capabilities | None = None) -> None:
@@ -76,7 +86,7 @@ class BaseChatModel(abc.ABC):
 
     @property
     def lacking(self) -> frozenset[Feature]:
-        """Features the server was seen to reject or ignore, and that are no longer used."""
+        """Features the server rejected (a 400 naming them), and that are no longer used."""
         return self._lacking
 
     def forget(self) -> None:
@@ -85,10 +95,11 @@ class BaseChatModel(abc.ABC):
             self._lacking = frozenset()
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
-        """One reply to ``request``; a forced or required tool comes back as tool calls.
+        """One reply to ``request``, the model's own: a forced tool is *asked for* the way the
+        server can take it, and a JSON reply to a structured or prompt rung becomes the call.
 
-        Raises ``BackendError`` (a subclass says which failure) when the server cannot
-        answer, and ``CapabilityError`` when it cannot be made to call a forced tool.
+        The reply may still call another tool, or none: the caller judges it. Raises
+        ``BackendError`` (a subclass says which failure) when the server cannot answer.
         """
         final: StreamEvent | None = None
         async with aclosing(self._drive(request, streaming=False)) as events:
@@ -101,9 +112,8 @@ class BaseChatModel(abc.ABC):
     async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
         """The reply as events, ending with ``StreamEnd`` (the reply ``complete`` gives).
 
-        Text streams live. When a call is forced, the events come once the reply has been
-        checked (an ignored force is retried through a fallback, whose events are then
-        derived from the final reply).
+        The native rung streams live. On the structured and prompt rungs, whose JSON text
+        becomes a call, the events come once the reply has been read (derived from the call).
         """
         async with aclosing(self._drive(request, streaming=True)) as events:
             async for event in events:
@@ -123,12 +133,11 @@ class BaseChatModel(abc.ABC):
     async def _drive(
         self, request: ChatRequest, *, streaming: bool
     ) -> AsyncGenerator[StreamEvent, None]:
-        """Walk the ladder: plan, send, check; on a 400 or an ignored force, the next rung."""
+        """Walk the ladder: plan, send, read; on a 400 naming a feature, the next rung."""
         if not isinstance(request, ChatRequest):
             raise PolicyError(f"`request` must be a ChatRequest: got `{request!r:.80}`")
         capabilities = self.capabilities
         suspects: set[Feature] = set()  # rejected with a 400; confirmed by the next 200
-        usage = Usage()
         trail: list[str] = []
         for _ in range(_MAX_ATTEMPTS):
             attempt = plan(request, capabilities)
@@ -137,31 +146,24 @@ class BaseChatModel(abc.ABC):
                 async for event in self._send_rung(attempt, streaming, sent):
                     yield event
             except BackendStatusError as error:
-                if error.status_code not in _REJECTED or not attempt.features or sent.started:
+                blamed = None if sent.started else _rejected_feature(error, attempt.features)
+                if blamed is None:
                     if not trail:
                         raise
                     raise _with_trail(error, trail) from error
-                trail.append(f"{_describe(attempt.features[0])} rejected ({error.status_code})")
-                suspects.add(attempt.features[0])
-                capabilities = capabilities.without(attempt.features[0])
+                trail.append(f"{_describe(blamed)} rejected ({error.status_code})")
+                suspects.add(blamed)
+                capabilities = capabilities.without(blamed)
                 continue
             # INVARIANT: _send_rung sets the response or raises
             assert sent.response is not None
             self._learn(suspects)
-            suspects.clear()
-            usage = usage + sent.response.usage
             result = interpret(attempt, sent.response)
-            if result is not None:
-                final = dataclasses.replace(result, usage=usage, route=attempt.route)
-                for event in _held_events(sent, result, final):
-                    yield event
-                yield StreamEnd(final)
-                return
-            if attempt.forcing is None:
-                raise _not_forced(attempt, sent.response, trail)
-            trail.append(f"{_describe(attempt.forcing)} ignored")
-            self._learn({attempt.forcing})
-            capabilities = capabilities.without(attempt.forcing)
+            final = dataclasses.replace(result, route=attempt.route)
+            for event in _held_events(sent, result, final):
+                yield event
+            yield StreamEnd(final)
+            return
         raise CapabilityError(f"gave up after {_MAX_ATTEMPTS} attempts: {'; '.join(trail)}")
 
     async def _send_rung(
@@ -172,7 +174,8 @@ class BaseChatModel(abc.ABC):
         if not streaming:
             sent.response = await self.send(attempt.wire)
             return
-        sent.holding = attempt.must_call is not None
+        # A reply the rung turns from JSON text into a call is checked before it is passed on.
+        sent.holding = attempt.route != "native" and attempt.must_call is not None
         async with aclosing(self.send_stream(attempt.wire)) as events:
             async for event in events:
                 if isinstance(event, StreamEnd):
@@ -235,23 +238,16 @@ def _with_trail(error: BackendStatusError, trail: list[str]) -> BackendStatusErr
     )
 
 
-def _not_forced(attempt: Attempt, response: ChatResponse, trail: list[str]) -> CapabilityError:
-    names = ", ".join(f"`{name}`" for name in attempt.must_call or ())
-    if response.tool_calls:
-        got = "it called " + ", ".join(f"`{call.name}`" for call in response.tool_calls)
-    else:
-        got = f"it replied `{_excerpt(response.text or '')}`"
-    tried = "; ".join([*trail, "prompt instructions ignored"])
-    return CapabilityError(
-        f"the model could not be made to call {names}: {tried}: {got}",
-        hint="use a model trained for tool calls, or a server that honours `tool_choice`"
-        " or `response_format` (see docs/backends.md)",
-    )
-
-
-def _excerpt(text: str, limit: int = 80) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+def _rejected_feature(error: BackendStatusError, features: tuple[Feature, ...]) -> Feature | None:
+    """The feature a 400 (or 422) rejects: one of ``features`` whose parameter the server's
+    error names. ``None`` when it names none of them: the request is wrong for some other
+    reason, and no fallback would help (nor is anything learned about the server)."""
+    if error.status_code not in _REJECTED or error.parameter is None:
+        return None
+    for feature in features:
+        if error.parameter in _PARAMETERS[feature]:
+            return feature
+    return None
 
 
 def _events_of(response: ChatResponse) -> list[StreamEvent]:

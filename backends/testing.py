@@ -219,7 +219,9 @@ def _forms(value: bool | Iterable[str]) -> frozenset[str]:
 
 
 def _bad(message: str, param: str) -> ScriptedError:
-    return ScriptedError(400, message, type="invalid_request_error", code=f"unsupported_{param}")
+    return ScriptedError(
+        400, message, type="invalid_request_error", code=f"unsupported_{param}", param=param
+    )
 
 
 class _HTTPServer(ThreadingHTTPServer):

@@ -162,11 +162,14 @@ async def main(argv: list[str]) -> None:
         print("offline: a scripted model plays a hasty support agent")
     agent = build(llm, ask_on_terminal=args.ask)
     TrajectoryLogger().attach(agent)
+    refused: list[object] = []  # calls refused before they ran: events, not steps
+    agent.emitter.on("tool.refused", refused.append)
     out = await agent.run(args.prompt, max_iterations=10)
     print()
     print("answer:", out.answer)
-    refused = sum(1 for s in out.steps if s.status == "denied")
-    print(f"{len(out.steps)} steps, {refused} refused by the gate or the manager")
+    denied = sum(1 for s in out.steps if s.status == "denied")
+    counts = f"calls refused by the gate: {len(refused)}, by the manager: {denied}"
+    print(f"{len(out.steps)} steps; {counts}")
 
 
 if __name__ == "__main__":

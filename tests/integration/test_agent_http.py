@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 from typing import Any
 
 import anyio
@@ -106,17 +107,48 @@ def test_the_forcing_fallback_through_a_server_that_rejects_tool_choice():
     assert all("tool_choice" not in body for body in server.requests)
 
 
-def test_the_forcing_fallback_learns_a_server_that_ignores_tool_choice():
+def test_the_forcing_fallback_learns_a_server_that_rejects_tool_choice():
     def script(body: dict[str, Any]) -> object:
-        response_format = body.get("response_format")
-        if response_format is None:
-            return "I would rather chat."  # whatever tool_choice says
-        schema = json.dumps(response_format["json_schema"]["schema"])
+        schema = json.dumps(body["response_format"]["json_schema"]["schema"])
         if "anyOf" in schema:  # one of several tools: the union of {name, arguments}
             return json.dumps({"name": FINAL_ANSWER, "arguments": {"response": "Z3."}})
         if '"thought"' in schema:
             return json.dumps({"thought": "plan"})
         return json.dumps({"query": "z3"})
+
+    async def main():
+        async with OpenAIChatModel("test-model", base_url=server.base_url, api_key=KEY) as llm:
+            agent = RequirementAgent(llm, [think, search], REQUIREMENTS)
+            return await agent.run("What is Z3?"), llm.lacking
+
+    with OpenAICompatibleServer(script, api_key=KEY, reject_tool_choice=True) as server:
+        out, lacking = anyio.run(main)
+    assert [(s.tool, s.status) for s in out.steps] == [
+        ("think", "ok"),
+        ("search", "ok"),
+        (FINAL_ANSWER, "ok"),
+    ]
+    assert thoughts == ["plan"]
+    assert out.answer == "Z3."
+    # learned from the 400s that name `tool_choice`, then straight to structured output
+    assert lacking == {"tool", "required"}
+    forms = [body.get("tool_choice") for body in server.requests]
+    assert forms[:2] == [{"type": "function", "function": {"name": "think"}}, "required"]
+    assert all(form is None for form in forms[2:])
+
+
+def test_a_model_that_ignores_tool_choice_is_told_and_asked_again():
+    # The server accepts `tool_choice` and drops it. The model's text is its own choice, not
+    # the server's lack: the agent tells it what to call, and asks again (a retry).
+    def script(body: dict[str, Any]) -> object:
+        last = body["messages"][-1]["content"]
+        told = re.search(r"Your reply was not used: .*? Call `(\w+)`", last)
+        if told is None:
+            if "Now: you may call" in last and "You cannot finish yet" not in last:
+                return call(FINAL_ANSWER, response="Z3.")
+            return "I would rather chat."
+        arguments = {"think": {"thought": "plan"}, "search": {"query": "z3"}}[told[1]]
+        return call(told[1], **arguments)
 
     async def main():
         async with OpenAIChatModel("test-model", base_url=server.base_url, api_key=KEY) as llm:
@@ -130,7 +162,5 @@ def test_the_forcing_fallback_learns_a_server_that_ignores_tool_choice():
         ("search", "ok"),
         (FINAL_ANSWER, "ok"),
     ]
-    assert thoughts == ["plan"]
+    assert lacking == frozenset() and out.retries == 2
     assert out.answer == "Z3."
-    assert {"tool", "required"} <= lacking  # learned once, then straight to structured output
-    assert server.requests[0]["tool_choice"] == {"type": "function", "function": {"name": "think"}}

@@ -73,6 +73,26 @@ def trace(out) -> list[tuple[str, str]]:
     return [(s.tool, s.status) for s in out.steps]
 
 
+def journal(agent) -> list[tuple[str, str, str]]:
+    """Every call of every run of ``agent`` as it was decided: ``(run_id, tool, what)``, where
+    ``what`` is a step's status, or ``refused`` for a call the gate or a listener refused
+    (not a step)."""
+    seen: list[tuple[str, str, str]] = []
+
+    def note(event) -> None:
+        if event.kind == "tool.refused":
+            seen.append((event.run_id, event.tool, "refused"))
+        elif event.kind in ("tool.success", "tool.error", "tool.denied"):
+            seen.append((event.run_id, event.step.tool, event.step.status))
+
+    agent.emitter.on("tool.*", note)
+    return seen
+
+
+def calls_of(seen, run_id=None) -> list[tuple[str, str]]:
+    return [(tool, what) for rid, tool, what in seen if run_id is None or rid == run_id]
+
+
 def test_force_at_step_one_makes_the_first_call():
     llm = ScriptedChatModel([reply(c("think", thought="plan")), done()])
     out = run(RequirementAgent(llm, TOOLS, [ConditionalRequirement(think, force_at_step=1)]))
@@ -93,15 +113,18 @@ def test_only_after_and_only_before():
             reply(c("think", thought="late"), c(FINAL_ANSWER, response="ok")),  # after send
         ]
     )
-    out = run(RequirementAgent(llm, TOOLS, reqs))
-    assert trace(out) == [
-        ("summarize", "denied"),
+    agent = RequirementAgent(llm, TOOLS, reqs)
+    seen = journal(agent)
+    out = run(agent)
+    assert calls_of(seen) == [
+        ("summarize", "refused"),
         ("search", "ok"),
         ("summarize", "ok"),
         ("send", "ok"),
-        ("think", "denied"),
+        ("think", "refused"),
         (FINAL_ANSWER, "ok"),
     ]
+    assert trace(out) == [(t, w) for t, w in calls_of(seen) if w != "refused"]
 
 
 def test_max_invocations_and_consecutive_calls():
@@ -115,15 +138,18 @@ def test_max_invocations_and_consecutive_calls():
             reply(c("search", query="2"), c("search", query="3"), c(FINAL_ANSWER, response="ok")),
         ]
     )
-    out = run(RequirementAgent(llm, TOOLS, reqs, tool_call_checker=False))
-    assert trace(out) == [
+    agent = RequirementAgent(llm, TOOLS, reqs, tool_call_checker=False)
+    seen = journal(agent)
+    out = run(agent)
+    assert calls_of(seen) == [
         ("think", "ok"),
-        ("think", "denied"),
+        ("think", "refused"),
         ("search", "ok"),
         ("search", "ok"),
-        ("search", "denied"),
+        ("search", "refused"),
         (FINAL_ANSWER, "ok"),
     ]
+    assert trace(out) == [(t, w) for t, w in calls_of(seen) if w != "refused"]
 
 
 def test_force_after_and_min_invocations():
@@ -139,14 +165,17 @@ def test_force_after_and_min_invocations():
             done("late"),
         ]
     )
-    out = run(RequirementAgent(llm, TOOLS, reqs))
-    assert trace(out) == [
+    agent = RequirementAgent(llm, TOOLS, reqs)
+    seen = journal(agent)
+    out = run(agent)
+    assert calls_of(seen) == [
         ("search", "ok"),
         ("summarize", "ok"),
-        (FINAL_ANSWER, "denied"),
+        (FINAL_ANSWER, "refused"),
         ("send", "ok"),
         (FINAL_ANSWER, "ok"),
     ]
+    assert trace(out) == [(t, w) for t, w in calls_of(seen) if w != "refused"]
     assert llm.requests[1].tool_choice == ToolChoiceTool("summarize")
     assert out.answer == "late"
 
@@ -179,8 +208,12 @@ def test_ask_permission_with_remembered_refusal_end_to_end():
         ]
     )
     req = AskPermissionRequirement(include=[send], handler=human, remember_choices=True)
-    out = run(RequirementAgent(llm, TOOLS, [req]))
-    assert trace(out) == [("send", "denied"), ("send", "denied"), (FINAL_ANSWER, "ok")]
+    agent = RequirementAgent(llm, TOOLS, [req])
+    seen = journal(agent)
+    out = run(agent)
+    # The human's refusal is a step, remembered; the second `send` is the gate's to refuse.
+    assert calls_of(seen) == [("send", "denied"), ("send", "refused"), (FINAL_ANSWER, "ok")]
+    assert trace(out) == [("send", "denied"), (FINAL_ANSWER, "ok")]
     assert asked == ["send"]
     assert "send" not in out.passes[1].allowed
     assert out.passes[1].reasons["send"] == "the user refused `send`"
@@ -244,11 +277,12 @@ def make_agent(index: int) -> RequirementAgent[str]:
 
 
 async def outcome(agent: RequirementAgent[str]) -> tuple[Any, ...]:
+    seen = journal(agent)
     try:
         out = await agent.run("go", max_iterations=12, total_max_retries=12)
     except AgentError as exc:
         return "failed", type(exc).__name__, exc.message
-    return out.answer, trace(out), [p.allowed for p in out.passes]
+    return out.answer, trace(out), [p.allowed for p in out.passes], calls_of(seen)
 
 
 AGENTS = 12
@@ -262,8 +296,10 @@ def alone() -> dict[int, tuple[Any, ...]]:
 def test_the_plans_exercise_refusals(alone):
     finished = [o for o in alone.values() if o[0] != "failed"]
     assert len(finished) >= AGENTS // 2
-    statuses = {status for _, steps, _ in finished for _, status in steps}
-    assert statuses == {"ok", "denied"}
+    statuses = {status for _, steps, _, _ in finished for _, status in steps}
+    assert statuses == {"ok", "denied"}  # `denied`: the handler refused `summarize`
+    refusals = {what for _, _, _, calls in finished for _, what in calls}
+    assert "refused" in refusals
 
 
 def test_many_agents_in_anyio_tasks_share_the_requirements(alone):
@@ -295,9 +331,8 @@ def test_many_agents_in_threads_share_the_requirements(alone):
 
 def test_one_agent_serves_concurrent_runs_from_threads():
     # One agent (one reasoner, serialised by its lock) run from several threads at once. The
-    # first `send` is refused by the gate (only after `search`): with remember_choices, that
-    # first denied step is the run's remembered answer for `send` (SPEC §11), so the second
-    # `send` is refused too.
+    # first `send` is refused by the gate (only after `search`): not a step, so not a
+    # remembered answer; the second `send` is asked about, approved, and runs.
     def script(request: ChatRequest) -> dict[str, Any]:
         prompt = request.messages[1].content
         rounds = sum(1 for m in request.messages if isinstance(m, AssistantMessage))
@@ -308,21 +343,23 @@ def test_one_agent_serves_concurrent_runs_from_threads():
         return reply(c("send", to=prompt), c(FINAL_ANSWER, response=prompt))
 
     agent = RequirementAgent(ScriptedChatModel(script), TOOLS, SHARED)
+    seen = journal(agent)
 
     def one(i: int) -> tuple[Any, ...]:
         out = anyio.run(functools.partial(agent.run, f"p{i}"))
-        return out.answer, trace(out)
+        return out.answer, trace(out), calls_of(seen, out.run_id)
 
     with ThreadPoolExecutor(max_workers=4) as pool:
         results = list(pool.map(one, range(8)))
     assert results == [
         (
             f"p{i}",
+            [("think", "ok"), ("search", "ok"), ("send", "ok"), (FINAL_ANSWER, "ok")],
             [
                 ("think", "ok"),
-                ("send", "denied"),
+                ("send", "refused"),
                 ("search", "ok"),
-                ("send", "denied"),
+                ("send", "ok"),
                 (FINAL_ANSWER, "ok"),
             ],
         )

@@ -27,7 +27,6 @@ from backends import (
     BackendTimeoutError,
     BadResponseError,
     Capabilities,
-    CapabilityError,
     ChatRequest,
     ChatResponse,
     InvalidToolCall,
@@ -438,12 +437,37 @@ async def test_a_server_that_rejects_tool_choice() -> None:
 
 
 async def test_a_server_that_ignores_tool_choice() -> None:
-    script = ["I'd rather chat", "Still chatting", 'OK: {"query": "forced at last"}']
-    with OpenAICompatibleServer(script, ignore_tool_choice=True) as server:
-        response = await model(server).complete(ask("search"))
-    assert response.route == "structured"
-    assert response.tool_calls[0].arguments == {"query": "forced at last"}  # type: ignore[union-attr]
-    assert len(server.requests) == 3
+    # The model's text comes back as it is: that a reply ignored `tool_choice` says nothing
+    # the forcing layer may hold against the server (the agent asks the model again).
+    with OpenAICompatibleServer(["I'd rather chat"], ignore_tool_choice=True) as server:
+        llm = model(server)
+        response = await llm.complete(ask("search"))
+    assert (response.route, response.text, response.tool_calls) == ("native", "I'd rather chat", ())
+    assert len(server.requests) == 1 and llm.lacking == frozenset()
+
+
+@pytest.mark.parametrize(
+    ("choice", "form", "feature"),
+    [
+        ("search", "function", "tool"),
+        ("required", "required", "required"),
+        ("none", "none", "none"),
+        (ToolChoiceAllowed(("think", "save"), "required"), "allowed_tools", "allowed"),
+    ],
+)
+async def test_only_the_servers_400_marks_a_tool_choice_form_missing(
+    choice: Any, form: str, feature: str
+) -> None:
+    # The server honours the form; the model calls a tool outside what was asked: not a lack.
+    with OpenAICompatibleServer([{"tool_calls": [{"name": "search"}]}]) as server:
+        llm = model(server)
+        response = await llm.complete(ask(choice))
+    assert [c.name for c in response.tool_calls] == ["search"] and llm.lacking == frozenset()
+    # The server rejects the form with a 400 naming `tool_choice`: that is the lack.
+    with OpenAICompatibleServer(["fine"], reject_tool_choice=[form]) as server:
+        llm = model(server)
+        await llm.complete(ask(choice))
+    assert llm.lacking == {feature}
 
 
 async def test_a_server_that_rejects_tool_choice_and_response_format() -> None:
@@ -468,13 +492,11 @@ async def test_a_forced_stream_against_a_server_that_rejects_tool_choice() -> No
     assert all(body["stream"] for body in server.requests)
 
 
-async def test_a_model_that_cannot_be_forced() -> None:
+async def test_a_model_that_cannot_be_forced_answers_in_text() -> None:
     capabilities = Capabilities(tool_choice=frozenset({"auto"}), response_format=False)
-    with (
-        OpenAICompatibleServer(["I simply won't"]) as server,
-        pytest.raises(CapabilityError, match="could not be made to call `search`"),
-    ):
-        await model(server, capabilities=capabilities).complete(ask("search"))
+    with OpenAICompatibleServer(["I simply won't"]) as server:
+        response = await model(server, capabilities=capabilities).complete(ask("search"))
+    assert (response.route, response.text, response.tool_calls) == ("prompt", "I simply won't", ())
 
 
 async def test_a_server_that_rejects_parallel_tool_calls() -> None:

@@ -121,45 +121,97 @@ def test_a_blocking_async_listener_is_awaited_before_the_tool_runs():
     ]
 
 
-def test_non_blocking_listeners_finish_before_run_returns_and_cannot_deny():
+def refusing_script() -> list[dict]:
+    return [call("search", query="z3"), *script()]
+
+
+@pytest.mark.parametrize("blocking", [False, True])
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_a_tool_start_listener_refuses_whatever_its_kind(blocking, kind):
+    # Sync or async, registered blocking or not: a `tool.start` listener guards the tool, so
+    # it is awaited before the tool runs and its `Deny` holds. A refusal is not a step: the
+    # model is told why and asked again (a retry).
+    asked: list[str] = []
+
+    def guard(event):
+        asked.append(event.tool)
+        if event.tool == "search" and asked.count("search") == 1:
+            return Deny("searching is paused")
+        return None
+
+    async def async_guard(event):
+        await anyio.sleep(0)
+        return guard(event)
+
+    llm = ScriptedChatModel(refusing_script())
+    agent = RequirementAgent(llm, [search])
+    refused = []
+    agent.emitter.on("tool.refused", refused.append)
+    agent.emitter.on("tool.start", guard if kind == "sync" else async_guard, blocking=blocking)
+    out = run(agent)
+    assert [(s.tool, s.status) for s in out.steps] == [("search", "ok"), (FINAL_ANSWER, "ok")]
+    assert ran == ["z3"] and out.retries == 1
+    (event,) = refused
+    assert (event.tool, event.by, event.reason) == (
+        "search",
+        "listener",
+        "`search` did not run: searching is paused",
+    )
+    told = [m for m in out.messages if getattr(m, "call_id", None) == event.call_id]
+    assert [m.content for m in told] == ["`search` did not run: searching is paused"]
+
+
+@pytest.mark.parametrize("blocking", [False, True])
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_a_failing_tool_start_listener_refuses_the_call_it_guards(blocking, kind):
+    heard: list[str] = []
+
+    def broken(event):
+        heard.append(event.tool)
+        if heard == ["search"]:
+            raise KeyError("oops")
+
+    async def async_broken(event):
+        broken(event)
+
+    agent = RequirementAgent(ScriptedChatModel(refusing_script()), [search])
+    refused = []
+    agent.emitter.on("tool.refused", refused.append)
+    agent.emitter.on("tool.start", broken if kind == "sync" else async_broken, blocking=blocking)
+    out = run(agent)
+    assert [s.status for s in out.steps] == ["ok", "ok"] and out.retries == 1
+    assert refused[0].reason == (
+        "`search` did not run: a listener failed (KeyError: 'oops'), so it was refused"
+    )
+
+
+def test_a_refusing_listener_stops_the_later_ones_from_hearing_of_the_call():
+    first: list[str] = []
+    later: list[str] = []
+
+    def refuse_once(event):
+        first.append(event.tool)
+        return Deny("no") if len(first) == 1 else None
+
+    agent = RequirementAgent(ScriptedChatModel(refusing_script()), [search])
+    agent.emitter.on("tool.start", refuse_once)
+    agent.emitter.on("tool.start", lambda e: later.append(e.tool))
+    run(agent)
+    assert later == ["search", FINAL_ANSWER]
+
+
+def test_non_blocking_listeners_of_other_events_finish_before_run_returns():
     finished: list[str] = []
 
     async def background(event):
-        await anyio.sleep(0.001)
+        await anyio.sleep(0)
         finished.append(event.kind)
-        return Deny("ignored: not blocking")
 
     agent = RequirementAgent(ScriptedChatModel(script()), [search])
-    agent.emitter.on("tool.start", background)
+    agent.emitter.on("tool.success", background)
     out = run(agent)
     assert [s.status for s in out.steps] == ["ok", "ok"]
-    assert finished == ["tool.start", "tool.start"]
-
-
-def test_a_blocking_listener_may_deny_a_call():
-    def no_search(event):
-        return Deny("searching is paused") if event.tool == "search" else None
-
-    llm = ScriptedChatModel(script())
-    agent = RequirementAgent(llm, [search])
-    agent.emitter.on("tool.start", no_search, blocking=True)
-    out = run(agent)
-    assert out.steps[0].status == "denied"
-    assert out.steps[0].error == "`search` did not run: searching is paused"
-    assert ran == []
-
-
-def test_a_failing_blocking_listener_denies_the_call_it_guards():
-    def broken(event):
-        if event.tool == "search":
-            raise KeyError("oops")
-
-    agent = RequirementAgent(ScriptedChatModel(script()), [search])
-    agent.emitter.on("tool.start", broken, blocking=True)
-    out = run(agent)
-    assert [s.status for s in out.steps] == ["denied", "ok"]
-    assert "KeyError" in out.steps[0].error
-    assert ran == []
+    assert finished == ["tool.success", "tool.success"]
 
 
 def test_a_failing_blocking_listener_elsewhere_ends_the_run():
@@ -251,13 +303,13 @@ def test_the_trajectory_logger_prints_a_readable_run():
     assert out.getvalue().splitlines() == [
         "[researcher] run: what is z3?",
         "[researcher] round 1: may call search; may not finish",
-        "[researcher]   denied: `final_answer` did not run: you cannot finish yet; allowed now:"
+        "[researcher]   refused: `final_answer` did not run: you cannot finish yet; allowed now:"
         " `search`",
         '[researcher]   -> search {"query": "z3"}',
         "[researcher]   ok search: found z3",
         "[researcher] round 2: may call search; may finish",
         "[researcher] answer: Z3 is a solver.",
-        "[researcher] done: 3 steps, 0 tokens",
+        "[researcher] done: 2 steps, 0 tokens",
     ]
 
 

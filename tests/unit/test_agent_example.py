@@ -20,11 +20,11 @@ def test_the_support_agent_runs_offline(monkeypatch: pytest.MonkeyPatch, capsys)
     runpy.run_path(str(EXAMPLE), run_name="__main__")
     out = capsys.readouterr().out
     assert out.startswith("offline: a scripted model plays a hasty support agent")
-    assert out.count("denied: `issue_refund` did not run") == 3
+    assert out.count("refused: `issue_refund` did not run") == 3
     assert "manager: refund 80.00 EUR? approved" in out
     assert "ok issue_refund: refunded 80.00 EUR for order 1042" in out
     assert "answer: Sorry about the espresso machine!" in out
-    assert out.rstrip().endswith("7 steps, 3 refused by the gate or the manager")
+    assert out.rstrip().endswith("4 steps; calls refused by the gate: 3, by the manager: 0")
 
 
 def test_the_example_runs_as_a_script() -> None:

@@ -1,6 +1,7 @@
 """agent.gate: refusals in order (bad JSON, unknown or hidden, not allowed, bad arguments, cycle),
-and batch admission in a run: each call of a parallel batch is checked against the pass
-recomputed after the calls before it."""
+the repeat check yielding, and admission in a run: every call (the first of a reply, the later
+ones of a batch, a text answer, a retry) is checked against the pass of the state at that
+instant, and a refused call is not a step."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 import anyio
 import pytest
 
-from agent import Admitted, Gate, Refused, RequirementAgent, tool
+from agent import Admitted, Deny, Gate, Refused, RequirementAgent, tool
 from agent.tools import FinalAnswerTool
 from backends import (
     Capabilities,
@@ -210,6 +211,12 @@ def test_a_first_call_that_unlocks_the_second():
     assert ran == ["search:bob", "send_email:bob"]
 
 
+def refusals(agent) -> list:
+    found: list = []
+    agent.emitter.on("tool.refused", found.append)
+    return found
+
+
 def test_a_first_call_that_forbids_the_second():
     reqs = [ConditionalRequirement(search, max_invocations=1)]
     llm = RawModel(
@@ -218,13 +225,19 @@ def test_a_first_call_that_forbids_the_second():
             calls((FINAL_ANSWER, {"response": "done"})),
         ]
     )
-    out = run(RequirementAgent(llm, [search], reqs))
-    assert [(s.tool, s.status) for s in out.steps][:2] == [("search", "ok"), ("search", "denied")]
+    agent = RequirementAgent(llm, [search], reqs)
+    refused = refusals(agent)
+    out = run(agent)
+    # The refused second call is not a step: the state is as the first call left it.
+    assert [(s.tool, s.status) for s in out.steps] == [("search", "ok"), (FINAL_ANSWER, "ok")]
     assert ran == ["search:a"]
-    # the model reads why, answering the second call of the batch
+    ((reason, by),) = [(e.reason, e.by) for e in refused]
+    assert by == "gate" and "it is not allowed at this step" in reason
+    # the model reads why, answering the second call of the batch; the reply made a step,
+    # so it cost no retry
     second = llm.requests[1].messages
-    assert second[-2].content == out.steps[1].error  # the tool message, before the step note
-    assert "it is not allowed at this step" in out.steps[1].error
+    assert second[-2].content == reason  # the tool message, before the step note
+    assert out.retries == 0
 
 
 def test_final_answer_in_a_batch_waits_for_what_it_depends_on():
@@ -235,15 +248,16 @@ def test_final_answer_in_a_batch_waits_for_what_it_depends_on():
             calls(("search", {"query": "b"}), (FINAL_ANSWER, {"response": "late"})),
         ]
     )
-    out = run(RequirementAgent(llm, [search], reqs))
+    agent = RequirementAgent(llm, [search], reqs)
+    refused = refusals(agent)
+    out = run(agent)
     assert [(s.tool, s.status) for s in out.steps] == [
-        (FINAL_ANSWER, "denied"),
         ("search", "ok"),
         ("search", "ok"),
         (FINAL_ANSWER, "ok"),
     ]
     assert out.answer == "late"
-    assert out.steps[0].error.startswith("`final_answer` did not run: you cannot finish yet")
+    assert refused[0].reason.startswith("`final_answer` did not run: you cannot finish yet")
 
 
 def test_calls_after_final_answer_do_not_run():
@@ -271,8 +285,12 @@ def test_unknown_hidden_forbidden_and_malformed_calls_never_run():
         )
     )
     llm = RawModel([bad, calls((FINAL_ANSWER, {"response": "ok"}))])
-    out = run(RequirementAgent(llm, [search, send_email, secret], [hide_secret]))
-    assert [s.status for s in out.steps] == ["denied"] * 5 + ["ok"]
+    agent = RequirementAgent(llm, [search, send_email, secret], [hide_secret])
+    refused = refusals(agent)
+    out = run(agent)
+    # Five refusals, none a step; the reply made no step, so it cost one retry.
+    assert [s.tool for s in out.steps] == [FINAL_ANSWER] and out.retries == 1
+    assert [(e.call_id, e.by) for e in refused] == [(c, "gate") for c in "abcde"]
     assert ran == []
     # the hidden tool is absent from every request (tools, system prompt, step notes), and
     # calling it reads exactly like calling a tool that does not exist
@@ -280,10 +298,10 @@ def test_unknown_hidden_forbidden_and_malformed_calls_never_run():
         assert "secret" not in [t.name for t in request.tools]
         written = [m for m in request.messages if isinstance(m, SystemMessage | UserMessage)]
         assert all("secret" not in m.content for m in written)
-    assert out.steps[1].error == out.steps[0].error.replace("telepathy", "secret")
+    assert refused[1].reason == refused[0].reason.replace("telepathy", "secret")
 
 
-def test_cycle_guard_denies_then_replans():
+def test_the_repeat_check_refuses_a_repeat_and_the_model_replans():
     llm = RawModel(
         [
             calls(("search", {"query": "x"})),
@@ -293,19 +311,19 @@ def test_cycle_guard_denies_then_replans():
             calls((FINAL_ANSWER, {"response": "ok"})),
         ]
     )
-    out = run(RequirementAgent(llm, [search, send_email]))
+    agent = RequirementAgent(llm, [search, send_email])
+    refused = refusals(agent)
+    out = run(agent)
     assert [(s.tool, s.status) for s in out.steps] == [
         ("search", "ok"),
-        ("search", "denied"),
         ("send_email", "ok"),
         ("search", "ok"),
         (FINAL_ANSWER, "ok"),
     ]
-    assert "called repeatedly" in out.steps[1].error
-    # after the refused repeat, the guard's rule denies `search` for the next round: the
-    # model re-plans; once the history moved on, `search` is allowed again
-    assert "search" not in out.passes[2].allowed
-    assert "search" in out.passes[3].allowed
+    (repeat,) = refused
+    assert "called repeatedly" in repeat.reason and out.retries == 1
+    # the refused repeat is not a step: the state, and so the pass, stay as they were
+    assert out.passes[0] == out.passes[1]
     assert ran == ["search:x", "send_email:bob", "search:x"]
 
 
@@ -313,8 +331,11 @@ def test_repeated_unknown_calls_do_not_break_the_cycle_guard():
     llm = RawModel(
         [calls(("nope", {})), calls(("nope", {})), calls((FINAL_ANSWER, {"response": "x"}))]
     )
-    out = run(RequirementAgent(llm, [search]))
-    assert [s.status for s in out.steps] == ["denied", "denied", "ok"]
+    agent = RequirementAgent(llm, [search])
+    refused = refusals(agent)
+    out = run(agent)
+    assert [s.status for s in out.steps] == ["ok"] and out.retries == 2
+    assert [e.tool for e in refused] == ["nope", "nope"]
 
 
 def test_without_the_checker_repeats_run():
@@ -334,6 +355,163 @@ def test_a_cycle_guard_among_the_requirements_is_the_one_used():
     llm = RawModel(
         [calls(("search", {"query": "x"}))] * 3 + [calls((FINAL_ANSWER, {"response": "ok"}))]
     )
-    out = run(RequirementAgent(llm, [search], [guard]))
-    assert [s.status for s in out.steps] == ["ok", "ok", "denied", "ok"]
+    agent = RequirementAgent(llm, [search], [guard])
+    refused = refusals(agent)
+    out = run(agent)
+    assert [s.status for s in out.steps] == ["ok", "ok", "ok"]
+    assert [e.tool for e in refused] == ["search"] and out.retries == 1
     assert Reasoner  # the reasoner stays the one public way to decide passes
+
+
+# -- one pass per instant ----------------------------------------------------------------------
+
+
+@tool
+def x() -> str:
+    """Tool x."""
+    ran.append("x")
+    return "x"
+
+
+@tool
+def y() -> str:
+    """Tool y."""
+    ran.append("y")
+    return "y"
+
+
+@tool
+def tick() -> str:
+    """A tool without arguments: every call of it is the same call."""
+    ran.append("tick")
+    return "tock"
+
+
+def admissions(agent) -> list:
+    starts: list = []
+    agent.emitter.on("tool.start", starts.append)
+    return starts
+
+
+def test_a_refused_text_answer_leaves_the_state_and_so_the_pass_as_they_were():
+    # The run that let `y` run under a stale pass: a listener refuses the first (rescued)
+    # answer; that refusal is not a step, so the next call and the next text answer are
+    # decided on the state as it is, the one the static checker explores.
+    reqs = [ConditionalRequirement(x, force_at_step=2, only_success_invocations=False)]
+    listened: list[str] = []
+
+    def refuse_first_answer(event):
+        listened.append(event.tool)
+        if event.tool == FINAL_ANSWER and listened.count(FINAL_ANSWER) == 1:
+            return Deny("not yet")
+        return None
+
+    llm = RawModel(
+        [
+            ChatResponse(text="I am done."),
+            calls(("y", {})),
+            calls(("x", {})),
+            ChatResponse(text="Now I am done."),
+        ]
+    )
+    agent = RequirementAgent(llm, [x, y], reqs, final_answer_as_tool=False, tool_call_checker=False)
+    agent.emitter.on("tool.start", refuse_first_answer)
+    starts = admissions(agent)
+    refused = refusals(agent)
+    out = run(agent)
+    assert [(s.tool, s.status) for s in out.steps] == [
+        ("y", "ok"),
+        ("x", "ok"),
+        (FINAL_ANSWER, "ok"),
+    ]
+    assert [(e.tool, e.by, e.rescued) for e in refused] == [(FINAL_ANSWER, "listener", True)]
+    # `y` ran at step 1, where it is allowed; `x` was forced at step 2, and was called.
+    assert out.passes[0].forced is None and out.passes[1].forced == "x"
+    for event in starts:
+        assert agent.reasoner.decide(event.state) == event.pass_
+        assert event.tool in event.pass_.allowed
+    for index in range(len(out.steps)):
+        assert out.passes[index] == starts_pass(starts, out.steps[index])
+
+
+def starts_pass(starts, step):
+    return next(e.pass_ for e in starts if e.tool == step.tool and e.arguments == step.arguments)
+
+
+def test_a_permission_refusal_is_a_step_and_the_rest_of_the_batch_sees_it():
+    # Permission refused: a `denied` step. The second call of the batch is decided on the
+    # state with that step, where `x` is forced (every step counts): `y` is refused.
+    from ruleengine import AskPermissionRequirement
+
+    reqs = [
+        ConditionalRequirement(x, force_at_step=2, only_success_invocations=False),
+        AskPermissionRequirement(include=[y], handler=lambda tool, args: False),
+    ]
+    llm = RawModel(
+        [
+            calls(("y", {}), ("y", {})),
+            calls(("x", {})),
+            calls((FINAL_ANSWER, {"response": "done"})),
+        ]
+    )
+    agent = RequirementAgent(llm, [x, y], reqs, tool_call_checker=False)
+    starts = admissions(agent)
+    refused = refusals(agent)
+    out = run(agent)
+    assert [(s.tool, s.status) for s in out.steps] == [
+        ("y", "denied"),
+        ("x", "ok"),
+        (FINAL_ANSWER, "ok"),
+    ]
+    assert [(e.tool, e.by) for e in refused] == [("y", "gate")]
+    assert "call `x` now" in refused[0].reason
+    assert refused[0].pass_ == out.passes[1] and out.passes[1].forced == "x"
+    for event in starts:
+        assert agent.reasoner.decide(event.state) == event.pass_
+    assert ran == ["x"]
+
+
+def test_every_call_of_a_round_reads_the_same_iteration():
+    # A requirement that reads `state.iteration` sees the same value for every admission of
+    # a round as for the pass the model was shown.
+    @requirement(name="y-in-the-first-round-only")
+    def first_round_only(state):
+        return [Rule("y", allowed=state.iteration < 1)]
+
+    llm = RawModel([calls(("y", {}), ("y", {})), calls((FINAL_ANSWER, {"response": "done"}))])
+    agent = RequirementAgent(llm, [x, y], [first_round_only], tool_call_checker=False)
+    starts = admissions(agent)
+    out = run(agent)
+    assert [s.tool for s in out.steps] == ["y", "y", FINAL_ANSWER]
+    assert [e.state.iteration for e in starts] == [0, 0, 1]
+    assert "y" not in out.passes[2].allowed
+
+
+def test_the_repeat_check_yields_when_refusing_would_leave_nothing_to_do():
+    # `tick` takes no arguments, so every call of it repeats the last; twice is required.
+    # The pass forces `tick` (nothing else is allowed): refusing the repeat would leave the
+    # model nothing it may do, so the check yields, and says so.
+    reqs = [ConditionalRequirement(tick, min_invocations=2)]
+    llm = RawModel(
+        lambda request: (
+            calls(("tick", {})) if len(ran) < 2 else calls((FINAL_ANSWER, {"response": "done"}))
+        )
+    )
+    agent = RequirementAgent(llm, [tick], reqs)
+    starts = admissions(agent)
+    out = run(agent, max_iterations=5, total_max_retries=0)
+    assert [s.tool for s in out.steps] == ["tick", "tick", FINAL_ANSWER]
+    assert [e.notes for e in starts][:1] == [()]
+    assert "the repeat check yielded" in starts[1].notes[0]
+    assert out.retries == 0
+
+
+def test_the_repeat_check_does_not_yield_while_something_else_is_allowed():
+    gate = Gate(TOOLS, CycleGuard())
+    state = RunState.from_trace([Step(tool="search", arguments={"query": "x"})])
+    repeat = ToolCall("1", "search", {"query": "x"})
+    only_search = a_pass(["search"])
+    verdict = gate.admit(repeat, only_search, state)
+    assert isinstance(verdict, Admitted) and "yielded" in verdict.notes[0]
+    for other in (a_pass(["search", "send_email"]), a_pass(["search", FINAL_ANSWER])):
+        assert isinstance(gate.admit(repeat, other, state), Refused)

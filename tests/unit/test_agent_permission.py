@@ -313,7 +313,7 @@ def test_refused_the_tool_does_not_run_and_the_model_is_told():
     assert (step.tool, step.status) == ("refund", "denied")
     assert step.error == "`refund` did not run: the user refused `refund`"
     assert refunded == []
-    assert isinstance(denied[0], ToolDeniedEvent) and denied[0].by == "listener"
+    assert isinstance(denied[0], ToolDeniedEvent) and denied[0].step == step
     tool_message = llm.requests[1].messages[-2]
     assert tool_message.content == step.error
 
@@ -346,10 +346,16 @@ def test_remembered_refusal_denies_at_the_gate_and_can_hide_the_tool():
     req = AskPermissionRequirement(
         include=[refund], handler=handler, remember_choices=True, hide_disallowed=True
     )
-    out = run(RequirementAgent(llm, [lookup, refund], [req]))
-    assert [s.status for s in out.steps] == ["denied", "denied", "ok"]
+    agent = RequirementAgent(llm, [lookup, refund], [req])
+    refused = []
+    agent.emitter.on("tool.refused", refused.append)
+    out = run(agent)
+    # The human's refusal is a step; the gate's refusal of the hidden tool is not.
+    assert [s.status for s in out.steps] == ["denied", "ok"]
     assert handler.calls == [("refund", {"order": "1"})]  # the second refusal is the gate's
-    assert out.steps[1].error == "there is no tool `refund`: the tools are `lookup`, `final_answer`"
+    assert [(e.by, e.reason) for e in refused] == [
+        ("gate", "there is no tool `refund`: the tools are `lookup`, `final_answer`")
+    ]
     # hidden after the refusal: absent from the tools and from the system prompt
     later = llm.requests[1]
     assert later.tools == ("lookup", FINAL_ANSWER)
@@ -365,6 +371,21 @@ def test_a_handler_that_times_out_fails_closed():
     out = run(make_agent([reply(call("refund", order="7")), answer()], slow, timeout=0.02))
     assert out.steps[0].status == "denied"
     assert "no answer about `refund` within 0.02 s" in out.steps[0].error
+    assert refunded == []
+
+
+@pytest.mark.parametrize("timeout", [None, 5.0])
+def test_a_handler_that_raises_timeout_error_itself_is_a_failing_handler(timeout):
+    # The handler's own `TimeoutError` is not our deadline (there may be none): it is named.
+    def gives_up(tool, arguments):
+        raise TimeoutError("the approval service timed out")
+
+    out = run(make_agent([reply(call("refund", order="7")), answer()], gives_up, timeout=timeout))
+    assert out.steps[0].status == "denied"
+    assert out.steps[0].error == (
+        "`refund` did not run: asking about `refund` failed"
+        " (TimeoutError: the approval service timed out), so it was refused"
+    )
     assert refunded == []
 
 

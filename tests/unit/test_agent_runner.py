@@ -14,6 +14,7 @@ from pydantic import BaseModel
 from agent import (
     AgentOutput,
     ConflictEvent,
+    Deny,
     MaxIterationsError,
     Memory,
     RequirementAgent,
@@ -131,7 +132,7 @@ def test_plain_text_is_refused_while_stopping_is_forbidden():
     retry = llm.requests[1].messages
     assert retry[-2] == AssistantMessage(content="I know it already.")
     assert retry[-1].content.startswith("Your reply was not used: you cannot finish yet")
-    assert "Call one of the tools: `search`." in retry[-1].content
+    assert "Call `search`." in retry[-1].content
 
 
 def test_a_reply_that_is_exactly_the_final_answer_object_is_read_as_such():
@@ -288,6 +289,16 @@ def test_a_tool_that_times_out_is_an_error_step():
     assert out.steps[0].error == "`slow` timed out after 0.02 s"
 
 
+def test_a_timeout_error_the_tool_raises_itself_is_its_own_failure():
+    @tool(timeout=30)
+    def fetch() -> str:
+        """Fetch from a slow service."""
+        raise TimeoutError("the service timed out")
+
+    out = run(RequirementAgent(RawModel([calls(("fetch", {})), ANSWER]), [fetch]))
+    assert out.steps[0].error == "`fetch` failed: TimeoutError: the service timed out"
+
+
 def test_the_output_carries_steps_passes_usage_and_messages():
     llm = ScriptedChatModel(
         [
@@ -363,6 +374,8 @@ LLM = RawModel([])
         ({"save_intermediate_steps": None}, "save_intermediate_steps="),
         ({"name": ""}, "name"),
         ({"mode": "loose"}, "mode="),
+        ({"on_conflict": "ignore"}, "on_conflict="),
+        ({"on_conflict": None}, "on_conflict="),
         ({"requirements": [ConditionalRequirement("telepathy")]}, "telepathy"),
     ],
 )
@@ -427,3 +440,269 @@ def test_the_gate_checks_its_arguments():
         Gate({"x": search}, None)
     with pytest.raises(PolicyError):
         Gate({"search": search}, "guard")  # type: ignore[arg-type]
+
+
+# -- replies the model chose, on every capability and both backends ----------------------------
+
+B_AFTER_A_TOOLS: list = []
+
+
+@tool
+def a() -> str:
+    """Tool a."""
+    B_AFTER_A_TOOLS.append("a")
+    return "a"
+
+
+@tool
+def b() -> str:
+    """Tool b."""
+    B_AFTER_A_TOOLS.append("b")
+    return "b"
+
+
+CAPABILITY_SETS = [
+    Capabilities(),
+    Capabilities().without("allowed"),
+    Capabilities().without("allowed", "required"),
+    Capabilities().without("allowed", "tool"),
+    Capabilities(tool_choice=frozenset({"auto"})),
+    Capabilities(tool_choice=frozenset({"auto"}), response_format=False),
+    Capabilities(parallel_tool_calls=False),
+]
+
+
+@pytest.mark.parametrize("capabilities", CAPABILITY_SETS, ids=repr)
+def test_a_call_outside_the_pass_is_refused_told_and_asked_again(capabilities):
+    # `b` only after `a`; the model's first reply calls only `b`. Whatever the server can
+    # honour, that reply reaches the gate, which refuses it and says why: a retry, and nothing
+    # is held against the server.
+    B_AFTER_A_TOOLS.clear()
+    structured = not capabilities.supports("tool") and not capabilities.supports("required")
+    first = '{"name": "b", "arguments": {}}' if structured else {"tool_calls": [{"name": "b"}]}
+    then_a = '{"name": "a", "arguments": {}}' if structured else {"tool_calls": [{"name": "a"}]}
+    llm = ScriptedChatModel(
+        [first, then_a, {"tool_calls": [{"name": FINAL_ANSWER, "arguments": {"response": "ok"}}]}],
+        capabilities=capabilities,
+    )
+    agent = RequirementAgent(
+        llm,
+        [a, b],
+        [ConditionalRequirement(b, only_after=[a]), ConditionalRequirement(a, force_at_step=1)],
+    )
+    refused = []
+    agent.emitter.on("tool.refused", refused.append)
+    out = run(agent)
+    assert [(s.tool, s.status) for s in out.steps] == [("a", "ok"), (FINAL_ANSWER, "ok")]
+    assert B_AFTER_A_TOOLS == ["a"] and out.retries == 1
+    ((reason, by),) = [(e.reason, e.by) for e in refused]
+    assert by == "gate" and reason.startswith("`b` did not run: it is not allowed at this step")
+    assert llm.lacking == frozenset()
+    # the model read why, answering its call, and was asked again under the same pass
+    told = [
+        m for m in llm.requests[1].messages if getattr(m, "call_id", None) == refused[0].call_id
+    ]
+    assert [m.content for m in told] == [reason]
+    assert len(llm.requests) == 3
+
+
+@pytest.mark.parametrize("as_tool", [True, False])
+@pytest.mark.parametrize("capabilities", CAPABILITY_SETS, ids=repr)
+def test_a_text_answer_ends_the_run_when_stopping_is_allowed(as_tool, capabilities):
+    llm = ScriptedChatModel(["Z3 is an SMT solver."], capabilities=capabilities)
+    agent = RequirementAgent(llm, [search], final_answer_as_tool=as_tool)
+    finals = []
+    agent.emitter.on("final_answer", finals.append)
+    out = run(agent)
+    assert out.answer == "Z3 is an SMT solver." and finals[0].rescued
+    assert [(s.tool, s.status) for s in out.steps] == [(FINAL_ANSWER, "ok")]
+    assert out.retries == 0 and len(llm.requests) == 1 and llm.lacking == frozenset()
+
+
+@pytest.mark.parametrize("as_tool", [True, False])
+def test_a_text_answer_goes_through_final_answers_own_rules(as_tool):
+    # The rescued answer is a `final_answer` call like any other: a listener may refuse it,
+    # and the model is told, and asked again; its second answer is taken.
+    heard: list[str] = []
+
+    def second_answer_only(event):
+        heard.append(event.tool)
+        return Deny("say it in one sentence") if heard.count(FINAL_ANSWER) == 1 else None
+
+    llm = RawModel([text("Z3... it is a long story."), text("Z3 is an SMT solver.")])
+    agent = RequirementAgent(llm, [search], final_answer_as_tool=as_tool)
+    agent.emitter.on("tool.start", second_answer_only)
+    out = run(agent)
+    assert out.answer == "Z3 is an SMT solver." and out.retries == 1
+    note = llm.requests[1].messages[-1].content
+    assert note.startswith(
+        "Your answer was not used: `final_answer` did not run: say it in one sentence."
+    )
+
+
+def test_a_text_reply_while_stopping_is_forbidden_says_what_is_left_to_do():
+    llm = ScriptedChatModel(
+        [
+            "Done, I think.",
+            {"tool_calls": [{"name": "search", "arguments": {"query": "z3"}}]},
+            "Done.",
+        ]
+    )
+    out = run(RequirementAgent(llm, [search], [MUST_SEARCH]))
+    assert out.answer == "Done." and out.retries == 1
+    note = llm.requests[1].messages[-1].content
+    assert note.startswith("Your reply was not used: you cannot finish yet")
+    assert "Call `search`." in note
+
+
+# -- only permission refusals are steps --------------------------------------------------------
+
+
+def test_a_listener_refusing_an_allowed_answer_leaves_the_checked_states_alone():
+    # This policy checks clean. When a listener's refusal of the first (allowed) answer was a
+    # `denied` step, it made that refusal step 1, so the hard force on `x` at step 2 met a
+    # state the checker never explores (`x` needs `y` first), and the run ended in a forced
+    # conflict. A refusal is no step: the run goes on from the state the checker knows.
+    from ruleengine import Policy
+
+    requirement_x = ConditionalRequirement(
+        "x", force_at_step=2, only_after=["y"], only_success_invocations=False
+    )
+    policy = Policy(["x", "y"], [requirement_x])
+    report = policy.check()
+    assert report.complete and report.findings == ()
+
+    @tool
+    def x() -> str:
+        """Tool x."""
+        return "x"
+
+    @tool
+    def y() -> str:
+        """Tool y."""
+        return "y"
+
+    heard: list[str] = []
+
+    def refuse_first_answer(event):
+        heard.append(event.tool)
+        return Deny("not yet") if heard == [FINAL_ANSWER] else None
+
+    llm = RawModel(
+        [
+            calls((FINAL_ANSWER, {"response": "early"})),
+            calls(("y", {})),
+            calls(("x", {})),
+            calls((FINAL_ANSWER, {"response": "done"})),
+        ]
+    )
+    agent = RequirementAgent(llm, [x, y], policy.requirements, tool_call_checker=False)
+    agent.emitter.on("tool.start", refuse_first_answer)
+    out = run(agent)
+    assert [(s.tool, s.status) for s in out.steps] == [
+        ("y", "ok"),
+        ("x", "ok"),
+        (FINAL_ANSWER, "ok"),
+    ]
+    assert out.answer == "done" and out.retries == 1
+
+
+# -- ending on a conflict ----------------------------------------------------------------------
+
+
+@tool
+def weather(city: str) -> str:
+    """The weather in a city."""
+    return f"sunny in {city}"
+
+
+def meteorologist(llm, **kwargs) -> RequirementAgent:
+    """BeeAI's meteorologist: it must look the weather up once; the user refuses it."""
+    from ruleengine import AskPermissionRequirement
+
+    return RequirementAgent(
+        llm,
+        [weather],
+        [
+            ConditionalRequirement(weather, min_invocations=1),
+            AskPermissionRequirement(
+                include=[weather], handler=lambda tool, arguments: False, remember_choices=True
+            ),
+        ],
+        **kwargs,
+    )
+
+
+LOOK_UP = calls(("weather", {"city": "Oslo"}))
+
+
+def test_by_default_a_conflict_ends_the_run():
+    with pytest.raises(ConflictError) as info:
+        run(meteorologist(RawModel([LOOK_UP])))
+    assert info.value.kind == "deadlock"
+
+
+@pytest.mark.parametrize("as_tool", [True, False])
+def test_with_on_conflict_answer_the_model_says_why_it_cannot_go_on(as_tool):
+    answer = (
+        calls((FINAL_ANSWER, {"response": "I may not look the weather up."}))
+        if as_tool
+        else text("I may not look the weather up.")
+    )
+    llm = RawModel([LOOK_UP, calls(("weather", {"city": "Oslo"})), answer])
+    agent = meteorologist(llm, on_conflict="answer", final_answer_as_tool=as_tool)
+    events = []
+    agent.emitter.on("*", events.append)
+    out = run(agent)
+    assert out.answer == "I may not look the weather up."
+    assert out.conflict is not None and out.conflict.kind == "deadlock"
+    assert [(s.tool, s.status) for s in out.steps] == [("weather", "denied"), (FINAL_ANSWER, "ok")]
+    # the model could call nothing else: its call of `weather` was refused (a retry)
+    refused = [e for e in events if e.kind == "tool.refused"]
+    assert [e.tool for e in refused] == ["weather"] and out.retries == 1
+    assert [e.kind for e in events].count("conflict") == 1
+    # it was told the conflict's explanation, and offered only `final_answer`
+    asked = llm.requests[1]
+    assert asked.messages[-1].content.startswith("The run cannot go on: the requirements")
+    assert out.conflict.message in asked.messages[-1].content
+    offered = [t.name for t in asked.tools]
+    # (`final_answer` as a tool: it alone is offered or named; else text, no call allowed)
+    assert offered in ([FINAL_ANSWER], ["weather", FINAL_ANSWER], ["weather"])
+    assert asked.tool_choice.kind == ("tool" if as_tool else "none")
+    assert out.passes[-1].allowed == (FINAL_ANSWER,)
+    assert out.passes[-1].reasons[FINAL_ANSWER].startswith("the requirements conflict")
+
+
+def test_a_conflict_with_no_round_left_to_answer_is_raised():
+    # The refusal of the first call makes the state conflict: the second call of the batch
+    # has no pass, and no round is left for an answer.
+    twice = calls(("weather", {"city": "Oslo"}), ("weather", {"city": "Rome"}))
+    agent = meteorologist(RawModel([twice, ANSWER]), on_conflict="answer", tool_call_checker=False)
+    with pytest.raises(ConflictError) as info:
+        run(agent, max_iterations=1)
+    assert info.value.kind == "deadlock"
+
+
+def test_a_conflict_in_the_middle_of_a_batch_is_answered_in_the_next_round():
+    @tool
+    def step() -> str:
+        """One step."""
+        return "ok"
+
+    @requirement(name="after-one-step")
+    def after_one_step(state):
+        return [Rule(t, allowed=False) for t in ("step", FINAL_ANSWER)] if state.steps else []
+
+    llm = RawModel(
+        [calls(("step", {}), ("step", {})), calls((FINAL_ANSWER, {"response": "stuck"}))]
+    )
+    agent = RequirementAgent(
+        llm, [step], [after_one_step], tool_call_checker=False, on_conflict="answer"
+    )
+    refused = []
+    agent.emitter.on("tool.refused", refused.append)
+    out = run(agent)
+    assert out.answer == "stuck" and out.conflict is not None and out.iterations == 2
+    assert [(e.by, e.reason.split(":")[1].strip()) for e in refused] == [
+        ("run", "the requirements conflict")
+    ]

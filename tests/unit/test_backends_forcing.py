@@ -73,7 +73,6 @@ def test_full_capabilities_send_the_request_as_asked() -> None:
     assert attempt.route == "native"
     assert attempt.wire == asked
     assert attempt.features == ("allowed", "parallel_tool_calls")
-    assert attempt.forcing == "allowed"
 
 
 @pytest.mark.parametrize(
@@ -133,7 +132,6 @@ def test_a_forced_tool_falls_back_to_structured_output() -> None:
     assert attempt.wire.response_format == ResponseFormat("arguments", SEARCH.parameters)
     assert attempt.must_call == ("search",)
     assert attempt.features == ("response_format",)
-    assert attempt.forcing == "response_format"
     instruction = attempt.wire.messages[-1]
     assert isinstance(instruction, UserMessage)
     assert instruction.content.startswith(
@@ -155,7 +153,7 @@ def test_without_response_format_the_prompt_spells_the_schema() -> None:
     attempt = plan(request("search"), caps("auto", response_format=False))
     assert attempt.route == "prompt"
     assert attempt.wire.response_format is None
-    assert attempt.features == () and attempt.forcing is None
+    assert attempt.features == ()
     text = attempt.wire.messages[-1].content  # type: ignore[union-attr]
     assert "matching this JSON schema" in text and '"city"' in text
 
@@ -216,14 +214,17 @@ def test_union_schema_lifts_and_renames_definitions() -> None:
 # -- reading replies -------------------------------------------------------------------------
 
 
-def test_a_native_reply_must_call_a_forced_tool() -> None:
+def test_a_native_reply_is_the_models_own_whatever_it_chose() -> None:
     attempt = plan(request("think"), FULL)
     called = ChatResponse(tool_calls=(ToolCall("c1", "think", {}),))
     assert interpret(attempt, called) is called
     broken = ChatResponse(tool_calls=(InvalidToolCall("c1", "think", "{", "bad"),))
     assert interpret(attempt, broken) is broken  # the call was made; the agent reports the JSON
-    assert interpret(attempt, ChatResponse(text="I'd rather not")) is None
-    assert interpret(attempt, ChatResponse(tool_calls=(ToolCall("c1", "save", {}),))) is None
+    # Another tool, or text: the model's choice, for the gate (or the text rescue) to judge.
+    text = ChatResponse(text="I'd rather not")
+    assert interpret(attempt, text) is text
+    other = ChatResponse(tool_calls=(ToolCall("c1", "save", {}),))
+    assert interpret(attempt, other) is other
     refusal = ChatResponse(refusal="I can't")
     assert interpret(attempt, refusal) is refusal
 
@@ -237,19 +238,26 @@ def test_a_structured_reply_becomes_the_call() -> None:
     assert (call.name, call.arguments) == ("search", {"to": {"city": "Oslo"}})
     wrapped = interpret(attempt, ChatResponse(text='{"name": "search", "arguments": {"to": {}}}'))
     assert wrapped is not None and wrapped.tool_calls[0].name == "search"
-    assert interpret(attempt, ChatResponse(text='{"name": "save", "arguments": {}}')) is None
-    assert interpret(attempt, ChatResponse(text="")) is None
-    assert interpret(attempt, ChatResponse(text="no idea")) is None
+    # A call of another tool is the call the model made: the gate refuses it.
+    other = interpret(attempt, ChatResponse(text='{"name": "save", "arguments": {}}'))
+    assert [(c.name, c.arguments) for c in other.tool_calls] == [("save", {})]  # type: ignore[union-attr]
+    # Text that spells no call stays text (the agent rescues it, or asks again).
+    for said in ("", "no idea"):
+        reply = ChatResponse(text=said)
+        assert interpret(attempt, reply) is reply
 
 
-def test_a_union_reply_must_name_an_allowed_tool() -> None:
+def test_a_union_reply_becomes_the_call_it_names() -> None:
     attempt = plan(
         request(ToolChoiceAllowed(("think", "save"), "required")),
         caps("auto", response_format=False),
     )
     got = interpret(attempt, ChatResponse(text='Sure: {"name": "save", "arguments": {}} done'))
     assert got is not None and got.tool_calls[0].name == "save" and got.route == "prompt"
-    assert interpret(attempt, ChatResponse(text='{"name": "search", "arguments": {}}')) is None
-    assert interpret(attempt, ChatResponse(text='{"save": {}}')) is None
+    outside = interpret(attempt, ChatResponse(text='{"name": "search", "arguments": {}}'))
+    assert [c.name for c in outside.tool_calls] == ["search"]  # the gate's to refuse
+    for said in ('{"save": {}}', '{"name": "", "arguments": {}}', '{"name": 3, "arguments": {}}'):
+        reply = ChatResponse(text=said)  # no tool named, and several could be meant
+        assert interpret(attempt, reply) is reply
     native_call = ChatResponse(tool_calls=(ToolCall("c1", "think", {}),))
     assert interpret(attempt, native_call) is native_call

@@ -15,9 +15,9 @@ from backends import (
     BackendStatusError,
     BaseChatModel,
     Capabilities,
-    CapabilityError,
     ChatRequest,
     ChatResponse,
+    ResponseFormat,
     ScriptedChatModel,
     StreamEnd,
     StreamEvent,
@@ -88,24 +88,78 @@ async def test_a_rejected_response_format_falls_back_to_the_prompt() -> None:
     assert llm.lacking == {"response_format"}
 
 
-async def test_a_model_that_ignores_everything_is_a_clear_error() -> None:
-    llm = ScriptedChatModel(["no", "no", "no", "still no"])
-    with pytest.raises(CapabilityError) as caught:
+async def test_a_reply_that_ignores_the_force_comes_back_as_it_is() -> None:
+    # Text, or a call of another tool, is the model's choice: nothing is learned about the
+    # server, no fallback request is made; the agent's gate (or text rescue) judges it.
+    llm = ScriptedChatModel(["no", {"tool_calls": [{"name": "save"}]}])
+    text = await llm.complete(ask("search"))
+    assert (text.text, text.tool_calls, text.route) == ("no", (), "native")
+    other = await llm.complete(ask("search"))
+    assert [c.name for c in other.tool_calls] == ["save"]
+    assert len(llm.requests) == 2 and llm.lacking == frozenset()
+    assert llm.capabilities == Capabilities()
+
+
+@pytest.mark.parametrize(
+    ("choice", "feature"),
+    [
+        ("search", "tool"),
+        ("required", "required"),
+        ("none", "none"),
+        (ToolChoiceAllowed(("think", "save"), "required"), "allowed"),
+        (ToolChoiceAllowed(("think", "save"), "auto"), "allowed"),
+    ],
+)
+async def test_each_tool_choice_form_is_learned_only_from_a_400_naming_it(
+    choice: Any, feature: str
+) -> None:
+    # A model that calls a tool outside the list teaches nothing...
+    outside = ScriptedChatModel([{"tool_calls": [{"name": "search"}]}])
+    await outside.complete(ask(choice))
+    assert outside.lacking == frozenset()
+    # ...nor does a 400 that names another part of the request...
+    unrelated = ScriptedChatModel([{"error": {"status": 400, "message": "bad `messages`"}}])
+    with pytest.raises(BackendStatusError):
+        await unrelated.complete(ask(choice))
+    assert unrelated.lacking == frozenset() and len(unrelated.requests) == 1
+    # ...while a 400 naming `tool_choice` (in `param`, or in the message) is the server's lack.
+    for error in (
+        {"status": 400, "message": "unsupported value", "param": "tool_choice"},
+        {"status": 400, "message": "Tool choice of this kind is not supported"},
+        {"status": 422, "message": "allowed-tools are not supported"},
+    ):
+        llm = ScriptedChatModel([{"error": error}, "fine"])
+        await llm.complete(ask(choice))
+        assert llm.lacking == {feature}, error
+
+
+async def test_response_format_and_parallel_calls_are_learned_only_from_a_400_naming_them() -> None:
+    typed = ResponseFormat("answer", {"type": "object"})
+    for option, feature in (
+        ({"response_format": typed}, "response_format"),
+        ({"parallel_tool_calls": False}, "parallel_tool_calls"),
+    ):
+        name = "json_schema" if feature == "response_format" else feature
+        llm = ScriptedChatModel(
+            [{"error": {"status": 400, "message": f"`{name}` is not supported"}}, "fine"]
+        )
+        assert (await llm.complete(ask(**option))).text == "fine"
+        assert llm.lacking == {feature}
+        # A reply that ignores the option (text, not JSON; several calls) teaches nothing.
+        ignored = ScriptedChatModel(
+            [{"tool_calls": [{"name": "think"}, {"name": "save"}]}, "not json"]
+        )
+        await ignored.complete(ask(**option))
+        await ignored.complete(ask(**option))
+        assert ignored.lacking == frozenset()
+
+
+async def test_a_400_naming_nothing_the_layer_can_drop_is_raised_as_it_is() -> None:
+    llm = ScriptedChatModel([{"error": {"status": 400, "message": "context too long"}}])
+    with pytest.raises(BackendStatusError) as caught:
         await llm.complete(ask("search"))
-    message = caught.value.message
-    assert message.startswith("the model could not be made to call `search`: ")
-    assert "`tool_choice` naming a tool ignored" in message
-    assert "`tool_choice` `required` ignored" in message
-    assert "`response_format` ignored" in message
-    assert "prompt instructions ignored: it replied `still no`" in message
-    assert caught.value.hint is not None and "docs/backends.md" in caught.value.hint
-    assert len(llm.requests) == 4
-
-
-async def test_a_wrong_tool_is_not_taken_for_the_forced_one() -> None:
-    llm = ScriptedChatModel([{"tool_calls": [{"name": "save"}]}, CALL_SEARCH])
-    response = await llm.complete(ask("search"))
-    assert response.tool_calls[0].name == "search"
+    assert caught.value.message == "the server answered 400: `context too long`"
+    assert caught.value.parameter is None and llm.lacking == frozenset()
 
 
 async def test_when_every_rung_is_rejected_the_server_message_is_kept() -> None:
@@ -114,11 +168,14 @@ async def test_when_every_rung_is_rejected_the_server_message_is_kept() -> None:
         await llm.complete(ask("search"))
     error = caught.value
     assert error.status_code == 400
-    assert error.message.startswith(
-        "the server answered 400: `tool_choice is not supported`: after "
+    # Named tool, then `required`, were rejected; the structured rung sends no `tool_choice`,
+    # so a 400 that still names it is not about a feature the layer could drop.
+    assert error.message == (
+        "the server answered 400: `tool_choice is not supported`: after `tool_choice` naming"
+        " a tool rejected (400); `tool_choice` `required` rejected (400)"
     )
-    assert "`response_format` rejected (400)" in error.message
-    assert llm.lacking == frozenset()  # nothing proven: the 400 may have another cause
+    assert len(llm.requests) == 3
+    assert llm.lacking == frozenset()  # nothing proven: no request without them succeeded
 
 
 async def test_other_errors_are_not_fallbacks() -> None:
@@ -136,10 +193,10 @@ async def test_a_refusal_is_passed_on() -> None:
     assert response.refusal == "I won't" and not response.tool_calls and len(llm.requests) == 1
 
 
-async def test_usage_adds_up_over_the_fallback() -> None:
+async def test_usage_is_the_answering_replys() -> None:
     llm = ScriptedChatModel(
         [
-            {"text": "nope", "usage": {"prompt_tokens": 10, "completion_tokens": 2}},
+            REJECT,
             {
                 "text": '{"query": "x"}',
                 "usage": {"prompt_tokens": 12, "completion_tokens": 4, "cached_prompt_tokens": 8},
@@ -148,7 +205,7 @@ async def test_usage_adds_up_over_the_fallback() -> None:
         capabilities=Capabilities(tool_choice=frozenset({"auto", "tool"})),
     )
     response = await llm.complete(ask("search"))
-    assert response.usage == Usage(22, 6, 8)
+    assert response.route == "structured" and response.usage == Usage(12, 4, 8)
 
 
 async def test_allowed_subsets_are_sent_or_narrowed() -> None:
@@ -202,19 +259,21 @@ async def test_text_streams_live_and_ends_with_the_reply() -> None:
     )
 
 
-async def test_a_forced_call_streams_after_it_is_checked() -> None:
-    llm = ScriptedChatModel(
-        ["ignored", '{"query": "x"}'], capabilities=Capabilities().without("required")
-    )
+async def test_a_structured_call_streams_once_read_and_a_native_one_live() -> None:
+    llm = ScriptedChatModel(['{"query": "x"}'], capabilities=Capabilities(tool_choice={"auto"}))
     events = await collect(llm, ask("search"))
-    # the ignored text never reaches the caller; the structured reply comes as one call
+    # the JSON text never reaches the caller as text: it comes as the one call it spells
     assert events[0] == ToolCallDelta(0, events[0].id, "search", '{"query": "x"}')  # type: ignore[union-attr]
+    assert len(events) == 2
     assert isinstance(events[-1], StreamEnd) and events[-1].response.route == "structured"
     assert all(r.stream for r in llm.requests)
     native = ScriptedChatModel([CALL_SEARCH])
     replayed = await collect(native, ask("search"))
     assert all(isinstance(e, ToolCallDelta) for e in replayed[:-1]) and len(replayed) > 2
     assert "".join(e.arguments for e in replayed[:-1]) == '{"query": "x"}'  # type: ignore[union-attr]
+    ignored = ScriptedChatModel(["some text that is long enough"])
+    live = await collect(ignored, ask("search"))  # text under a force: live, as it came
+    assert all(isinstance(e, TextDelta) for e in live[:-1]) and len(live) > 2
 
 
 async def test_a_stream_rejected_before_it_starts_falls_back() -> None:

@@ -110,8 +110,16 @@ async def test_weak_behaviours() -> None:
     assert cut.finish_reason == "length"
 
 
-async def test_ignoring_tool_choice_walks_down_the_ladder() -> None:
-    llm = ScriptedChatModel(["I don't feel like calling tools", "still no", '{"query": "x"}'])
+async def test_a_reply_that_ignores_tool_choice_comes_back_as_it_is() -> None:
+    llm = ScriptedChatModel(["I don't feel like calling tools"])
+    response = await llm.complete(ask("search"))
+    assert response.text == "I don't feel like calling tools" and not response.tool_calls
+    assert len(llm.requests) == 1 and llm.lacking == frozenset()
+
+
+async def test_a_rejected_tool_choice_walks_down_the_ladder() -> None:
+    rejected = {"error": {"status": 400, "message": "x", "param": "tool_choice"}}
+    llm = ScriptedChatModel([rejected, rejected, '{"query": "x"}'])
     response = await llm.complete(ask("search"))
     assert response.route == "structured"
     assert response.tool_calls[0].arguments == {"query": "x"}  # type: ignore[union-attr]
