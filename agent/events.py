@@ -90,6 +90,9 @@ class Deny:
     reason: str
     """Why, in one line: the model reads it (``the user refused `refund```)."""
 
+    def __post_init__(self) -> None:
+        _validate.text(self.reason, name="reason", owner="Deny")
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class _Event:

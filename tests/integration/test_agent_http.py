@@ -164,3 +164,63 @@ def test_a_model_that_ignores_tool_choice_is_told_and_asked_again():
     ]
     assert lacking == frozenset() and out.retries == 2
     assert out.answer == "Z3."
+
+
+@tool
+def lookup(order: str) -> str:
+    """Look an order up."""
+    return f"order {order}: 30 EUR"
+
+
+@tool
+def refund(order: str) -> str:
+    """Refund an order."""
+    return f"refunded {order}"
+
+
+@pytest.mark.parametrize(
+    "capabilities",
+    [
+        None,
+        Capabilities().without("allowed"),
+        Capabilities().without("allowed", "tool"),
+        Capabilities(tool_choice=frozenset({"auto"})),
+        Capabilities(parallel_tool_calls=False),
+    ],
+    ids=repr,
+)
+def test_a_call_outside_the_pass_is_refused_and_the_model_asked_again_over_http(capabilities):
+    # The server honours `allowed_tools`; the model calls `refund` anyway. The call reaches the
+    # gate, which refuses it; the model reads why (the tool message) and is asked again: one
+    # retry, and nothing is held against the server.
+    script = [
+        call("refund", order="7"),
+        call("lookup", order="7"),
+        call("refund", order="7"),
+        call(FINAL_ANSWER, response="Refunded."),
+    ]
+
+    async def main():
+        async with OpenAIChatModel(
+            "test-model", base_url=server.base_url, api_key=KEY, capabilities=capabilities
+        ) as llm:
+            agent = RequirementAgent(
+                llm, [lookup, refund], [ConditionalRequirement(refund, only_after=[lookup])]
+            )
+            return await agent.run("Refund order 7."), llm.lacking
+
+    with OpenAICompatibleServer(script, api_key=KEY) as server:
+        out, lacking = anyio.run(main)
+    assert [(s.tool, s.status) for s in out.steps] == [
+        ("lookup", "ok"),
+        ("refund", "ok"),
+        (FINAL_ANSWER, "ok"),
+    ]
+    assert out.retries == 1 and lacking == frozenset()
+    assert len(server.requests) == 4
+    told = server.requests[1]["messages"]
+    results = [m["content"] for m in told if m["role"] == "tool"]
+    assert results == [
+        "`refund` did not run: it is not allowed at this step (needs `lookup` first);"
+        " allowed now: `lookup`, `final_answer`"
+    ]

@@ -329,3 +329,17 @@ def test_the_trajectory_logger_takes_a_function_and_shows_the_model():
         TrajectoryLogger(lines.append).attach("nothing")
     with pytest.raises(PolicyError):
         TrajectoryLogger(3)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("reason", ["", 3, None])
+def test_a_deny_needs_a_reason_and_a_bad_one_still_refuses(reason):
+    with pytest.raises(PolicyError):
+        Deny(reason)  # type: ignore[arg-type]
+    # built inside a listener, the mistake is the listener's failure: the call is refused
+    agent = RequirementAgent(ScriptedChatModel(refusing_script()), [search])
+    refused = []
+    agent.emitter.on("tool.refused", refused.append)
+    agent.emitter.on("tool.start", lambda e: Deny(reason) if not refused else None)
+    out = run(agent)
+    assert ran == ["z3"] and out.retries == 1
+    assert "a listener failed (PolicyError: Deny: reason" in refused[0].reason
