@@ -20,6 +20,7 @@ from ruleengine.errors import PolicyError
 
 __all__ = [
     "FINAL_ANSWER",
+    "MAX_DEPTH",
     "Allowed",
     "And",
     "AtLeast",
@@ -97,14 +98,39 @@ class Expr:
 
     def __post_init__(self) -> None:
         fields = self.__dataclass_fields__  # type: ignore[attr-defined]
-        values = tuple(getattr(self, f) for f in fields if f != "_hash")
+        values = tuple(getattr(self, f) for f in fields if f[0] != "_")
         object.__setattr__(self, "_hash", hash((type(self).__name__, values)))
+        if "_depth" in fields:  # a node with sub-formulas
+            depth = 1 + max(_depths(values), default=1)
+            if depth > MAX_DEPTH:
+                raise PolicyError(
+                    f"a formula is nested {depth} levels deep (`{type(self).__name__}` over"
+                    f" a formula {depth - 1} deep): the limit is {MAX_DEPTH}",
+                    hint="build it flatter: `&`, `|`, `all_of` and `any_of` flatten nested"
+                    " conjunctions and disjunctions, and separate items need no nesting",
+                )
+            object.__setattr__(self, "_depth", depth)
 
     def __bool__(self) -> bool:
         raise PolicyError(
             f"`{self!r}` is a formula, not a Python truth value",
             hint="combine formulas with `&`, `|`, `~` (not `and`, `or`, `not`)",
         )
+
+
+MAX_DEPTH = 100
+"""How deeply a formula may nest (an atom is 1 deep). Every walk over a formula (printing,
+evaluating, encoding, comparing) then stays within Python's recursion limit; building a deeper
+one raises ``PolicyError``."""
+
+
+def _depths(values: tuple[object, ...]) -> Iterator[int]:
+    for value in values:
+        if isinstance(value, Expr):
+            yield getattr(value, "_depth", 1)
+        elif isinstance(value, tuple):
+            for item in value:
+                yield getattr(item, "_depth", 1)
 
 
 def _hashed(cls: type) -> type:
@@ -171,6 +197,7 @@ class Forced(Expr):
 class Not(Expr):
     arg: Expr
     _hash: int = field(init=False, repr=False, compare=False)
+    _depth: int = field(init=False, repr=False, compare=False)
 
     def __repr__(self) -> str:
         inner = repr(self.arg)
@@ -184,6 +211,7 @@ class Not(Expr):
 class And(Expr):
     args: tuple[Expr, ...]
     _hash: int = field(init=False, repr=False, compare=False)
+    _depth: int = field(init=False, repr=False, compare=False)
 
     def __repr__(self) -> str:
         return " & ".join(f"({a!r})" if isinstance(a, Or) else repr(a) for a in self.args)
@@ -194,6 +222,7 @@ class And(Expr):
 class Or(Expr):
     args: tuple[Expr, ...]
     _hash: int = field(init=False, repr=False, compare=False)
+    _depth: int = field(init=False, repr=False, compare=False)
 
     def __repr__(self) -> str:
         return " | ".join(f"({a!r})" if isinstance(a, And) else repr(a) for a in self.args)
@@ -205,6 +234,7 @@ class Implies(Expr):
     lhs: Expr
     rhs: Expr
     _hash: int = field(init=False, repr=False, compare=False)
+    _depth: int = field(init=False, repr=False, compare=False)
 
     def __repr__(self) -> str:
         return f"implies({self.lhs!r}, {self.rhs!r})"
@@ -216,6 +246,7 @@ class AtMost(Expr):
     k: int
     args: tuple[Expr, ...]
     _hash: int = field(init=False, repr=False, compare=False)
+    _depth: int = field(init=False, repr=False, compare=False)
 
     def __repr__(self) -> str:
         return f"at_most({self.k}, {', '.join(map(repr, self.args))})"
@@ -227,6 +258,7 @@ class AtLeast(Expr):
     k: int
     args: tuple[Expr, ...]
     _hash: int = field(init=False, repr=False, compare=False)
+    _depth: int = field(init=False, repr=False, compare=False)
 
     def __repr__(self) -> str:
         return f"at_least({self.k}, {', '.join(map(repr, self.args))})"
@@ -238,6 +270,7 @@ class Exactly(Expr):
     k: int
     args: tuple[Expr, ...]
     _hash: int = field(init=False, repr=False, compare=False)
+    _depth: int = field(init=False, repr=False, compare=False)
 
     def __repr__(self) -> str:
         return f"exactly({self.k}, {', '.join(map(repr, self.args))})"

@@ -1,6 +1,9 @@
-"""The IR builders: constant folding, flattening, reprs, and their errors (ruleengine.ir)."""
+"""The IR builders: constant folding, flattening, reprs, the nesting limit, and their errors
+(ruleengine.ir)."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import pytest
 
@@ -21,6 +24,7 @@ from ruleengine import (
 )
 from ruleengine.ir import (
     FALSE,
+    MAX_DEPTH,
     TRUE,
     And,
     AtLeast,
@@ -225,3 +229,85 @@ def test_every_builder_returns_an_expr() -> None:
     built = [all_of(), any_of(), implies(a, b), at_most(1, a, b, c), ~a, a & b, a | b]
     assert all(isinstance(x, Expr) for x in built)
     assert isinstance(all_of(), Const)
+
+
+# -- how deep a formula may nest ----------------------------------------------------------------
+
+SHAPES = {
+    "implies": lambda f, i: implies(allowed("b"), f),
+    "not-or": lambda f, i: ~(f | allowed("b")) if i % 2 else ~(f & allowed("b")),
+    "at-most": lambda f, i: at_most(1, f, allowed("b")),
+    "mixed": lambda f, i: (
+        (f | allowed("b")) & (allowed("a") | can_stop) if i % 2 else implies(f, allowed("b"))
+    ),
+}
+
+
+def deepest(shape: str) -> Expr:
+    """The deepest formula of ``shape`` the limit lets one build."""
+    formula, step = allowed("a"), 0
+    while True:
+        try:
+            deeper = SHAPES[shape](formula, step)
+        except PolicyError:
+            return formula
+        formula, step = deeper, step + 1
+
+
+def within(frames: int, work: Callable[[], object]) -> object:
+    """Run ``work`` under ``frames`` more Python frames (a caller deep in its own stack)."""
+    return work() if frames == 0 else within(frames - 1, work)
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_the_deepest_formula_works_everywhere_even_deep_in_a_stack(shape: str) -> None:
+    from ruleengine import ConflictError, Policy, Reasoner, Rule, requirement
+
+    formula = deepest(shape)
+    assert MAX_DEPTH - 1 <= formula._depth <= MAX_DEPTH  # type: ignore[attr-defined]
+    deep = requirement(name="deep")(lambda state: [formula])
+    stuck = requirement(name="stuck")(
+        lambda state: [
+            Rule("a", allowed=False),
+            Rule("b", allowed=False),
+            Rule("final_answer", prevent_stop=True),
+        ]
+    )
+
+    def everything() -> object:
+        passed = Reasoner(["a", "b"], [deep]).decide()
+        str(passed.explanation)
+        with pytest.raises(ConflictError) as conflict:
+            Reasoner(["a", "b"], [deep, stuck]).decide()
+        str(conflict.value)
+        report = Policy(["a", "b"], [deep, stuck]).check()
+        report.model_dump_json()
+        assert formula == deepest(shape) and hash(formula) == hash(deepest(shape))
+        return repr(formula)
+
+    assert within(300, everything)
+
+
+def test_a_deeper_formula_is_a_policy_error_naming_the_limit() -> None:
+    from ruleengine import Reasoner, requirement
+
+    formula = allowed("a")
+    with pytest.raises(PolicyError) as caught:
+        for _ in range(1000):
+            formula = implies(allowed("b"), formula)
+    assert caught.value.message == (
+        f"a formula is nested {MAX_DEPTH + 1} levels deep (`Implies` over a formula"
+        f" {MAX_DEPTH} deep): the limit is {MAX_DEPTH}"
+    )
+    assert caught.value.hint is not None and "flatter" in caught.value.hint
+    # built inside a requirement, the error names it
+    at_limit = deepest("implies")
+    too_deep = requirement(name="too-deep")(lambda state: [~at_limit | allowed("b")])
+    assert at_limit._depth == MAX_DEPTH  # type: ignore[attr-defined]
+    with pytest.raises(PolicyError, match=r"^requirement `too-deep`: a formula is nested"):
+        Reasoner(["a", "b"], [too_deep]).decide()
+
+
+def test_flat_conjunctions_do_not_count_as_depth() -> None:
+    wide = all_of(*(allowed(f"t{i}") | hidden(f"u{i}") for i in range(5000)))
+    assert wide._depth == 3  # type: ignore[attr-defined]
