@@ -258,10 +258,11 @@ def _after(witness: Witness) -> str:
 def _deadlock(system: Checked, witness: Witness) -> Finding:
     exc = _conflict_of(system, witness.records)
     core = exc.core
-    who = ", ".join(sorted({f"`{c.requirement}`" for c in core}))
+    names = sorted({f"`{c.requirement}`" for c in core})
+    who = ", ".join(names) + (" leave" if len(names) > 1 else " leaves")
     return _finding(
         "deadlock",
-        f"{_after(witness)} no tool is allowed: {who} leave nothing to call",
+        f"{_after(witness)} no tool is allowed: {who} nothing to call",
         witness=witness,
         core=core,
     )

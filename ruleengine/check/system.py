@@ -260,7 +260,7 @@ class System:
         if components is None:
             unmonitored = [r.name for r in self.requirements if _monitor(r) is None]
             if unmonitored:
-                raise Unexplorable(f"requirement `{unmonitored[0]}` has no monitor")
+                raise Unexplorable(_unmonitored(self.requirements, unmonitored[0]))
             components = [
                 tabulate(r, monitor, self.tools, self.reasoner)
                 for r in self.requirements
@@ -408,10 +408,25 @@ class System:
 
 
 def _monitor(requirement: Requirement) -> Monitor | None:
+    """The monitor the checker trusts for ``requirement`` (``Requirement.checked_monitor``)."""
     try:
-        return requirement.monitor()
+        return requirement.checked_monitor()
     except PolicyError:
         return None
+
+
+def _unmonitored(requirements: Sequence[Requirement], name: str) -> str:
+    found = next(r for r in requirements if r.name == name)
+    try:
+        own = found.monitor()
+    except PolicyError:
+        own = None
+    if own is not None:  # it has one, but its class's `run` is not the one it describes
+        return (
+            f"requirement `{name}` ({type(found).__name__}) overrides `run`, so the monitor"
+            " it inherits does not describe it"
+        )
+    return f"requirement `{name}` has no monitor"
 
 
 def _factors_of(monitor: Monitor) -> Sequence[Monitor]:

@@ -42,6 +42,10 @@ class Requirement:
     """A yielding requirement gives way instead of causing a conflict: when a step's clash
     involves its rules, the reasoner drops them and notes it in the explanation (the cycle
     guard yields)."""
+    keeps_monitor: bool = False
+    """Set on a subclass that overrides ``run`` but keeps the semantics its parent's monitor
+    describes (a logging wrapper, say): its monitor is then trusted (see ``checked_monitor``).
+    It counts only on the class that defines the ``run`` in use."""
 
     def __init__(
         self, *, name: str | None = None, priority: int | None = None, enabled: bool | None = None
@@ -84,17 +88,32 @@ class Requirement:
         """
         return None
 
+    def checked_monitor(self) -> Monitor | None:
+        """The monitor the static checker may trust, if any: ``monitor()``, unless the ``run``
+        in use is defined below the class that defined ``monitor`` (closer to this object's
+        class in its method resolution order).
+
+        A subclass of a built-in that changes ``run`` (adds rules, denies a tool after some
+        calls) would otherwise be checked as its parent: the monitor describes the parent's
+        ``run``. Such a requirement is opaque to the checker (explored by running it), unless
+        the class defining its ``run`` declares ``keeps_monitor = True``, or defines
+        ``monitor`` too. Raises ``PolicyError`` where ``monitor()`` does (unbound).
+        """
+        monitor = self.monitor()
+        return monitor if monitor is None or _trusts_monitor(type(self)) else None
+
     @property
     def statically_checkable(self) -> bool:
-        """Whether the static checker can explore this requirement (it has a monitor).
+        """Whether the static checker can explore this requirement (it has a monitor it
+        trusts: see ``checked_monitor``).
 
         Built-ins always can; before binding, a built-in naming tools by class reports true
-        (its monitor exists once bound).
+        (its monitor exists once bound), unless its class overrides ``run``.
         """
         try:
-            return self.monitor() is not None
+            return self.checked_monitor() is not None
         except PolicyError:
-            return True
+            return _trusts_monitor(type(self))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, priority={self.priority})"
@@ -139,6 +158,15 @@ class FunctionRequirement(Requirement):
     def monitor(self) -> Monitor | None:
         """The monitor given to ``@requirement(monitor=...)``, if any."""
         return self._monitor
+
+
+def _trusts_monitor(cls: type) -> bool:
+    """Whether ``cls``'s ``run`` is the one its ``monitor`` describes: defined in the same
+    class as ``monitor`` or above it, or below it by a class that says it keeps the monitor."""
+    mro = cls.__mro__
+    runs = next(i for i, k in enumerate(mro) if "run" in k.__dict__)
+    monitors = next(i for i, k in enumerate(mro) if "monitor" in k.__dict__)
+    return runs >= monitors or mro[runs].__dict__.get("keeps_monitor", False) is True
 
 
 def _is_monitor(value: object) -> bool:

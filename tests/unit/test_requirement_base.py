@@ -75,3 +75,90 @@ def test_bind_of_the_base_class_returns_the_same_object() -> None:
     req = Plain()
     assert req.bind(["a", "b"]) is req
     assert req.name == "Plain"
+
+
+# -- a monitor is trusted only for the run it describes ------------------------------------------
+
+
+class StrictWriter(ConditionalRequirement):
+    """Changes the parent's `run`: no stopping ever, and `search` denied after two."""
+
+    def run(self, state: RunState) -> list[Item]:
+        items = list(super().run(state))
+        items.append(Rule("final_answer", prevent_stop=True))
+        if state.count("search", only_success=False) >= 2:
+            items.append(Rule("search", allowed=False))
+        return items
+
+
+class LoggedWriter(ConditionalRequirement):
+    """Overrides `run` and says it keeps the parent's semantics."""
+
+    keeps_monitor = True
+
+    def run(self, state: RunState) -> list[Item]:
+        return list(super().run(state))
+
+
+class LaterOverride(LoggedWriter):
+    """Overrides `run` again, below the class that declared it kept the semantics."""
+
+    def run(self, state: RunState) -> list[Item]:
+        return [*super().run(state), Rule("search", allowed=False)]
+
+
+class LoudGuard(CycleGuard):
+    def run(self, state: RunState) -> list[Item]:
+        return [*super().run(state), Rule("write", allowed=False)]
+
+
+class Mixin:
+    def run(self, state: RunState) -> list[Item]:
+        return [Rule("search", allowed=False)]
+
+
+class MixedIn(Mixin, ConditionalRequirement):
+    """A `run` from a mixin, ahead of the built-in in the method resolution order."""
+
+
+class OwnMonitor(ConditionalRequirement):
+    """Overrides both: the author answers for the monitor."""
+
+    def run(self, state: RunState) -> list[Item]:
+        return list(super().run(state))
+
+    def monitor(self):  # type: ignore[no-untyped-def]
+        return super().monitor()
+
+
+def bound(requirement: Requirement) -> Requirement:
+    return requirement.bind(["search", "write"])
+
+
+def test_a_subclass_that_overrides_run_is_opaque_to_the_checker() -> None:
+    for untrusted in (
+        StrictWriter("write", only_after=["search"]),
+        LaterOverride("write"),
+        LoudGuard(),
+        MixedIn("write"),
+    ):
+        assert bound(untrusted).monitor() is not None
+        assert bound(untrusted).checked_monitor() is None, untrusted
+        assert not untrusted.statically_checkable
+    for trusted in (LoggedWriter("write"), OwnMonitor("write"), ConditionalRequirement("write")):
+        assert bound(trusted).checked_monitor() is bound(trusted).monitor()
+        assert trusted.statically_checkable
+
+
+def test_the_checker_finds_what_the_subclass_does_not_the_parents_behaviour() -> None:
+    from ruleengine import Policy
+    from ruleengine.check import confirm
+
+    policy = Policy(["search", "write"], [StrictWriter("write", only_after=["search"], name="w")])
+    report = policy.check(max_states=2000)
+    deadlocks = [f for f in report.findings if f.id == "deadlock"]
+    assert deadlocks and not report.complete  # found, by running it: not a proof
+    assert "overrides `run`" in (report.reason or "")
+    assert confirm(policy.reasoner(), deadlocks[0]) is None  # the trace replays to it
+    kept = Policy(["search", "write"], [LoggedWriter("write", only_after=["search"])]).check()
+    assert kept.complete and kept.findings == ()
