@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import socket
-import time
+import threading
 import urllib.error
 import urllib.request
 from typing import Any
@@ -18,7 +18,12 @@ BODY = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
 
 
 def post(
-    server: OpenAICompatibleServer, body: object, path: str = "/chat/completions", **headers: str
+    server: OpenAICompatibleServer,
+    body: object,
+    path: str = "/chat/completions",
+    *,
+    timeout: float = 5,
+    **headers: str,
 ) -> tuple[int, dict[str, str], str]:
     data = body if isinstance(body, bytes) else json.dumps(body).encode()
     request = urllib.request.Request(server.base_url + path, data=data, method="POST")
@@ -26,7 +31,7 @@ def post(
     for name, value in headers.items():
         request.add_header(name, value)
     try:
-        with urllib.request.urlopen(request, timeout=5) as answer:
+        with urllib.request.urlopen(request, timeout=timeout) as answer:
             return answer.status, dict(answer.headers), answer.read().decode()
     except urllib.error.HTTPError as error:
         return error.code, dict(error.headers), error.read().decode()
@@ -190,23 +195,66 @@ def test_a_verbatim_body() -> None:
 
 
 def test_disconnect_and_delay() -> None:
-    with OpenAICompatibleServer([{"disconnect": True}, {"delay": 0.05, "text": "late"}]) as server:
+    # Each request's entry is chosen by what it asks, not by when the server reads it.
+    entries = {
+        "drop": {"disconnect": True},
+        "hold": {"delay": 30, "text": "held"},
+        "wait": {"delay": 0.05, "text": "late"},
+    }
+    taken = {content: threading.Event() for content in entries}
+
+    def script(body: dict[str, Any]) -> object:
+        content = body["messages"][0]["content"]
+        taken[content].set()
+        return entries[content]
+
+    with OpenAICompatibleServer(script) as server:
         with pytest.raises((urllib.error.URLError, ConnectionError, OSError)):
-            post(server, BODY)
-        started = time.monotonic()
-        assert json.loads(post(server, BODY)[2])["choices"][0]["message"]["content"] == "late"
-        assert time.monotonic() - started >= 0.05
+            post(server, asking("drop"))
+        # A delay holds the answer back: a client that waits less gets none (30 s is far
+        # past its wait on any machine; the server wakes the handler when it stops).
+        with pytest.raises((urllib.error.URLError, TimeoutError)):
+            post(server, asking("hold"), timeout=0.2)
+        assert taken["hold"].wait(60)  # the server did have the request
+        # Once the delay is over, the answer comes.
+        assert json.loads(post(server, asking("wait"))[2])["choices"][0]["message"] == {
+            "role": "assistant",
+            "content": "late",
+        }
+
+
+def asking(content: str) -> dict[str, Any]:
+    return {"model": "m", "messages": [{"role": "user", "content": content}]}
 
 
 def test_stop_wakes_a_waiting_request_and_frees_the_port() -> None:
-    server = OpenAICompatibleServer([{"delay": 30, "text": "never"}]).start()
+    waiting = threading.Event()
+
+    def hold(body: dict[str, Any]) -> object:
+        waiting.set()  # the handler has the request and waits next
+        return {"delay": 30, "text": "never"}
+
+    server = OpenAICompatibleServer(hold).start()
     port = int(server.base_url.rsplit(":", 1)[1].split("/")[0])
     connection = socket.create_connection(("127.0.0.1", port))
-    connection.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}")
-    started = time.monotonic()
-    server.stop()
-    assert time.monotonic() - started < 2
-    connection.close()
+    connection.settimeout(60)  # only a bound on a hang: the answer is the connection's end
+    try:
+        body = json.dumps(BODY).encode()
+        head = f"POST /v1/chat/completions HTTP/1.1\r\nContent-Length: {len(body)}\r\n\r\n"
+        connection.sendall(head.encode() + body)
+        assert waiting.wait(60)
+        server.stop()
+        # Woken and dropped: the connection ends without an answer (unwoken, the handler
+        # would answer `never` after 30 s; a stop that waited for it would take as long).
+        assert connection.recv(1024) == b""
+    finally:
+        connection.close()
+        server.stop()
+    # No one listens on the port any more: it can be listened on again.
+    with socket.socket() as again:
+        again.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        again.bind(("127.0.0.1", port))
+        again.listen()
     assert "stopped" in repr(server)
     with pytest.raises(PolicyError, match="not running"):
         server.base_url  # noqa: B018

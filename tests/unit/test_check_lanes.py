@@ -3,16 +3,18 @@ are those of running both here, whatever happens to the child."""
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import os
+import select
+import signal
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -23,6 +25,8 @@ from ruleengine.check.lanes import forking_allowed, run_beside, run_jobs
 from ruleengine.check.properties import Hints, _in_lanes
 from ruleengine.check.relaxed import Relaxed
 from ruleengine.check.system import System
+
+T = TypeVar("T")
 
 
 @pytest.fixture(autouse=True)
@@ -47,18 +51,83 @@ def _jobs(values: list[int]) -> list[Callable[[], tuple[int, int]]]:
     return [lambda v=v: (v, os.getpid()) for v in values]
 
 
-@needs_fork
-def test_a_child_takes_jobs_from_the_back_and_every_result_comes_back_in_order() -> None:
-    parent = os.getpid()
+HANG = 60.0
+"""Seconds a wait for another process gives up after: only a bound on a hang (a wait that
+runs out fails the test); no assertion depends on how long anything took."""
 
-    def slow(v: int) -> Callable[[], tuple[int, int]]:
-        def run() -> tuple[int, int]:
-            time.sleep(0.05)  # long enough for the child to take its share
-            return v, os.getpid()
+
+class _Flag:
+    """A flag two processes share across a fork: a pipe, set by a byte written to it, set for
+    good once readable (nothing reads it)."""
+
+    def __init__(self) -> None:
+        self._read, self._write = os.pipe()
+
+    def set(self) -> None:
+        if not self.wait(0):
+            os.write(self._write, b"x")
+
+    def wait(self, timeout: float = HANG) -> bool:
+        """Whether the flag is set, waiting for it up to ``timeout`` seconds."""
+        readable, _, _ = select.select([self._read], [], [], timeout)
+        return bool(readable)
+
+    def close(self) -> None:
+        os.close(self._read)
+        os.close(self._write)
+
+
+class _Meeting:
+    """Makes this process and a forked child each take a job before either goes on: each job
+    calls ``arrive`` first, and the first job in each process waits there for the other's.
+    Whichever process the machine runs first, neither can take every job (nor run one to its
+    end) before the other has taken one; what happens after that is the machine's."""
+
+    def __init__(self) -> None:
+        self.parent = os.getpid()
+        self.here = _Flag()
+        """Set once this process has started a job."""
+        self.child = _Flag()
+        """Set once the child has started a job."""
+
+    def arrive(self) -> None:
+        mine, theirs = (self.here, self.child) if self._here() else (self.child, self.here)
+        mine.set()
+        if not theirs.wait():
+            raise AssertionError("the other process never took a job")
+
+    def _here(self) -> bool:
+        return os.getpid() == self.parent
+
+    def first(self, job: Callable[[], T]) -> Callable[[], T]:
+        """``job``, run once this process and the child have each started one."""
+
+        def run() -> T:
+            self.arrive()
+            return job()
 
         return run
 
-    found, here = run_jobs([slow(v) for v in range(12)])
+    def close(self) -> None:
+        self.here.close()
+        self.child.close()
+
+
+@pytest.fixture
+def meeting() -> Iterator[_Meeting]:
+    meeting = _Meeting()
+    try:
+        yield meeting
+    finally:
+        meeting.close()
+
+
+@needs_fork
+def test_a_child_takes_jobs_from_the_back_and_every_result_comes_back_in_order(
+    meeting: _Meeting,
+) -> None:
+    parent = os.getpid()
+    found, here = run_jobs([meeting.first(job) for job in _jobs(list(range(12)))])
     assert [v for v, _ in found] == list(range(12))
     assert here == [pid == parent for _, pid in found]
     assert here[0] and not here[-1]  # the front here, the back in the child
@@ -82,31 +151,32 @@ def test_one_job_or_none_forks_nothing() -> None:
 
 
 @needs_fork
-def test_a_child_that_fails_has_its_jobs_run_here() -> None:
+def test_a_child_that_fails_has_its_jobs_run_here(meeting: _Meeting) -> None:
     parent = os.getpid()
 
     def fails_in_a_child(v: int) -> Callable[[], int]:
         def run() -> int:
-            time.sleep(0.01)
             if os.getpid() != parent:
                 raise RuntimeError("only in the child")
             return v
 
-        return run
+        return meeting.first(run)
 
     found, here = run_jobs([fails_in_a_child(v) for v in range(6)])
     assert (found, here) == (list(range(6)), [True] * 6)
+    assert meeting.child.wait(0)  # the child did take a job (and failed it)
 
 
 @needs_fork
-def test_a_result_that_does_not_pickle_has_its_job_run_here() -> None:
-    found, here = run_jobs([lambda: 1, lambda: threading.Lock()])
+def test_a_result_that_does_not_pickle_has_its_job_run_here(meeting: _Meeting) -> None:
+    found, here = run_jobs([meeting.first(lambda: 1), meeting.first(threading.Lock)])
     assert found[0] == 1 and type(found[1]) is type(threading.Lock())
     assert all(here)
+    assert meeting.child.wait(0)  # the lock was made in the child first
 
 
 @needs_fork
-def test_a_child_killed_midway_has_its_jobs_run_here() -> None:
+def test_a_child_killed_midway_has_its_jobs_run_here(meeting: _Meeting) -> None:
     parent = os.getpid()
 
     def dies_in_a_child() -> int:
@@ -114,15 +184,20 @@ def test_a_child_killed_midway_has_its_jobs_run_here() -> None:
             os._exit(3)
         return 5
 
-    assert run_jobs([lambda: 1, dies_in_a_child]) == ([1, 5], [True, True])
+    jobs = [meeting.first(lambda: 1), meeting.first(dies_in_a_child)]
+    assert run_jobs(jobs) == ([1, 5], [True, True])
+    assert meeting.child.wait(0)  # the child did take the job it died in
 
 
 @needs_fork
-def test_the_jobs_run_with_the_objects_of_the_fork_frozen_and_thaw_after() -> None:
+def test_the_jobs_run_with_the_objects_of_the_fork_frozen_and_thaw_after(
+    meeting: _Meeting,
+) -> None:
     # Frozen objects are left out of the garbage collector's passes, which would otherwise
     # write to every object's header and so copy the pages both processes share.
     assert gc.get_freeze_count() == 0
-    found, _ = run_jobs([gc.get_freeze_count, gc.get_freeze_count])
+    found, here = run_jobs([meeting.first(gc.get_freeze_count)] * 2)
+    assert here == [True, False]
     assert all(count > 0 for count in found)  # here and in the child
     assert gc.get_freeze_count() == 0
     with pytest.raises(ValueError, match="here"):
@@ -133,14 +208,14 @@ def test_the_jobs_run_with_the_objects_of_the_fork_frozen_and_thaw_after() -> No
 
 
 @needs_fork
-def test_a_freeze_the_program_made_is_left_as_it_is() -> None:
+def test_a_freeze_the_program_made_is_left_as_it_is(meeting: _Meeting) -> None:
     # The command line freezes what its imports built; a thaw here would undo that (and a
     # program's own freeze before it forks workers).
     gc.freeze()
     try:
         before = gc.get_freeze_count()
         assert before > 0
-        found, here = run_jobs([gc.get_freeze_count, gc.get_freeze_count])
+        found, here = run_jobs([meeting.first(gc.get_freeze_count)] * 2)
         assert here == [True, False]
         assert found[0] == before  # nothing frozen on top of it here
         assert found[1] > 0  # the child inherits it (less what it freed since the fork)
@@ -174,42 +249,41 @@ def test_an_error_here_stops_the_child_and_propagates() -> None:
 
 @needs_fork
 def test_beside_runs_the_main_job_here_and_shares_the_side_jobs_with_a_child(
-    tmp_path: Path,
+    meeting: _Meeting,
 ) -> None:
     parent = os.getpid()
     effects: list[int] = []
-    started = tmp_path / "child-started"
 
     def main() -> None:
-        deadline = time.monotonic() + 30
-        while not started.exists() and time.monotonic() < deadline:
-            time.sleep(0.01)  # until the child has taken a side job
+        # Until the child has taken a side job: it starts beside `main`, not after it.
+        assert meeting.child.wait(), "the child never took a side job"
         effects.append(os.getpid())
 
-    def where(i: int) -> Callable[[], tuple[int, int]]:
-        def run() -> tuple[int, int]:
-            if os.getpid() != parent:
-                started.touch()
-            time.sleep(0.02)
-            return i, os.getpid()
-
-        return run
-
-    found = run_beside(main, [where(i) for i in range(12)])
+    found = run_beside(main, [meeting.first(job) for job in _jobs(list(range(12)))])
     assert effects == [parent]  # the main job's effects are this process's
     assert [i for i, _ in found] == list(range(12))  # every result, in order
     ran_here = [i for i, pid in found if pid == parent]
     ran_there = [i for i, pid in found if pid != parent]
     # The child took jobs from the back; this process, after `main`, from the front.
     assert ran_there and ran_there == list(range(12 - len(ran_there), 12))
-    assert ran_here == list(range(len(ran_here)))
+    assert ran_here and ran_here == list(range(len(ran_here)))
+
+    tried = _Flag()  # set by the side job, wherever it runs
 
     def fails_in_a_child() -> int:
+        tried.set()
         if os.getpid() != parent:
             raise RuntimeError("only in the child")
         return 9
 
-    assert run_beside(lambda: None, [fails_in_a_child]) == [9]
+    def until_the_child_tried() -> None:
+        # Only the child can set it meanwhile: this process runs side jobs after `main`.
+        assert tried.wait(), "the child never took the side job"
+
+    try:
+        assert run_beside(until_the_child_tried, [fails_in_a_child]) == [9]
+    finally:
+        tried.close()
     assert run_beside(lambda: effects.append(0), []) == [] and effects[-1] == 0
     children_before = _children()
     with pytest.raises(ValueError, match="main"):
@@ -218,7 +292,12 @@ def test_beside_runs_the_main_job_here_and_shares_the_side_jobs_with_a_child(
 
 
 def test_other_threads_keep_the_jobs_in_this_process() -> None:
-    assert lanes._threads_quiet() == (threading.active_count() == 1)
+    # Idle threads earlier tests left (anyio's workers) may end at any moment, even between
+    # two looks at them: the answer is compared with counts taken on either side of it.
+    alone_before = threading.active_count() == 1
+    quiet = lanes._threads_quiet()
+    if alone_before == (threading.active_count() == 1):
+        assert quiet == alone_before
     stop = threading.Event()
     worker = threading.Thread(target=stop.wait, name="someone-else")
     worker.start()
@@ -320,13 +399,13 @@ def test_related_requirements_share_a_lane_and_a_crowd_is_split_in_two() -> None
 
 
 @needs_fork
-def test_answers_cut_short_in_a_child_are_reported_here() -> None:
+def test_answers_cut_short_in_a_child_are_reported_here(meeting: _Meeting) -> None:
     parent = os.getpid()
     cut: list[str] = []
 
     def job(i: int) -> Callable[[Hints], tuple[object, frozenset[str]]]:
         def run(hints: Hints) -> tuple[object, frozenset[str]]:
-            time.sleep(0.05)
+            meeting.arrive()  # each lane in a process of its own
             where = "child" if os.getpid() != parent else "here"
             cut.append(f"job {i} cut {where}")
             return i, frozenset()
@@ -371,7 +450,14 @@ def test_reports_are_the_same_with_and_without_a_child(
     forks: list[bool] = []
 
     def recording(jobs: Any) -> Any:
-        found = run_jobs(jobs)
+        if len(jobs) < 2 or not forking_allowed():
+            found = run_jobs(jobs)
+        else:  # a child forked: it and this process each run a lane
+            meeting = _Meeting()
+            try:
+                found = run_jobs([meeting.first(job) for job in jobs])
+            finally:
+                meeting.close()
         forks.append(not all(found[1]))
         return found
 
@@ -420,7 +506,7 @@ def test_liveness_in_a_second_lane_gives_the_same_report(
 
     policy = _mixed(seed)
 
-    alone = _report(policy, engine="symbolic")  # few states: liveness in the same process
+    alone = _liveness_here(policy, monkeypatch)
     monkeypatch.setattr(symbolic, "LIVENESS_BESIDE_STATES", 0)
     pids = _beside_pids(monkeypatch)
     assert _report(policy, engine="symbolic") == alone
@@ -430,59 +516,65 @@ def test_liveness_in_a_second_lane_gives_the_same_report(
 
 
 @needs_fork
-def test_a_child_forks_no_grandchild() -> None:
-    def slow_then_ask() -> bool:
-        time.sleep(0.3)  # the child meanwhile takes the other job
-        return forking_allowed()
-
-    found, here = run_jobs([slow_then_ask, forking_allowed])
+def test_a_child_forks_no_grandchild(meeting: _Meeting) -> None:
+    # Each process asks once both have taken a job: the first here, the second in the child.
+    found, here = run_jobs([meeting.first(forking_allowed)] * 2)
     assert here == [True, False]
     assert found == [True, False]  # allowed here, never in the child
 
 
 @needs_fork
-def test_a_child_ends_with_its_parent(tmp_path: Path) -> None:
+def test_a_child_ends_with_its_parent() -> None:
     # A parent killed outright (no chance to stop its child) takes the child with it,
-    # instead of leaving it to run its jobs to the end, orphaned.
-    pids = tmp_path / "pids"
-    script = f"""
-import os, time
+    # instead of leaving it to run its jobs to the end, orphaned. Each job says its process
+    # id on stdout, a pipe, then waits until killed: only a signal ends either process.
+    script = """
+import os, signal
 from ruleengine.check import lanes
 lanes._threads_quiet = lambda: True
 
 def job():
-    with open({str(pids)!r}, "a") as out:
-        out.write(f"{{os.getpid()}}\\n")
-    time.sleep(60)
+    os.write(1, f"{os.getpid()}\\n".encode())
+    signal.pause()
     return 0
 
 lanes.run_jobs([job, job])
 """
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     env.pop("RULEENGINE_LANES", None)
-    proc = subprocess.Popen([sys.executable, "-c", script], env=env)
+    proc = subprocess.Popen([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE)
+    assert proc.stdout is not None
+    out = proc.stdout.fileno()
+    started: list[int] = []
     try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if pids.exists() and len(pids.read_text().split()) == 2:
-                break
-            time.sleep(0.05)
-        started = [int(pid) for pid in pids.read_text().split()]
+        said = b""
+        while said.count(b"\n") < 2 and (chunk := _read(out)):
+            said += chunk
+        started = [int(pid) for pid in said.split()]
         assert proc.pid in started and len(set(started)) == 2
     finally:
         proc.kill()
         proc.wait()
     (child,) = [pid for pid in started if pid != proc.pid]
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and _alive(child):
-        time.sleep(0.05)
-    assert not _alive(child)
+    ended = False
+    try:
+        # The child holds the pipe too: it reads as ended (EOF) once the child has ended
+        # as well, which only the signal its parent's death sends can do.
+        ended = _read(out) == b""
+        assert ended
+    finally:
+        proc.stdout.close()
+        if not ended:  # the child would wait forever
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child, signal.SIGKILL)
 
 
-def _alive(pid: int) -> bool:
-    """Whether process ``pid`` exists and is not a zombie."""
-    fields = _stat(pid)
-    return fields is not None and fields[0] != "Z"
+def _read(fd: int) -> bytes:
+    """What a pipe has to read (``b""``: every writer has closed it), waiting up to ``HANG``
+    seconds for something."""
+    if not select.select([fd], [], [], HANG)[0]:
+        raise AssertionError(f"nothing came through the pipe in {HANG:g} s")
+    return os.read(fd, 4096)
 
 
 def test_no_process_is_started_for_an_empty_lane(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -515,12 +607,27 @@ def test_liveness_goes_beside_the_rest_past_either_threshold(
     from ruleengine.check import symbolic
 
     policy = _mixed(1)
-    alone = _report(policy, engine="symbolic")
+    alone = _liveness_here(policy, monkeypatch)
     monkeypatch.setattr(symbolic, "LIVENESS_BESIDE_STATES", states)
     monkeypatch.setattr(symbolic, "LIVENESS_BESIDE_SECONDS", seconds)
     pids = _beside_pids(monkeypatch)
     assert _report(policy, engine="symbolic") == alone
     assert bool(pids) == beside
+
+
+def _liveness_here(policy: Policy, monkeypatch: pytest.MonkeyPatch) -> dict[str, object]:
+    """``policy``'s report by the symbolic engine with liveness found in this process, after
+    the rest, however long its search takes (past ``LIVENESS_BESIDE_SECONDS``, a loaded
+    machine would otherwise send it beside the rest)."""
+    from ruleengine.check import symbolic
+
+    with monkeypatch.context() as patched:
+        patched.setattr(symbolic, "LIVENESS_BESIDE_STATES", float("inf"))
+        patched.setattr(symbolic, "LIVENESS_BESIDE_SECONDS", float("inf"))
+        pids = _beside_pids(patched)
+        report = _report(policy, engine="symbolic")
+    assert not pids
+    return report
 
 
 def _beside_pids(monkeypatch: pytest.MonkeyPatch) -> list[int]:

@@ -59,6 +59,9 @@ POOL: list[Item] = [
 PRIORITY = {"x": 30, "y": 20, "z": 10}
 STEPS = 50
 THREADS = 8
+HANG = 60
+"""Seconds after which a run that waits for another task fails instead of hanging: only a
+bound on a hang, never an assertion on how long anything took."""
 Table = list[list[Emitted]]
 Answer = tuple[object, ...]
 
@@ -284,7 +287,7 @@ def test_async_requirements_of_one_step_run_concurrently() -> None:
         return [Rule("b", reason="b is fine")]
 
     async def main() -> None:
-        with anyio.fail_after(5):
+        with anyio.fail_after(HANG):
             p = await Reasoner(["a", "b"], [late, early]).adecide()
         assert p.allowed == ("b", "final_answer")
         assert dict(p.reasons) == {"b": "b is fine"}
@@ -293,20 +296,26 @@ def test_async_requirements_of_one_step_run_concurrently() -> None:
 
 
 def test_async_records_come_in_requirement_order_whatever_finishes_first() -> None:
+    # `first` finishes once `second` has (awaited one after another, the run would never
+    # end: the fail_after turns that into a failure, not a hang).
     order = []
+    second_done = anyio.Event()
 
-    def slow_then_fast(name: str, delay: float) -> Requirement:
-        @requirement(name=name)
-        async def run(state: RunState) -> list[Item]:
-            await anyio.sleep(delay)
-            order.append(name)
-            return [Rule("a", reason=name)]
+    @requirement(name="first")
+    async def first(state: RunState) -> list[Item]:
+        await second_done.wait()
+        order.append("first")
+        return [Rule("a", reason="first")]
 
-        return run
+    @requirement(name="second")
+    async def second(state: RunState) -> list[Item]:
+        order.append("second")
+        second_done.set()
+        return [Rule("a", reason="second")]
 
     async def main() -> list[Emitted]:
-        r = Reasoner(["a"], [slow_then_fast("first", 0.05), slow_then_fast("second", 0)])
-        return await r.aemit(RunState())
+        with anyio.fail_after(HANG):
+            return await Reasoner(["a"], [first, second]).aemit(RunState())
 
     emitted = anyio.run(main)
     assert order == ["second", "first"]
@@ -314,17 +323,22 @@ def test_async_records_come_in_requirement_order_whatever_finishes_first() -> No
 
 
 def test_the_first_failing_async_requirement_in_order_is_reported() -> None:
+    # `b-fails-early` fails before `a-fails-late` does, whatever the machine runs first.
+    b_failed = anyio.Event()
+
     @requirement(name="a-fails-late")
     async def a_fails_late(state: RunState) -> list[Item]:
-        await anyio.sleep(0.05)
+        await b_failed.wait()
         raise ValueError("late")
 
     @requirement(name="b-fails-early")
     async def b_fails_early(state: RunState) -> list[Item]:
+        b_failed.set()
         raise ValueError("early")
 
     async def main() -> None:
-        await Reasoner(["a"], [b_fails_early, a_fails_late]).adecide()
+        with anyio.fail_after(HANG):
+            await Reasoner(["a"], [b_fails_early, a_fails_late]).adecide()
 
     with pytest.raises(RequirementError) as info:
         anyio.run(main)
