@@ -89,6 +89,8 @@ class Component:
     moving: tuple[tuple[Event, int], ...]
     """The steps that change some view, each with its move table (in tool order, then
     status order): a system's steps are built from these, not from every tool and status."""
+    keys: tuple[Hashable, ...] = ()
+    """What each opaque check computes (``Monitor.check_keys``), in check order."""
 
     @property
     def opaque(self) -> bool:
@@ -211,6 +213,7 @@ def tabulate(
             for s, status in enumerate(STATUSES)
             if not still[table := classes[tool] * 3 + s]
         ),
+        tuple(monitor.check_keys()) if monitor.checks else (),
     )
 
 

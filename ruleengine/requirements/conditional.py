@@ -55,6 +55,7 @@ class ConditionalMonitor(Monitor):
         checks: int,
         reason: str | None,
         check_names: tuple[str, ...] = (),
+        check_keys: tuple[Hashable, ...] = (),
     ) -> None:
         self.target = target
         self.only_before = only_before
@@ -69,6 +70,7 @@ class ConditionalMonitor(Monitor):
         self.checks = checks
         self.reason = reason
         self.check_names = check_names or tuple(f"#{i + 1}" for i in range(checks))
+        self._check_keys = check_keys
         self._cap = max(min_invocations, max_invocations or 0)
         self._step_cap = force_at_step + 1 if force_at_step is not None else 1
         # `last` is kept only as far as a rule reads it: the target itself when it may not
@@ -84,6 +86,11 @@ class ConditionalMonitor(Monitor):
 
     def tools(self) -> frozenset[str]:
         return frozenset((self.target, *self.only_before, *self.only_after, *self.force_after))
+
+    def check_keys(self) -> tuple[Hashable, ...]:
+        """The custom check functions themselves (with the requirement's class, which reads
+        them): the same function gives the same value on the same history."""
+        return self._check_keys or super().check_keys()
 
     def initial(self) -> View:
         return (0, None, 0, False, 1)
@@ -340,6 +347,7 @@ class ConditionalRequirement(Requirement):
             checks=len(self.custom_checks),
             reason=self.reason,
             check_names=tuple(_callable_name(c) for c in self.custom_checks),
+            check_keys=tuple(("custom check", type(self), c) for c in self.custom_checks),
         )
 
     def bind(self, tools: Sequence[object]) -> ConditionalRequirement:

@@ -46,6 +46,13 @@ class CycleMonitor(Monitor):
 
     checks = 1
 
+    def __init__(self, key: Hashable | None = None) -> None:
+        self._key = key
+
+    def check_keys(self) -> tuple[Hashable, ...]:
+        """The guard's class and thresholds: two guards alike detect cycles alike."""
+        return (self._key,) if self._key is not None else super().check_keys()
+
     def initial(self) -> str | None:
         return None
 
@@ -105,7 +112,15 @@ class CycleGuard(Requirement):
             max_total_occurrences, name="max_total_occurrences", owner=owner, least=1
         )
         self.window_size = _validate.integer(window_size, name="window_size", owner=owner, least=1)
-        self._monitor = CycleMonitor()
+        self._monitor = CycleMonitor(
+            key=(
+                "cycle guard",
+                type(self),
+                self.max_strike_length,
+                self.max_total_occurrences,
+                self.window_size,
+            )
+        )
         self._declared: frozenset[str] | None = None
 
     def monitor(self) -> CycleMonitor:

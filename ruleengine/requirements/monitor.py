@@ -63,6 +63,16 @@ class Monitor(ABC):
         """
         return None
 
+    def check_keys(self) -> tuple[Hashable, ...]:
+        """What each opaque check computes, one key per check: two checks (of any monitors)
+        with equal keys give the same value on every history.
+
+        ``diff`` pairs checks with equal keys when it compares two policies: a custom check
+        both policies share is one unknown, not two. The default gives each check a key of
+        its own (equal to no other monitor's).
+        """
+        return tuple((self, i) for i in range(self.checks))
+
     def factors(self) -> Sequence[Monitor] | None:
         """Independent monitors whose product is this one, or ``None`` (the default).
 

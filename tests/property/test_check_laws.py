@@ -17,7 +17,8 @@ from unittest.mock import patch
 
 from hypothesis import given, note
 from hypothesis import strategies as st
-from policy_strategies import PolicyCase, policies
+from policy_strategies import CycleParams, PolicyCase, ReqSpec, policies
+from requirement_strategies import Check, CondParams
 
 from ruleengine import FINAL_ANSWER, ConflictError, Pass, Reasoner, Requirement, RunState
 from ruleengine.check import FINDING_IDS, Finding, Report, check, confirm, diff, properties
@@ -460,6 +461,79 @@ def key_of(outcome: Outcome) -> tuple[Any, ...]:
     if isinstance(outcome, ConflictError):
         return ("conflict",)
     return (set(outcome.allowed), set(outcome.hidden), outcome.forced, outcome.can_stop)
+
+
+@st.composite
+def opaque_policy_pairs(draw: st.DrawFn) -> tuple[PolicyCase, PolicyCase]:
+    """A small policy with custom checks or cycle guards, and a mutant of it: a requirement
+    dropped, the other mode, a guard's thresholds or a check changed, or the same policy."""
+    old = draw(policies(max_tools=2, max_requirements=3, opaque=True, small=True))
+    specs = list(old.specs)
+    i = draw(st.integers(0, len(specs) - 1))
+    change = draw(st.sampled_from(["drop", "mode", "retune", "same"]))
+    if change == "drop" and len(specs) > 1:
+        del specs[i]
+    elif change == "mode":
+        return old, PolicyCase(
+            old.tools, old.specs, "priority" if old.mode == "strict" else "strict"
+        )
+    elif change == "retune":
+        p = specs[i].params
+        if isinstance(p, CycleParams):
+            specs[i] = ReqSpec(
+                specs[i].name,
+                CycleParams(p.max_strike_length % 2 + 1, p.max_total_occurrences, p.window_size),
+                specs[i].enabled,
+            )
+        elif isinstance(p, CondParams) and p.checks:
+            first = p.checks[0]
+            retuned = Check(first.offset + 1, first.modulus)
+            specs[i] = ReqSpec(
+                specs[i].name,
+                CondParams(**{**p.__dict__, "checks": (retuned, *p.checks[1:])}),
+                specs[i].enabled,
+            )
+    return old, PolicyCase(old.tools, tuple(specs), old.mode)
+
+
+@given(pair=opaque_policy_pairs())
+def test_diff_with_opaque_parts_claims_only_what_replays(
+    pair: tuple[PolicyCase, PolicyCase],
+) -> None:
+    # A difference replays through both runtimes; a proof holds on every history up to three
+    # steps; anything else says it is not a proof, and why.
+    old, new = pair
+    note(f"old:\n{old.source()}\nnew:\n{new.source()}")
+    report = diff(
+        (list(old.tools), old.requirements(), old.mode),  # type: ignore[arg-type]
+        (list(new.tools), new.requirements(), new.mode),  # type: ignore[arg-type]
+        max_states=3000,
+    )
+    left, right = reasoner_of(old), reasoner_of(new)
+    if not report.equivalent:
+        assert report.complete
+        trace = tuple((s.tool, s.status) for s in report.trace)
+        for n in range(len(trace)):
+            assert key_of(decide(left, trace[:n])) == key_of(decide(right, trace[:n]))
+            for reasoner in (left, right):
+                before = decide(reasoner, trace[:n])
+                assert isinstance(before, Pass) and trace[n][0] in before.allowed
+        assert key_of(decide(left, trace)) != key_of(decide(right, trace))
+        return
+    if not report.complete:
+        assert report.reason
+        return
+    layer: list[tuple[Event, ...]] = [()]
+    for _ in range(4):
+        deeper = []
+        for trace in layer:
+            a, b = decide(left, trace), decide(right, trace)
+            assert key_of(a) == key_of(b), f"a proof, yet the passes differ after {trace}"
+            if isinstance(a, Pass):
+                deeper += [
+                    (*trace, (t, s)) for t in a.allowed if t != FINAL_ANSWER for s in STATUSES
+                ]
+        layer = deeper
 
 
 @given(pair=policy_pairs())

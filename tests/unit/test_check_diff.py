@@ -233,3 +233,102 @@ def test_a_requirement_without_a_monitor_is_not_a_crash() -> None:
         assert isinstance(exc, PolicyError) and "`quiet`" in str(exc)
         return
     assert not report.complete
+
+
+# -- opaque parts: custom checks and cycle guards ------------------------------------------------
+
+
+def always(state: RunState) -> bool:
+    return True
+
+
+def never(state: RunState) -> bool:
+    return False
+
+
+def replays(old: Any, new: Any, report: DiffReport) -> None:
+    """The report's trace is a history both runtimes reach, after which they differ."""
+    trace = [(s.tool, s.status) for s in report.trace]
+    for n in range(len(trace)):
+        before = view(*old, trace[:n]), view(*new, trace[:n])
+        assert before[0] == before[1]
+        assert all(trace[n][0] in (v.allowed or ()) for v in before)
+    assert view(*old, trace) != view(*new, trace)
+    assert report.difference == {"old": view(*old, trace), "new": view(*new, trace)}
+
+
+def test_cycle_guards_with_other_thresholds_differ_where_they_really_do() -> None:
+    from ruleengine import CycleGuard
+
+    old = (["a", "b"], [CycleGuard()])
+    new = (["a", "b"], [CycleGuard(max_strike_length=3)])
+    report = diff(strict(*old), strict(*new))
+    assert not report.equivalent and report.complete
+    assert steps(report) == [("a", "ok"), ("a", "ok")]  # a strike of 2: only the first cycles
+    replays(old, new, report)
+
+
+def test_custom_checks_that_differ_are_not_proved_equivalent() -> None:
+    old = (["a"], [C("a", custom_checks=always)])
+    new = (["a"], [C("a", custom_checks=never)])
+    report = diff(strict(*old), strict(*new))
+    assert not report.equivalent and steps(report) == []
+    replays(old, new, report)
+
+
+def test_a_shared_custom_check_is_one_unknown_and_may_be_proved() -> None:
+    old = (["a", "b"], [C("a", custom_checks=always)])
+    new = (["a", "b"], [C("a", custom_checks=always), C("b", max_invocations=None)])
+    report = diff(strict(*old), strict(*new))
+    assert_equivalent(report)
+    from ruleengine import CycleGuard
+
+    guarded = (["a", "b"], [C("a", custom_checks=always, name="x"), CycleGuard(name="g")])
+    alike = (["a", "b"], [C("a", custom_checks=always, name="x"), CycleGuard(name="h")])
+    assert_equivalent(diff(strict(*guarded), strict(*alike)))
+
+
+def test_a_witness_that_needs_the_opaque_values_is_never_reported_unless_it_replays() -> None:
+    # Without and with a cycle guard: after `a` the guard could deny `a` abstractly, but one
+    # call never cycles; the real difference comes after `a, a`.
+    from ruleengine import CycleGuard
+
+    old = (["a", "b"], [])
+    new = (["a", "b"], [CycleGuard()])
+    report = diff(strict(*old), strict(*new))
+    assert not report.equivalent
+    assert steps(report) == [("a", "ok"), ("a", "ok")]
+    replays(old, new, report)
+
+
+def test_when_no_history_shows_a_difference_the_search_says_it_is_not_a_proof() -> None:
+    # The checks differ as functions, but they agree on every history these policies allow
+    # within the bound: the unknowns make no proof possible.
+    def short(state: RunState) -> bool:
+        return len(state.steps) < 50
+
+    capped = {"max_invocations": 2, "only_success_invocations": False}
+    old = (["a"], [C("a", custom_checks=always, **capped)])
+    new = (["a"], [C("a", custom_checks=short, **capped)])
+    report = diff(strict(*old), strict(*new))
+    data = report.model_dump(mode="json")
+    assert data["equivalent"] is True and data["complete"] is False
+    assert "custom checks or the cycle guard" in data["reason"]
+    assert "every history was decided" in data["reason"]
+
+
+def test_a_requirement_without_a_monitor_is_compared_on_concrete_histories() -> None:
+    @requirement(name="no-b-after-a")
+    def no_b_after_a(state: RunState) -> list[Any]:
+        from ruleengine import Rule
+
+        return [Rule("b", allowed=False)] if state.called("a") else []
+
+    old = (["a", "b"], [])
+    new = (["a", "b"], [no_b_after_a])
+    report = diff(strict(*old), strict(*new))
+    assert not report.equivalent and steps(report) == [("a", "ok")]
+    replays(old, new, report)
+    same = diff(strict(*new), strict(*new), max_states=50)
+    assert same.equivalent and not same.complete
+    assert "has no monitor" in (same.reason or "") and "history limit (50)" in (same.reason or "")
