@@ -18,6 +18,7 @@ Counting is over counted steps: only ``ok`` ones when ``only_success_invocations
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Hashable, Sequence
 
 from ruleengine import _validate
@@ -371,23 +372,16 @@ class ConditionalRequirement(Requirement):
             tuple(dict.fromkeys(lists["force_after"])),
         ):
             return self
-        return ConditionalRequirement(
-            target,
-            force_at_step=self.force_at_step,
-            only_before=lists["only_before"],
-            only_after=lists["only_after"],
-            force_after=lists["force_after"],
-            force_prevent_stop=self.force_prevent_stop,
-            min_invocations=self.min_invocations,
-            max_invocations=self.max_invocations,
-            only_success_invocations=self.only_success_invocations,
-            consecutive_allowed=self.consecutive_allowed,
-            custom_checks=self.custom_checks,
-            priority=self.priority,
-            enabled=self.enabled,
-            reason=self.reason,
-            name=self.name,
+        # A copy, not a new ConditionalRequirement: a subclass stays itself (its own `run`
+        # included). It refers to the tools by the names they resolved to, as the monitor
+        # does, so binding it again (to these tools, by name) finds the same ones.
+        bound = copy.copy(self)
+        bound._target_ref = target
+        bound._refs = dict(lists)
+        bound._monitor = bound._build_monitor(
+            target, lists["only_before"], lists["only_after"], lists["force_after"]
         )
+        return bound
 
     @property
     def target(self) -> str:

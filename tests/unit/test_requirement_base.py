@@ -162,3 +162,22 @@ def test_the_checker_finds_what_the_subclass_does_not_the_parents_behaviour() ->
     assert confirm(policy.reasoner(), deadlocks[0]) is None  # the trace replays to it
     kept = Policy(["search", "write"], [LoggedWriter("write", only_after=["search"])]).check()
     assert kept.complete and kept.findings == ()
+
+
+def test_a_subclass_naming_tools_by_class_stays_itself_when_bound() -> None:
+    # Binding resolved the class to a name by building a plain ConditionalRequirement, which
+    # dropped the subclass's `run`: its extra rule never reached the pass.
+    class Search:
+        name = "search"
+
+    class NoStopEver(ConditionalRequirement):
+        def run(self, state: RunState) -> list[Item]:
+            return [*super().run(state), Rule("final_answer", prevent_stop=True)]
+
+    requirement_ = NoStopEver(Search, max_invocations=1)
+    reasoner = Reasoner([Search(), "write"], [requirement_])
+    (bound,) = reasoner.requirements
+    assert type(bound) is NoStopEver and bound.target == "search"
+    assert not reasoner.decide(RunState()).can_stop
+    assert bound.bind(["search", "write"]) is bound  # bound again by name: the same
+    assert not bound.statically_checkable  # and the checker does not trust the monitor
