@@ -11,6 +11,7 @@ from collections import deque
 from collections.abc import Sequence
 
 from ruleengine.check.analysis import Analysis, Witness
+from ruleengine.check.progress import note as note_progress
 from ruleengine.check.system import Event
 from ruleengine.check.trace import emit_state
 from ruleengine.errors import ConflictError
@@ -56,6 +57,8 @@ def analyse_concrete(
     while queue:
         trace = queue.popleft()
         seen += 1
+        if seen % 64 == 0:
+            note_progress(states=seen, engine="concrete")
         if deadline is not None and seen % 64 == 0 and time.monotonic() > deadline:
             result.reason = f"the time limit ran out after {seen} histories"
             break

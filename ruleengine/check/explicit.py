@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from ruleengine.aggregate import Clash
 from ruleengine.check.analysis import Analysis, Witness
+from ruleengine.check.progress import note as note_progress
 from ruleengine.check.system import Event, State, System
 from ruleengine.ir import FINAL_ANSWER
 from ruleengine.passes import Pass
@@ -219,6 +220,8 @@ class _Explorer:
         return result
 
     def _out_of_time(self, i: int) -> bool:
+        if i % 64 == 0:
+            note_progress(states=len(self.nodes), layers=self.nodes[i].depth, engine="explicit")
         if self.deadline is not None and i % 64 == 0 and time.monotonic() > self.deadline:
             self._stop(i, "the time limit ran out")
             return True

@@ -9,6 +9,7 @@ checked by running the same engine on the smaller system.
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from functools import partial, reduce
@@ -29,6 +30,7 @@ from ruleengine.check.explicit import (
     walk,
 )
 from ruleengine.check.lanes import run_jobs
+from ruleengine.check.progress import note as note_progress
 from ruleengine.check.relaxed import Relaxed
 from ruleengine.check.report import FINDING_IDS, SEVERITY, Finding, FindingId, TraceStep
 from ruleengine.check.system import Component, Event, State, System
@@ -55,13 +57,30 @@ class Checked(Protocol):
     def subsystem(self, keep: Sequence[str]) -> Any: ...
 
 
-class CoreCache(dict[tuple[frozenset[str], str | None, bool], Analysis]):
-    """Analyses of subsystems, by the requirements kept, the focus, and whether quick; and
-    the deadline of the explicit searches the core searches run besides the engine."""
+LATE = "the time limit ran out"
+"""What a core question asked past the deadline records in ``cut``."""
 
-    def __init__(self, deadline: float | None = None) -> None:
+
+class CoreCache(dict[tuple[frozenset[str], str | None, bool], Analysis]):
+    """Analyses of subsystems, by the requirements kept, the focus, and whether quick; the
+    deadline of the explicit searches the core searches run besides the engine; and where
+    questions the deadline cut short are recorded (``cut``, shared with the engine's)."""
+
+    def __init__(self, deadline: float | None = None, cut: list[str] | None = None) -> None:
         super().__init__()
         self.deadline = deadline
+        self.cut = cut
+
+    def expired(self) -> bool:
+        """Whether the deadline has passed: every question not answered yet is then
+        answered "the finding does not hold", which keeps its requirements in the core (the
+        core stays right, perhaps not minimal) and asks nothing more (``--timeout`` is kept
+        however many questions remain), and the cut is recorded."""
+        if self.deadline is None or time.monotonic() <= self.deadline:
+            return False
+        if self.cut is not None and LATE not in self.cut[-1:]:
+            self.cut.append(LATE)
+        return True
 
 
 class Hints:
@@ -118,7 +137,7 @@ def findings(
     ``engine``'s (which has its own limits). ``cut``: where ``engine`` records answers the
     limits cut short (a lane run in a child sends its own back, see ``_in_lanes``)."""
     out: list[Finding] = []
-    cache = CoreCache(deadline=deadline)
+    cache = CoreCache(deadline=deadline, cut=cut)
     hints = Hints()
     if analysis.deadlock is not None:
         out.append(_deadlock(system, analysis.deadlock))
@@ -145,9 +164,10 @@ def findings(
         earlier: list[list[int]] = []
         for tool in system.tools:
             if tool != FINAL_ANSWER and tool not in analysis.allowed_tools:
-                closing = relaxed.closing(tool, earlier)
+                closing = relaxed.closing(tool, earlier, deadline=deadline)
                 first.append(partial(_dead_tool, system, tool, engine, cache, closing=closing))
     found = _in_lanes(first, hints, cut)
+    note_progress(findings=len(out) + sum(f is not None for f in found))
     closed = {
         f.tool: frozenset(c.requirement for c in f.core)
         for f in found
@@ -159,6 +179,7 @@ def findings(
         second = [partial(_dead_requirement, context, name, engine, cache) for name in dead]
         found += _in_lanes(second, hints, cut, context.lanes(dead))
     out.extend(f for f in found if f is not None)
+    note_progress(findings=len(out))
     if analysis.tie is not None:
         out.append(_tie(system, analysis.tie))
     rank = {finding_id: i for i, finding_id in enumerate(FINDING_IDS)}
@@ -598,6 +619,8 @@ def requirement_core(
     def holds_for(mask: int) -> bool:
         mask |= keep_mask
         found = memo.get(mask)
+        if found is None and shared.expired():
+            return False  # past the deadline: keep what this question would have dropped
         if found is None:
             names = frozenset(r.name for r in reqs if bit[r.name] & mask)
             sub = system.subsystem(sorted(names))
@@ -639,6 +662,8 @@ def requirement_core(
         size = {n: min((len(h) for h in hints if n in h), default=unranked) for n in candidates}
         ranked = sorted(candidates, key=lambda n: size[n])
         while memo.get(mask := mask_of(pool) | keep_mask) is not True:
+            if shared.expired():
+                return None  # past the deadline: no growth (the question asks nothing)
             names = frozenset([*pool, *keep])
             sub = system.subsystem(sorted(names))
             trace = _example_of(_quick(sub, names, focus, shared), focus)

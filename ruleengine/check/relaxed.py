@@ -29,6 +29,7 @@ nothing (they are left out).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import TypeVar
 
@@ -178,14 +179,29 @@ class Relaxed:
         mask = self._callable(self._kept if members is None else members)
         return frozenset(t for t, b in self._bit.items() if mask & b)
 
-    def closing(self, tool: str, earlier: list[list[int]] | None = None) -> list[int] | None:
+    def closing(
+        self,
+        tool: str,
+        earlier: list[list[int]] | None = None,
+        *,
+        deadline: float | None = None,
+    ) -> list[int] | None:
         """A minimal set of component indices under whose relaxed product ``tool`` is
         never callable, or None when it is callable under all of them. QuickXplain in
         index order, inside the first of ``earlier`` (sets found for earlier tools, to which
         the set found is added) that closes this one too: deterministic for given
         arguments. A set that closes it without the layers (a cycle of "only after"s, a cap
         at zero) is preferred: such sets are small, while the layers tend to gather every
-        force that ends the runs early."""
+        force that ends the runs early. None as well once ``deadline`` (a
+        ``time.monotonic()`` value) has passed: the set is a guess, and the search stops."""
+        try:
+            return self._closing(tool, earlier, deadline)
+        except _Late:
+            return None
+
+    def _closing(
+        self, tool: str, earlier: list[list[int]] | None, deadline: float | None
+    ) -> list[int] | None:
         b = self._bit.get(tool)
         if b is None:
             return None
@@ -196,9 +212,11 @@ class Relaxed:
             return [self._tables[i] for i in self._kept if index_bit[i] & mask]
 
         def open_unlayered(mask: int) -> bool:
+            _on_time(deadline)
             return bool(self._unlayered(tables(mask), everything) & b)
 
         def open_layered(mask: int) -> bool:
+            _on_time(deadline)
             return bool(self._callable([i for i in self._kept if index_bit[i] & mask]) & b)
 
         full = (1 << len(self._kept)) - 1
@@ -289,3 +307,13 @@ class Relaxed:
             found |= now
             views = tuple(table.step(at, now) for table, at in zip(tables, views, strict=True))
         return None
+
+
+class _Late(Exception):
+    """The deadline passed during a search for a guess (raised out of QuickXplain's
+    predicate, caught where the guess is asked for)."""
+
+
+def _on_time(deadline: float | None) -> None:
+    if deadline is not None and time.monotonic() > deadline:
+        raise _Late

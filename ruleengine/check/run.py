@@ -21,6 +21,7 @@ from ruleengine import _validate
 from ruleengine.check.analysis import Analysis
 from ruleengine.check.concrete import ConcreteSystem, analyse_concrete
 from ruleengine.check.explicit import analyse
+from ruleengine.check.progress import note as note_progress
 from ruleengine.check.properties import Checked, findings
 from ruleengine.check.report import Report, Stats
 from ruleengine.check.system import System, Unexplorable, symbolic_problem
@@ -134,6 +135,7 @@ def check(
             system, engine, max_states=max_states, deadline=deadline, budget=max_iterations - 1
         )
 
+    note_progress(phase="exploring states")
     analysis = None
     if engine == "auto" and isinstance(system, System):
         analysis = _whole_if_small(system, max_states=max_states, deadline=deadline)
@@ -154,6 +156,7 @@ def check(
             cut.append(answer.reason or "the search stopped early")
         return answer
 
+    note_progress(phase="finding cores", states=analysis.states)
     found = findings(
         system,
         analysis,

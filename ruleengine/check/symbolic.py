@@ -40,6 +40,7 @@ from ruleengine.check.analysis import Analysis, Witness
 from ruleengine.check.bounds import Distances, distances
 from ruleengine.check.explicit import Outcome, asking_of, callable_at, decide, live_at
 from ruleengine.check.lanes import run_beside
+from ruleengine.check.progress import note as note_progress
 from ruleengine.check.seek import seek
 from ruleengine.check.system import Component, Event, State, System, symbolic_problem
 from ruleengine.ir import FINAL_ANSWER
@@ -1007,6 +1008,7 @@ class _Symbolic:
         return fits
 
     def _tick(self) -> None:
+        note_progress(layers=len(self.layers), engine="symbolic")
         if self.deadline is not None and time.monotonic() > self.deadline:
             raise _OutOfTime
 

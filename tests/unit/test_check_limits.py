@@ -382,3 +382,45 @@ def test_bad_tools_and_requirements_are_policy_errors() -> None:
         check(["a"], [C("b", max_invocations=1)])
     with pytest.raises(PolicyError):
         check(["a"], ["not a requirement"])  # type: ignore[list-item]
+
+
+def test_past_the_deadline_no_core_question_is_asked_at_all(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Many dead tools, each with a core to search: once the clock passes the deadline, the
+    # remaining questions are answered "keep" without asking anything (the time limit holds
+    # however many remain), and each core keeps every requirement: right, not minimal.
+    import ruleengine.check.properties as properties_module
+    import ruleengine.check.relaxed as relaxed_module
+
+    tools = [f"t{i}" for i in range(12)]
+    reqs = [C(t, only_after=[tools[(i + 1) % 12]], name=f"r{i}") for i, t in enumerate(tools)]
+    findings = check_run.findings
+    asked: list[str | None] = []
+    engine = check_run._engine
+
+    def spying_engine(*args: Any, **kwargs: Any) -> Any:
+        run = engine(*args, **kwargs)
+
+        def spy(sub: Any, focus: str | None = None) -> Any:
+            asked.append(focus)
+            return run(sub, focus)
+
+        return spy
+
+    def late_findings(*args: Any, **kwargs: Any) -> Any:
+        _Clock.now = 1e12
+        asked.clear()
+        return findings(*args, **kwargs)
+
+    monkeypatch.setenv("RULEENGINE_LANES", "1")  # one process: the spy sees every question
+    _Clock.now = 0.0
+    for module in (explicit_engine, properties_module, relaxed_module):
+        monkeypatch.setattr(module, "time", _Clock)
+    monkeypatch.setattr(check_run, "findings", late_findings)
+    monkeypatch.setattr(check_run, "_engine", spying_engine)
+    report = check(tools, reqs, engine="explicit", timeout=3600)
+    dead = [f for f in report.findings if f.id == "dead-tool"]
+    assert len(dead) == 12 and asked == []
+    assert all({c.requirement for c in f.core} == {r.name for r in reqs} for f in dead)
+    assert not report.complete and "cores may not be minimal" in (report.reason or "")

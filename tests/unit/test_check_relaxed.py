@@ -143,7 +143,7 @@ def test_the_dead_tool_core_follows_the_relaxed_guess_and_asks_less(
     with_guess = check(tools, reqs)
     asked = len(questions)
     questions.clear()
-    monkeypatch.setattr(props.Relaxed, "closing", lambda self, tool, earlier=None: None)
+    monkeypatch.setattr(props.Relaxed, "closing", lambda self, tool, earlier=None, **_: None)
     without = check(tools, reqs)
     assert with_guess.model_dump() | {"stats": None} == without.model_dump() | {"stats": None}
     dead = {
@@ -218,3 +218,14 @@ def test_a_table_remembers_its_steps_and_open_tools_and_forgets_past_the_bound(
     for mask in range(8):
         for start in ({0}, {1}, {0, 1}):
             assert table.step(frozenset(start), mask) == table._step(frozenset(start), mask)
+
+
+def test_a_closing_set_is_not_searched_past_the_deadline() -> None:
+    import time
+
+    system = System(
+        ["a", "b"], [C("a", only_after=["b"], name="A"), C("b", only_after=["a"], name="B")]
+    )
+    relaxed = Relaxed(system.components, system.tools)
+    assert _names(system, relaxed.closing("a")) == ["A", "B"]
+    assert relaxed.closing("a", deadline=time.monotonic() - 1) is None  # a guess: given up

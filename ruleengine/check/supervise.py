@@ -1,0 +1,299 @@
+"""A check that always ends: run in a worker process, stopped at its time and memory limits.
+
+The engines keep their own deadline (they look at the clock between steps, and stop with an
+honest, incomplete report), but a single step can outlast it: one operation on a large
+binary decision diagram, one solver call. And a search can outgrow the machine's memory.
+``supervised`` runs the check in a forked worker, in a process group of its own (with the
+lanes' child, if it forks one), and watches it from here:
+
+- the worker sends its progress (``progress.Status``) and, at the end, its report, over a
+  pipe, as lines of JSON;
+- past the time limit plus ``GRACE`` seconds, or when the group's resident memory passes the
+  memory limit, the group is killed, and the report says where the check was (its phase, the
+  states it had explored) and that it claims nothing;
+- an error the check raises on purpose (a ``RuleEngineError``: a requirement failing, say)
+  is raised here again, with its message and hint.
+
+Where ``fork`` is not available (not Linux), the check runs here, with its own deadline only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import signal
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from typing import Any, NoReturn, TypeVar
+
+from pydantic import BaseModel
+
+from ruleengine import errors
+from ruleengine.check.progress import Status, watching
+from ruleengine.check.report import DiffReport, Report, Stats
+from ruleengine.errors import RuleEngineError
+
+__all__ = ["GRACE", "WorkerError", "stopped_check", "stopped_diff", "supervised"]
+
+GRACE = 0.5
+"""Seconds past the time limit the worker is given to send its own (incomplete) report
+before it is stopped."""
+
+_POLL = 0.1  # seconds between two looks at the worker
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+class WorkerError(RuntimeError):
+    """The worker failed in a way the check never raises on purpose (a bug, or the process
+    killed from outside): the message carries what it said."""
+
+
+Result = TypeVar("Result", bound=BaseModel)
+
+
+def supervised(
+    work: Callable[[], Result],
+    *,
+    model: type[Result],
+    stopped: Callable[[str, Status, float], Result],
+    timeout: float | None,
+    max_memory: int | None,
+    on_status: Callable[[Status], None] | None = None,
+    started: float | None = None,
+) -> Result:
+    """``work()``'s result (an instance of ``model``, sent over as JSON), from a worker
+    stopped past ``timeout`` seconds (plus ``GRACE``) or ``max_memory`` bytes of resident
+    memory; ``None`` limits nothing.
+
+    ``work`` should keep the same time limit itself (``check_policy(timeout=...)``): its own
+    report says more than a stopped worker can. A stopped worker's result is
+    ``stopped(why, status, seconds)``: which limit, where the work was, how long it ran.
+    ``on_status`` gets the worker's progress (called here, from this thread). ``started``
+    (a ``time.monotonic()`` value, default now) is when the limit's clock started.
+    """
+    began = time.monotonic() if started is None else started
+    if not _can_fork():
+        with watching(on_status):
+            return work()
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the worker
+        os.close(read)
+        _work(work, write)
+    os.close(write)
+    with contextlib.suppress(OSError):  # the worker does it too: whichever comes first
+        os.setpgid(pid, pid)
+    try:
+        message = _watch(pid, read, timeout, max_memory, on_status, began)
+    finally:
+        os.close(read)
+        _stop(pid)
+    if isinstance(message, tuple):
+        why, status = message
+        return stopped(why, status, round(time.monotonic() - began, 3))
+    return model.model_validate(message)
+
+
+def stopped_check(policy: str) -> Callable[[str, Status, float], Report]:
+    """The report of a check stopped at a limit: where it was; nothing claimed."""
+
+    def report(why: str, status: Status, seconds: float) -> Report:
+        return Report(
+            policy=policy,
+            complete=False,
+            findings=(),
+            stats=Stats(states=status.states, seconds=seconds),
+            reason=_stopped_reason(why, status),
+        )
+
+    return report
+
+
+def stopped_diff(old: str, new: str) -> Callable[[str, Status, float], DiffReport]:
+    """The report of a comparison stopped at a limit: no difference claimed, no proof."""
+
+    def report(why: str, status: Status, seconds: float) -> DiffReport:
+        return DiffReport(
+            old=old,
+            new=new,
+            equivalent=True,
+            complete=False,
+            stats=Stats(states=status.states, seconds=seconds),
+            reason=_stopped_reason(why, status),
+        )
+
+    return report
+
+
+def _stopped_reason(why: str, status: Status) -> str:
+    done = status.counts()
+    detail = f" ({', '.join(done)})" if done else ""
+    return (
+        f"{why} while {status.phase}{detail}: it was stopped there, and claims nothing"
+        " (a single step outlasted the limit)"
+    )
+
+
+def _can_fork() -> bool:
+    return sys.platform.startswith("linux") and hasattr(os, "fork")
+
+
+# -- the worker ----------------------------------------------------------------------------------
+
+
+def _work(work: Callable[[], BaseModel], fd: int) -> NoReturn:
+    """Run ``work`` and send what happens on ``fd``; never returns."""
+    code = 0
+    try:
+        with contextlib.suppress(OSError):  # a group of its own: stopping it stops the lanes'
+            os.setpgid(0, 0)  # child too (the supervisor may have set it already)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # the supervisor decides
+        with watching(lambda status: _send(fd, {"status": _status_json(status)})):
+            result = work()
+        _send(fd, {"result": result.model_dump(mode="json")})
+    except RuleEngineError as exc:
+        _send(fd, {"error": _error_json(exc)})
+    except BaseException as exc:  # a bug: told to the supervisor, as text
+        text = "".join(traceback.format_exception(exc))
+        with contextlib.suppress(BaseException):
+            _send(fd, {"crash": f"{type(exc).__name__}: {exc}", "traceback": text})
+        code = 1
+    finally:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+        os._exit(code)
+
+
+def _send(fd: int, message: dict[str, Any]) -> None:
+    data = (json.dumps(message, separators=(",", ":")) + "\n").encode()
+    while data:
+        data = data[os.write(fd, data) :]
+
+
+def _status_json(status: Status) -> dict[str, Any]:
+    return {
+        "phase": status.phase,
+        "states": status.states,
+        "layers": status.layers,
+        "findings": status.findings,
+        "engine": status.engine,
+    }
+
+
+def _error_json(exc: RuleEngineError) -> dict[str, Any]:
+    return {
+        "type": type(exc).__name__,
+        "message": exc.message,
+        "hint": exc.hint,
+        "requirement": getattr(exc, "requirement", None),
+        "parameter": getattr(exc, "parameter", None),
+        "location": getattr(exc, "location", None),
+    }
+
+
+# -- the supervisor ------------------------------------------------------------------------------
+
+
+def _watch(
+    pid: int,
+    fd: int,
+    timeout: float | None,
+    max_memory: int | None,
+    on_status: Callable[[Status], None] | None,
+    began: float,
+) -> dict[str, Any] | tuple[str, Status]:
+    """The worker's result as JSON, or why it was stopped and where it was."""
+    status = Status()
+    buffer = b""
+    stop_at = None if timeout is None else began + timeout + GRACE
+    ended = False
+    while True:
+        wait = _POLL if stop_at is None else max(0.0, min(_POLL, stop_at - time.monotonic()))
+        readable, _, _ = select.select([fd], [], [], wait)
+        if readable:
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                ended = True
+            buffer += chunk
+            *lines, buffer = buffer.split(b"\n")
+            for line in lines:
+                message = json.loads(line)
+                if "status" in message:
+                    status = Status(**message["status"])
+                    if on_status is not None:
+                        on_status(status)
+                elif "result" in message:
+                    result: dict[str, Any] = message["result"]
+                    return result
+                elif "error" in message:
+                    _raise(message["error"])
+                elif "crash" in message:
+                    raise WorkerError(f"the check failed: {message['crash']}")
+        if ended:
+            raise WorkerError(f"the check's worker process ended without a result ({_how(pid)})")
+        if stop_at is not None and time.monotonic() >= stop_at:
+            return f"the time limit ({timeout:g} s) ran out", status
+        if max_memory is not None and _resident(pid) > max_memory:
+            return f"the memory limit ({max_memory / 2**20:,.0f} MiB) was reached", status
+
+
+def _raise(error: dict[str, Any]) -> NoReturn:
+    kind = getattr(errors, str(error.get("type")), None)
+    message, hint = str(error.get("message")), error.get("hint")
+    if kind is errors.PolicyError:
+        raise errors.PolicyError(
+            message, hint=hint, parameter=error.get("parameter"), location=error.get("location")
+        )
+    if kind is errors.RequirementError:
+        raise errors.RequirementError(message, hint=hint, requirement=str(error.get("requirement")))
+    if kind is errors.SolverError:
+        raise errors.SolverError(message, hint=hint)
+    raise RuleEngineError(message, hint=hint)
+
+
+def _resident(pid: int) -> int:
+    """The resident memory, in bytes, of the worker's process group."""
+    total = 0
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return 0
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as stat:
+                fields = stat.read().rsplit(b")", 1)[1].split()
+            if int(fields[2]) != pid:  # the process group, after the command's name
+                continue
+            with open(f"/proc/{entry}/statm", "rb") as statm:
+                total += int(statm.read().split()[1]) * _PAGE
+        except (OSError, ValueError, IndexError):
+            continue
+    return total
+
+
+def _how(pid: int) -> str:
+    try:
+        done, status = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return "already reaped"
+    if done == 0:
+        return "still running"
+    if os.WIFSIGNALED(status):
+        return f"killed by signal {os.WTERMSIG(status)}"
+    return f"exit code {os.WEXITSTATUS(status)}"
+
+
+def _stop(pid: int) -> None:
+    """Kill the worker's group (it may be done already) and reap the worker."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+    with contextlib.suppress(ChildProcessError, ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, 0)

@@ -1,0 +1,165 @@
+"""ruleengine.check.supervise: a check in a worker process, stopped at its time and memory
+limits with an honest report; its progress, its result and its errors come back here."""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+import pytest
+
+from ruleengine import ConditionalRequirement, Policy, PolicyError, RequirementError, requirement
+from ruleengine.check import check_policy
+from ruleengine.check.progress import Status, note
+from ruleengine.check.report import DiffReport, Report
+from ruleengine.check.supervise import (
+    WorkerError,
+    stopped_check,
+    stopped_diff,
+    supervised,
+)
+
+needs_fork = pytest.mark.skipif(not hasattr(os, "fork"), reason="the worker is forked")
+
+POLICY = Policy(["search", "write"], [ConditionalRequirement("write", only_after=["search"])])
+
+
+def run(work: Any, **limits: Any) -> Report:
+    return supervised(
+        work,
+        model=Report,
+        stopped=stopped_check("p.toml"),
+        timeout=limits.get("timeout"),
+        max_memory=limits.get("max_memory"),
+        on_status=limits.get("on_status"),
+    )
+
+
+@needs_fork
+def test_the_workers_report_comes_back_as_it_is() -> None:
+    alone = check_policy(POLICY)
+    statuses: list[Status] = []
+    got = run(lambda: check_policy(POLICY), timeout=60, on_status=statuses.append)
+    assert got.model_dump(exclude={"stats"}) == alone.model_dump(exclude={"stats"})
+    assert statuses and statuses[0].phase == "exploring states"
+
+
+@needs_fork
+def test_a_worker_past_its_time_limit_is_stopped_and_the_report_says_where() -> None:
+    # A step that outlasts the limit (here: a sleep no deadline check interrupts). The test
+    # asserts what the report says, not how long it took: a machine under load is slow.
+    def work() -> Report:
+        note(phase="exploring states", states=1234, layers=5, engine="explicit")
+        time.sleep(600)
+        raise AssertionError("not stopped")
+
+    got = run(work, timeout=0.2)
+    assert not got.complete and got.findings == () and got.stats.states == 1234
+    assert got.reason == (
+        "the time limit (0.2 s) ran out while exploring states (1,234 states, 5 layers of the"
+        " explicit search): it was stopped there, and claims nothing (a single step outlasted"
+        " the limit)"
+    )
+
+
+@needs_fork
+def test_a_worker_past_its_memory_limit_is_stopped() -> None:
+    def work() -> Report:
+        note(phase="finding cores")
+        hoard = [bytearray(1 << 20) for _ in range(400)]  # 400 MiB, touched
+        time.sleep(600)
+        raise AssertionError(f"not stopped: {len(hoard)}")
+
+    got = run(work, max_memory=200 * 2**20)
+    assert not got.complete
+    assert (got.reason or "").startswith(
+        "the memory limit (200 MiB) was reached while finding cores"
+    )
+
+
+@needs_fork
+def test_errors_raised_on_purpose_come_back_as_they_are() -> None:
+    @requirement(name="broken")
+    def broken(state: Any) -> list[Any]:
+        raise KeyError("oops")
+
+    policy = Policy(["a"], [broken])
+    with pytest.raises(RequirementError) as caught:
+        run(lambda: check_policy(policy))
+    assert "`broken`" in caught.value.message and caught.value.requirement == "broken"
+
+    def usage() -> Report:
+        raise PolicyError("bad `x`", hint="fix it", parameter="x")
+
+    with pytest.raises(PolicyError) as bad:
+        run(usage)
+    assert (bad.value.message, bad.value.hint, bad.value.parameter) == ("bad `x`", "fix it", "x")
+
+
+@needs_fork
+def test_a_bug_in_the_worker_is_a_worker_error_naming_it() -> None:
+    def buggy() -> Report:
+        raise ZeroDivisionError("division by zero")
+
+    with pytest.raises(WorkerError, match="ZeroDivisionError: division by zero"):
+        run(buggy)
+
+    def vanishing() -> Report:
+        os._exit(7)
+
+    with pytest.raises(WorkerError, match="ended without a result"):
+        run(vanishing)
+
+
+@needs_fork
+def test_a_comparison_stopped_claims_no_difference_and_no_proof() -> None:
+    def work() -> DiffReport:
+        time.sleep(600)
+        raise AssertionError("not stopped")
+
+    got = supervised(
+        work,
+        model=DiffReport,
+        stopped=stopped_diff("old.toml", "new.toml"),
+        timeout=0.1,
+        max_memory=None,
+    )
+    assert got.equivalent and not got.complete and got.difference is None
+    assert (got.reason or "").startswith("the time limit (0.1 s) ran out while starting")
+
+
+@needs_fork
+def test_the_workers_group_is_gone_once_it_is_stopped() -> None:
+    pids: list[int] = []
+
+    def work() -> Report:
+        child = os.fork()
+        if child == 0:  # a grandchild, like the lanes' child: in the worker's group
+            time.sleep(600)
+            os._exit(0)
+        os.write(write, f"{child}\n".encode())
+        time.sleep(600)
+        raise AssertionError("not stopped")
+
+    read, write = os.pipe()
+    try:
+        run(work, timeout=0.3)
+        pids.append(int(os.read(read, 64).split()[0]))
+    finally:
+        os.close(read)
+        os.close(write)
+    (grandchild,) = pids
+    # Killed with its group: its process goes (or stays a zombie nobody reaps). SIGKILL is
+    # acted on when the process next runs, so this waits for that, bounded only by a hang.
+    give_up = time.monotonic() + 60
+    while time.monotonic() < give_up:
+        try:
+            with open(f"/proc/{grandchild}/stat", "rb") as stat:
+                state = stat.read().rsplit(b")", 1)[1].split()[0]
+        except FileNotFoundError:
+            return
+        if state in (b"Z", b"X"):
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"the grandchild {grandchild} outlived its group")
