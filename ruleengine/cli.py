@@ -20,8 +20,8 @@ import math
 import os
 import sys
 import traceback
-from collections.abc import Callable, Sequence
-from typing import NoReturn
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, NoReturn
 
 from ruleengine.check import TraceStep, check_policy, diff_policies, replay
 from ruleengine.check.bench import MAX_STEPS, MAX_WALKS, bench
@@ -33,10 +33,10 @@ from ruleengine.check.render import (
     text_explain,
     text_report,
 )
+from ruleengine.check.trace import parse_trace, permissions
 from ruleengine.errors import PolicyError, RuleEngineError
-from ruleengine.ir import FINAL_ANSWER
 from ruleengine.policy import Policy
-from ruleengine.state import STATUSES
+from ruleengine.policy.load import FORMATS, MAX_BYTES, load_bytes, policy_files
 
 __all__ = ["main", "run"]
 
@@ -44,6 +44,12 @@ EXIT_OK, EXIT_FINDINGS, EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_OUTPUT = 0, 1, 2, 3,
 EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 130, 141  # 128 + SIGINT, 128 + SIGPIPE, as shells say
 PROGRESS_AFTER = "RULEENGINE_PROGRESS_AFTER"
 """Environment variable: seconds before the progress line appears on a terminal (default 1)."""
+STDIN = "-"
+"""The ``POLICY`` that reads the policy from stdin (in the format ``--stdin-format`` names)."""
+STDIN_SOURCE = "<stdin>"
+"""How reports and errors name the policy read from stdin."""
+MAX_TRACE_BYTES = 1024 * 1024
+"""``--trace-file`` files larger than this are refused (1 MB)."""
 
 
 class UsageError(Exception):
@@ -66,12 +72,43 @@ class OutputError(Exception):
 
 class _Parser(argparse.ArgumentParser):
     """argparse, with its errors as ``UsageError`` (one line, our exit code) instead of a
-    usage dump and ``SystemExit``."""
+    usage dump and ``SystemExit``; ``commands`` holds the parser of each subcommand."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.commands: dict[str, _Parser] = {}
 
     def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{self.where}{message}", hint=f"see `{self.prog} --help`")
+
+    @property
+    def where(self) -> str:
+        """How messages start: the subcommand (``check: ``), or nothing at the top."""
         command = self.prog.removeprefix("ruleengine").strip()
-        where = f"{command}: " if command else ""
-        raise UsageError(f"{where}{message}", hint=f"see `{self.prog} --help`")
+        return f"{command}: " if command else ""
+
+    def unexpected(self, extras: Sequence[str], commands: dict[str, _Parser]) -> UsageError:
+        """What argparse left over (it would say "unrecognized arguments" and show the top
+        level's usage): the first unknown option, with the closest known one (or the
+        ``commands`` that have it), or the first argument too many; either way pointing at
+        this (sub)command's help."""
+        see = f"see `{self.prog} --help`"
+        option = next((e for e in extras if e.startswith("-") and e != STDIN), None)
+        if option is None:
+            return UsageError(f"{self.where}unexpected argument `{extras[0]}`", hint=see)
+        name = option.split("=", 1)[0]
+        close = difflib.get_close_matches(name, self.options, n=1, cutoff=0.75)
+        elsewhere = [c for c, p in commands.items() if p is not self and name in p.options]
+        if close:
+            see = f"did you mean `{close[0]}`? {see}"
+        elif elsewhere:
+            names = ", ".join(f"`{c}`" for c in elsewhere)
+            see = f"`{name}` is an option of {names}; {see}"
+        return UsageError(f"{self.where}unknown option `{name}`", hint=see)
+
+    @property
+    def options(self) -> list[str]:
+        return [s for action in self._actions for s in action.option_strings]
 
 
 def run() -> NoReturn:
@@ -115,7 +152,7 @@ def _leave(code: int) -> NoReturn:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line ``argv`` (default: ``sys.argv[1:]``); return the exit code."""
     try:
-        args = _parser().parse_args(argv)
+        args = _parse(_parser(), sys.argv[1:] if argv is None else list(argv))
         if args.command is None:
             raise UsageError(
                 "give a command: `check`, `explain`, `diff`, `schema` or `bench`",
@@ -175,7 +212,9 @@ def _fail(message: str, hint: str | None) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    policies = _load_all(args.policies)
+    policies = _load_all(args.policies, args.stdin_format, directories=True)
+    # Several policies (or a directory, however many files it holds): one line each.
+    compact = len(policies) > 1 or any(_is_directory(s) for s in args.policies)
     checked = []
     for policy in policies:
         with Progress(f"checking {policy.source}", after=_progress_after()):
@@ -188,7 +227,7 @@ def _check(args: argparse.Namespace) -> int:
             )
         checked.append((report, policy))
         if args.format == "json":
-            _print_json(report.model_dump(mode="json"), compact=len(policies) > 1)
+            _print_json(report.model_dump(mode="json"), compact=compact)
         elif args.format == "text":
             _write(text_report(report, policy) + ("\n" if policy is not policies[-1] else ""))
     if args.format == "sarif":
@@ -198,22 +237,30 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _explain(args: argparse.Namespace) -> int:
-    policy = _load(args.policy)
-    trace, finish = _trace(args.trace, policy)
-    text, runs = text_explain(policy, trace, replay(policy.reasoner(), trace), finish=finish)
+    if args.trace is not None and args.trace_file is not None:
+        raise UsageError(
+            "explain: give the steps with `--trace` or `--trace-file`, not both",
+            hint="see `ruleengine explain --help`",
+        )
+    (policy,) = _load_all([args.policy], args.stdin_format)
+    trace, finish = _trace(args, policy)
+    outcomes = replay(policy.reasoner(), trace)
+    asking = permissions(policy.requirements, trace)
+    text, runs = text_explain(policy, trace, outcomes, finish=finish, asking=asking)
     _write(text)
     return EXIT_OK if runs else EXIT_FINDINGS
 
 
 def _diff(args: argparse.Namespace) -> int:
-    old, new = _load_all([args.old, args.new])
+    old, new = _load_all([args.old, args.new], args.stdin_format)
     with Progress(f"comparing {old.source} and {new.source}", after=_progress_after()):
         report = diff_policies(old, new, timeout=args.timeout, max_states=args.max_states)
     if args.format == "json":
         _print_json(report.model_dump(mode="json"), compact=False)
     else:
         _write(text_diff(report))
-    return EXIT_OK if report.equivalent else EXIT_FINDINGS
+    # Equal passes with different budgets still differ: a run of one stops sooner.
+    return EXIT_OK if report.equivalent and report.budget is None else EXIT_FINDINGS
 
 
 def _schema(args: argparse.Namespace) -> int:
@@ -222,7 +269,7 @@ def _schema(args: argparse.Namespace) -> int:
 
 
 def _bench(args: argparse.Namespace) -> int:
-    policy = _load(args.policy)
+    (policy,) = _load_all([args.policy], args.stdin_format)
     with Progress(f"benchmarking {policy.source}", after=_progress_after()):
         result = bench(policy, walks=args.walks, steps=args.steps, seed=args.seed)
     if args.format == "json":
@@ -235,6 +282,25 @@ def _bench(args: argparse.Namespace) -> int:
 # -- helpers -----------------------------------------------------------------------------------
 
 
+def _parse(parser: _Parser, argv: list[str]) -> argparse.Namespace:
+    """The arguments, or a ``UsageError``: an unknown command or option gets the closest
+    known one and the help to read."""
+    first = next((a for a in argv if not a.startswith("-")), None)
+    if first is not None and first not in parser.commands:
+        close = difflib.get_close_matches(first, list(parser.commands), n=1)
+        maybe = f"did you mean `{close[0]}`? " if close else ""
+        commands = ", ".join(f"`{c}`" for c in parser.commands)
+        raise UsageError(
+            f"unknown command `{first}`",
+            hint=f"{maybe}the commands are {commands}: see `ruleengine --help`",
+        )
+    args, extras = parser.parse_known_args(argv)
+    if extras:
+        command = parser.commands.get(getattr(args, "command", None) or "", parser)
+        raise command.unexpected(extras, parser.commands)
+    return args
+
+
 def _load(source: str) -> Policy:
     """The policy ``source`` names; ``module:attr`` imports with the current directory on the
     import path, as ``python -m`` has it (a console script's path starts at its own dir)."""
@@ -243,13 +309,20 @@ def _load(source: str) -> Policy:
     return Policy.load(source)
 
 
-def _load_all(sources: Sequence[str]) -> list[Policy]:
-    """Every policy, or the first load error (every source is tried, each error reported)."""
+def _load_all(
+    sources: Sequence[str], stdin_format: str | None, *, directories: bool = False
+) -> list[Policy]:
+    """Every policy, or the first load error (every source is tried, each error reported).
+    ``-`` is stdin, read in ``stdin_format``; with ``directories``, a directory stands for
+    the policy files in it (``policy_files``)."""
+    _check_stdin(sources, stdin_format)
     policies: list[Policy] = []
     failed: PolicyError | None = None
-    for source in sources:
+    for source in _expanded(sources, directories):
         try:
-            policies.append(_load(source))
+            if isinstance(source, PolicyError):
+                raise source
+            policies.append(_load_stdin(stdin_format) if source == STDIN else _load(source))
         except PolicyError as exc:
             if failed is not None:
                 _fail(failed.message, failed.hint)
@@ -259,43 +332,95 @@ def _load_all(sources: Sequence[str]) -> list[Policy]:
     return policies
 
 
-def _trace(text: str, policy: Policy) -> tuple[list[TraceStep], bool]:
-    """``--trace a,b:error,c`` as trace steps, and whether it ends with ``final_answer``."""
-    entries = [] if not text.strip() else [e.strip() for e in text.split(",")]
-    steps: list[TraceStep] = []
-    finish = False
-    for n, entry in enumerate(entries, 1):
-        tool, _, status = entry.partition(":")
-        tool, status = tool.strip(), status.strip() or "ok"
-        if not tool:
-            raise UsageError(f"--trace: entry {n} is empty", hint=_TRACE_HINT)
-        if tool == FINAL_ANSWER:
-            if n != len(entries) or status != "ok":
-                raise UsageError(
-                    f"--trace: `{entry}`: `final_answer` ends the run: only a plain "
-                    "`final_answer` as the last entry",
-                    hint=_TRACE_HINT,
-                )
-            finish = True
+def _expanded(sources: Sequence[str], directories: bool) -> Iterator[str | PolicyError]:
+    """The sources, each directory (with ``directories``) replaced by its policy files, or
+    by the error listing it gave."""
+    for source in sources:
+        if not (directories and _is_directory(source)):
+            yield source
             continue
-        if tool not in policy.tools:
-            close = difflib.get_close_matches(tool, policy.tools, n=1)
-            maybe = f"did you mean `{close[0]}`? " if close else ""
-            raise UsageError(
-                f"--trace: unknown tool `{tool}` (entry {n})",
-                hint=f"{maybe}the tools of {policy.source}: "
-                + ", ".join(f"`{t}`" for t in policy.tools),
-            )
-        if status not in STATUSES:
-            raise UsageError(
-                f"--trace: unknown status `{status}` for `{tool}` (entry {n})",
-                hint="a status is `ok` (the default), `error` or `denied`",
-            )
-        steps.append(TraceStep(tool=tool, status=status))
-    return steps, finish
+        try:
+            yield from policy_files(source)
+        except PolicyError as exc:
+            yield exc
 
 
-_TRACE_HINT = "write the steps as `tool` or `tool:status`, separated by commas: `a,b:error,c`"
+def _is_directory(source: str) -> bool:
+    return source != STDIN and os.path.isdir(source)
+
+
+def _check_stdin(sources: Sequence[str], stdin_format: str | None) -> None:
+    """``-`` at most once, and ``--stdin-format`` exactly when it is there."""
+    count = sum(1 for s in sources if s == STDIN)
+    if count > 1:
+        raise UsageError("`-` is given twice: stdin holds one policy")
+    if count == 1 and stdin_format is None:
+        raise UsageError(
+            "`-`: a policy read from stdin needs `--stdin-format`",
+            hint="add `--stdin-format toml` (or `yaml`, `json`)",
+        )
+    if count == 0 and stdin_format is not None:
+        raise UsageError(
+            "--stdin-format: no POLICY is `-`",
+            hint="`--stdin-format` says how to read the policy given as `-` (stdin)",
+        )
+
+
+def _load_stdin(stdin_format: str | None) -> Policy:
+    """The policy on stdin, in ``stdin_format`` (bytes: the loader decodes UTF-8 itself)."""
+    # INVARIANT: `_check_stdin` refused a `-` without its format
+    assert stdin_format is not None
+    stream = sys.stdin
+    if stream is None:
+        raise UsageError("`-`: stdin is closed", hint="pipe the policy in, or name its file")
+    try:
+        buffer = getattr(stream, "buffer", None)
+        data = (
+            buffer.read(MAX_BYTES + 1)
+            if buffer is not None
+            else stream.read(MAX_BYTES + 1).encode("utf-8")
+        )
+    except OSError as exc:
+        raise UsageError(f"`-`: cannot read stdin: {exc.strerror or exc}") from None
+    return load_bytes(data, format=stdin_format, source=STDIN_SOURCE)
+
+
+def _trace(args: argparse.Namespace, policy: Policy) -> tuple[list[TraceStep], bool]:
+    """The steps of ``--trace`` (comma-separated, or a JSON list) or ``--trace-file`` (a
+    JSON list), and whether they end with ``final_answer``."""
+    if args.trace_file is not None:
+        text = _read_trace_file(args.trace_file)
+        return parse_trace(
+            text,
+            policy.tools,
+            where=f"--trace-file: {args.trace_file}",
+            source=policy.source,
+            json_only=True,
+        )
+    return parse_trace(args.trace or "", policy.tools, where="--trace", source=policy.source)
+
+
+def _read_trace_file(path: str) -> str:
+    def fail(problem: str) -> UsageError:
+        return UsageError(f"--trace-file: {path}: {problem}")
+
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_TRACE_BYTES + 1)
+    except FileNotFoundError:
+        raise fail("no such file") from None
+    except IsADirectoryError:
+        raise fail("is a directory, not a file") from None
+    except PermissionError:
+        raise fail("permission denied: cannot read the file") from None
+    except OSError as exc:
+        raise fail(f"cannot read the file: {exc.strerror or exc}") from None
+    if len(data) > MAX_TRACE_BYTES:
+        raise fail("the file is larger than 1 MB")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise fail(f"the file is not UTF-8: byte `0x{data[exc.start]:02x}`") from None
 
 
 def _print_json(data: object, *, compact: bool) -> None:
@@ -400,6 +525,7 @@ def _parser() -> _Parser:
         "measure a policy's per-step decision cost on random walks",
         _bench_arguments,
     )
+    parser.commands = dict(commands.choices)
     return parser
 
 
@@ -420,13 +546,16 @@ def _check_arguments(p: _Parser) -> None:
         "policies",
         nargs="+",
         metavar="POLICY",
-        help="a .toml, .yaml, .yml or .json policy file, or module:attr naming a Python Policy",
+        help="a .toml, .yaml, .yml or .json policy file, a directory (its policy files, not "
+        "its subdirectories), - (stdin, with --stdin-format), or module:attr naming a "
+        "Python Policy",
     )
     p.add_argument(
         "--format",
         choices=("text", "json", "sarif"),
         default="text",
-        help="text for people (default), json (one object per policy), sarif (one log)",
+        help="text for people (default), json (one object per policy: one line each for "
+        "several policies or a directory), sarif (one log)",
     )
     p.add_argument(
         "--fail-on",
@@ -447,28 +576,36 @@ def _check_arguments(p: _Parser) -> None:
         default="auto",
         help="auto (default): symbolic when the policy allows it, else explicit",
     )
+    _stdin_format(p)
 
 
 def _explain_arguments(p: _Parser) -> None:
-    p.add_argument("policy", metavar="POLICY", help="a policy file or module:attr")
+    p.add_argument("policy", metavar="POLICY", help=_ONE_POLICY)
     p.add_argument(
         "--trace",
-        default="",
         metavar="STEPS",
-        help="the steps, comma-separated, each `tool` or `tool:status` (ok, error, denied); "
+        help="the steps, comma-separated, each `tool` or `tool:status` (ok, error, denied), "
+        'or a JSON list of tool names and [tool, status] pairs (`["a:b", ["c", "error"]]`); '
         "may end with final_answer (default: the empty run)",
     )
+    p.add_argument(
+        "--trace-file",
+        metavar="PATH",
+        help="read the steps from a file holding a JSON list, as --trace takes it",
+    )
+    _stdin_format(p)
 
 
 def _diff_arguments(p: _Parser) -> None:
-    p.add_argument("old", metavar="OLD", help="a policy file or module:attr")
-    p.add_argument("new", metavar="NEW", help="a policy file or module:attr")
+    p.add_argument("old", metavar="OLD", help=_ONE_POLICY)
+    p.add_argument("new", metavar="NEW", help=_ONE_POLICY)
     p.add_argument("--format", choices=("text", "json"), default="text", help="default: text")
     _limits(p)
+    _stdin_format(p)
 
 
 def _bench_arguments(p: _Parser) -> None:
-    p.add_argument("policy", metavar="POLICY", help="a policy file or module:attr")
+    p.add_argument("policy", metavar="POLICY", help=_ONE_POLICY)
     p.add_argument(
         "--walks", type=_at_most(MAX_WALKS), default=100, metavar="N", help="default: 100"
     )
@@ -480,6 +617,18 @@ def _bench_arguments(p: _Parser) -> None:
     )
     p.add_argument("--seed", type=_int, default=0, metavar="N", help="default: 0")
     p.add_argument("--format", choices=("text", "json"), default="text", help="default: text")
+    _stdin_format(p)
+
+
+_ONE_POLICY = "a policy file, - (stdin, with --stdin-format), or module:attr"
+
+
+def _stdin_format(p: _Parser) -> None:
+    p.add_argument(
+        "--stdin-format",
+        choices=tuple(FORMATS),
+        help="the format of the policy given as - (read from stdin): toml, yaml or json",
+    )
 
 
 def _limits(p: _Parser) -> None:

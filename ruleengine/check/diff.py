@@ -30,7 +30,7 @@ from itertools import product
 from ruleengine import _validate
 from ruleengine.aggregate import Clash
 from ruleengine.check.explicit import Outcome, decide
-from ruleengine.check.report import DiffReport, PassView, Stats, TraceStep
+from ruleengine.check.report import Budgets, DiffReport, PassView, Stats, TraceStep
 from ruleengine.check.run import CheckTarget, target
 from ruleengine.check.system import Component, Event, State, System, Unexplorable, Variant
 from ruleengine.errors import ConflictError, PolicyError, RuleEngineError
@@ -370,10 +370,12 @@ def diff_policies(
     timeout: float | None = None,
     max_states: int | None = None,
 ) -> DiffReport:
-    """``diff`` on two policies (their tools, requirements and modes)."""
+    """``diff`` on two policies (their tools, requirements and modes), and their budgets:
+    ``budget`` holds both ``max_iterations`` when they differ (a run of one is cut short
+    where the other's goes on, whatever the passes)."""
     old = target(old, "diff_policies (old)")
     new = target(new, "diff_policies (new)")
-    return diff(
+    report = diff(
         (old.tools, old.requirements, old.mode),
         (new.tools, new.requirements, new.mode),
         old_name=old.source,
@@ -381,6 +383,10 @@ def diff_policies(
         timeout=timeout,
         max_states=max_states,
     )
+    if old.max_iterations == new.max_iterations:
+        return report
+    budget = Budgets(old=old.max_iterations, new=new.max_iterations)
+    return report.model_copy(update={"budget": budget})
 
 
 def _trace(

@@ -14,6 +14,7 @@ import threading
 import time
 import urllib.parse
 from collections.abc import Iterable, Sequence
+from decimal import Decimal
 from importlib import metadata
 from pathlib import Path, PurePath
 from types import TracebackType
@@ -35,6 +36,7 @@ from ruleengine.passes import CoreEntry, Pass
 
 if TYPE_CHECKING:
     from ruleengine.check.bench import BenchResult
+    from ruleengine.check.trace import Permission
     from ruleengine.policy import Location
 
 __all__ = [
@@ -183,7 +185,7 @@ def _summary(report: Report) -> str:
     else:
         verdict = f"incomplete ({report.reason}): not a proof"
     stats = report.stats
-    return f"{counts} · {verdict} · {_count(stats.states, 'state')} · {stats.seconds:.2f} s"
+    return f"{counts} · {verdict} · {_states(stats.states)} · {stats.seconds:.2f} s"
 
 
 def _where(policy: Source | None, requirement: str | None = None) -> str | None:
@@ -200,6 +202,19 @@ def _step(step: TraceStep) -> str:
 
 def _count(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+EXACT_STATES = 10**6
+"""State counts above this are printed rounded (``~1.2e144 states``); JSON keeps them exact."""
+
+
+def _states(n: int) -> str:
+    """A state count for people: exact up to a million, then ``~1.2e144``. A symbolic
+    engine counts states it never lists, and such counts can have hundreds of digits."""
+    if n <= EXACT_STATES:
+        return _count(n, "state")
+    mantissa, _, exponent = f"{Decimal(n):.1e}".partition("e")  # exact for any integer
+    return f"~{mantissa}e{int(exponent)} states"
 
 
 # -- SARIF -------------------------------------------------------------------------------------
@@ -359,28 +374,33 @@ def _information_uri() -> str:
 
 
 def text_diff(report: DiffReport) -> str:
-    """A diff's verdict as text: the separating trace and both passes, or the proof."""
-    stats = f"{_count(report.stats.states, 'state')} · {report.stats.seconds:.2f} s"
+    """A diff's verdict as text: the separating trace and both passes, or the proof; and
+    both budgets when they differ."""
+    names = f"{report.old} and {report.new}"
+    budget = report.budget
     if not report.equivalent:
         when = f"after {_count(len(report.trace), 'step')}" if report.trace else "at the first step"
-        lines = [f"{report.old} and {report.new} differ {when}"]
+        lines = [f"{names} differ {when}"]
         lines.append("  trace:" if report.trace else "  trace: none, at the first step")
         lines.extend(f"    {n}. {_step(s)}" for n, s in enumerate(report.trace, 1))
         difference = report.difference or {}
         for side in ("old", "new"):
             view = difference.get(side)
             lines.append(f"  {side}: {_view(view) if view is not None else '?'}")
-        lines.append(f"  {stats}")
-        return "\n".join(lines)
-    if report.complete:
-        return (
-            f"{report.old} and {report.new} are equivalent: no history of any length gives "
-            f"them different passes\n  complete: this is a proof · {stats}"
-        )
-    return (
-        f"{report.old} and {report.new}: no difference found\n"
-        f"  incomplete ({report.reason}): not a proof · {stats}"
-    )
+        verdict = ""
+    elif report.complete:
+        found = "are equivalent" if budget is None else "differ only in their budgets"
+        lines = [f"{names} {found}: no history of any length gives them different passes"]
+        verdict = "complete: this is a proof · "
+    else:
+        found = "no difference found" if budget is None else "only their budgets differ so far"
+        lines = [f"{names}: {found}"]
+        verdict = f"incomplete ({report.reason}): not a proof · "
+    if budget is not None:
+        lines.append(f"  budget: max_iterations {budget.old} (old), {budget.new} (new)")
+    stats = f"{_states(report.stats.states)} · {report.stats.seconds:.2f} s"
+    lines.append(f"  {verdict}{stats}")
+    return "\n".join(lines)
 
 
 def _view(view: PassView) -> str:
@@ -405,10 +425,13 @@ def text_explain(
     outcomes: Sequence[Pass | ConflictError],
     *,
     finish: bool = False,
+    asking: Sequence[Sequence[Permission]] = (),
 ) -> tuple[str, bool]:
     """The pass before each step of ``trace`` and after its last, with the rules that decided
     it, as ``replay`` gives them (``outcomes``); with ``finish``, whether the run may then
-    stop. Also says whether the trace runs through: every step allowed, no conflict."""
+    stop; under each allowed step, the ask-permission requirements it goes through
+    (``asking``, per step, as ``permissions`` gives them). Also says whether the trace runs
+    through: every step allowed, no conflict."""
     shown = ", ".join(_step(s) for s in trace) or "the empty run"
     lines = [f"{policy.source}: {shown}{', final_answer' if finish else ''}"]
     for n, outcome in enumerate(outcomes):
@@ -425,6 +448,8 @@ def text_explain(
             if refusal is not None:
                 lines.append("result: the runtime would refuse this call")
                 return "\n".join(lines), False
+            if n < len(asking):
+                lines.extend(_permission_line(p, policy) for p in asking[n])
         elif finish and not outcome.can_stop:
             lines.append(
                 f"final_answer: REFUSED: the agent may not stop here ({_why_not_stop(outcome)})"
@@ -434,6 +459,22 @@ def text_explain(
             lines.append("final_answer: allowed: the run ends")
     lines.append("result: every step was allowed")
     return "\n".join(lines), True
+
+
+_ANSWERS = {
+    "ask": "asks before the call runs",
+    "always": "approves without asking (always_allow)",
+    "approved": "approves without asking: the answer to step {step} is remembered",
+    "refused": "refuses without asking: the answer to step {step} is remembered",
+}
+
+
+def _permission_line(permission: Permission, policy: Source) -> str:
+    """An ask-permission requirement covering a step: who, where, and what it does."""
+    where = _where(policy, permission.requirement)
+    at = f" at {where}" if where else ""
+    answer = _ANSWERS[permission.answer].format(step=permission.remembered_from)
+    return f"  permission: {permission.requirement} (priority {permission.priority}){at}: {answer}"
 
 
 def _why_not_stop(decided: Pass) -> str:

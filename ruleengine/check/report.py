@@ -18,6 +18,7 @@ from ruleengine.state import Status
 __all__ = [
     "FINDING_IDS",
     "SEVERITY",
+    "Budgets",
     "DiffReport",
     "Finding",
     "FindingId",
@@ -153,8 +154,16 @@ class PassView(ResultModel):
         return data
 
 
+class Budgets(ResultModel):
+    """The ``max_iterations`` of the two policies a diff compares, when they differ."""
+
+    old: int
+    new: int
+
+
 class DiffReport(ResultModel):
-    """Whether two policies ever give different passes (``ruleengine diff``)."""
+    """Whether two policies ever give different passes (``ruleengine diff``), and whether
+    their budgets differ."""
 
     old: str
     new: str
@@ -166,10 +175,15 @@ class DiffReport(ResultModel):
     """``{"old": …, "new": …}``: the two passes after ``trace``; None when equivalent."""
     stats: Stats
     reason: str | None = None
+    """Why the comparison is incomplete (only present when ``complete`` is false)."""
+    budget: Budgets | None = None
+    """The two ``max_iterations``, only when they differ (``diff_policies``; ``diff`` compares
+    passes alone). ``equivalent`` is about passes: equivalent policies may differ here."""
 
     @model_serializer(mode="wrap")
     def _spec_shape(self, handler: Any) -> dict[str, Any]:
         data: dict[str, Any] = handler(self)
-        if data.get("reason") is None:
-            data.pop("reason", None)
+        for key in ("reason", "budget"):
+            if data.get(key) is None:
+                data.pop(key, None)
         return data

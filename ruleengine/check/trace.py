@@ -3,24 +3,32 @@
 ``replay`` decides every prefix of a trace with ``Reasoner.decide`` (the requirements run
 on real run states); ``confirm`` says whether a finding's trace, replayed, reaches that
 finding: every step was allowed when it was taken, and the last state shows the finding.
+``parse_trace`` reads a trace a person wrote (``explain --trace``), and ``permissions`` says
+which ask-permission requirements each step of a trace goes through before its tool runs.
 """
 
 from __future__ import annotations
 
+import difflib
 import inspect
+import json
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
 
 import anyio
 
 from ruleengine import _validate
 from ruleengine.check.report import Finding, TraceStep
 from ruleengine.errors import ConflictError, PolicyError
+from ruleengine.ir import FINAL_ANSWER
 from ruleengine.passes import Pass
 from ruleengine.reasoner import Reasoner
+from ruleengine.requirements import AskPermissionRequirement, Requirement
 from ruleengine.rules import Emitted
-from ruleengine.state import RunState, TraceEntry
+from ruleengine.state import STATUSES, RunState, TraceEntry
 
-__all__ = ["confirm", "emit_state", "replay"]
+__all__ = ["Permission", "confirm", "emit_state", "parse_trace", "permissions", "replay"]
 
 
 def _is_async(reasoner: Reasoner) -> bool:
@@ -111,3 +119,161 @@ def _show(outcome: Pass | ConflictError) -> str:
     if isinstance(outcome, ConflictError):
         return f"conflict ({outcome.kind}, forced {outcome.forced})"
     return f"pass (allowed {outcome.allowed}, forced {outcome.forced})"
+
+
+# -- traces people write -----------------------------------------------------------------------
+
+TEXT_HINT = "write the steps as `tool` or `tool:status`, separated by commas: `a,b:error,c`"
+JSON_HINT = (
+    "a JSON trace is a list of steps, each a tool name, a `[tool, status]` pair or a "
+    '`{"tool": …, "status": …}` object: `["a", ["b", "error"]]`'
+)
+
+
+def parse_trace(
+    text: str,
+    tools: Sequence[str],
+    *,
+    where: str = "--trace",
+    source: str | None = None,
+    json_only: bool = False,
+) -> tuple[list[TraceStep], bool]:
+    """The steps ``text`` lists, and whether it ends with ``final_answer``; every mistake a
+    ``PolicyError`` starting with ``where`` (``source``: the policy whose ``tools`` these
+    are, for hints). ``text`` is JSON when it starts with ``[`` (or ``{`` or ``"``, to say
+    it is not a list), or with ``json_only``: a list whose strings are tool names as they
+    are, so a name may hold ``:`` or ``,``. Otherwise it is comma-separated ``tool`` or
+    ``tool:status`` entries."""
+    if json_only or text.lstrip()[:1] in ("[", "{", '"'):
+        entries, hint = _json_entries(text, where), JSON_HINT
+    else:
+        entries, hint = _text_entries(text), TEXT_HINT
+    steps: list[TraceStep] = []
+    finish = False
+    for n, (tool, status, shown) in enumerate(entries, 1):
+        if not tool:
+            raise PolicyError(f"{where}: entry {n} is empty", hint=hint)
+        if tool == FINAL_ANSWER:
+            if n != len(entries) or status != "ok":
+                raise PolicyError(
+                    f"{where}: `{shown}`: `final_answer` ends the run: only a plain "
+                    "`final_answer` as the last entry",
+                    hint=hint,
+                )
+            finish = True
+            continue
+        if tool not in tools:
+            close = difflib.get_close_matches(tool, tools, n=1)
+            maybe = f"did you mean `{close[0]}`? " if close else ""
+            if hint is TEXT_HINT and shown in tools:  # `a:b` was read as tool `a`, status `b`
+                maybe = (
+                    f"`{shown}` is a tool: a name with `:` is written in a JSON list, "
+                    f"`{json.dumps([shown], ensure_ascii=False)}`; "
+                )
+            raise PolicyError(
+                f"{where}: unknown tool `{tool}` (entry {n})",
+                hint=f"{maybe}the tools{f' of {source}' if source else ''}: "
+                + ", ".join(f"`{t}`" for t in tools),
+            )
+        if status not in STATUSES:
+            raise PolicyError(
+                f"{where}: unknown status `{status}` for `{tool}` (entry {n})",
+                hint="a status is `ok` (the default), `error` or `denied`",
+            )
+        steps.append(TraceStep(tool=tool, status=status))
+    return steps, finish
+
+
+_Entry = tuple[str, str, str]
+"""A step as written: its tool, its status, and how to show it in a message."""
+
+
+def _text_entries(text: str) -> list[_Entry]:
+    if not text.strip():
+        return []
+    entries = []
+    for entry in (e.strip() for e in text.split(",")):
+        tool, _, status = entry.partition(":")
+        entries.append((tool.strip(), status.strip() or "ok", entry))
+    return entries
+
+
+def _json_entries(text: str, where: str) -> list[_Entry]:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise PolicyError(
+            f"{where}: invalid JSON: {exc.msg[:1].lower()}{exc.msg[1:]} "
+            f"(line {exc.lineno}, column {exc.colno})",
+            hint=JSON_HINT,
+        ) from None
+    except RecursionError:
+        raise PolicyError(f"{where}: the JSON nests too deeply", hint=JSON_HINT) from None
+    if not isinstance(data, list):
+        raise PolicyError(f"{where}: `{_json(data)}` is not a list of steps", hint=JSON_HINT)
+    return [_json_entry(item, n, where) for n, item in enumerate(data, 1)]
+
+
+def _json_entry(item: object, n: int, where: str) -> _Entry:
+    shown = _json(item)
+    if isinstance(item, str):
+        return item, "ok", shown
+    if isinstance(item, list) and len(item) == 2 and all(isinstance(x, str) for x in item):
+        return item[0], item[1], shown
+    if (
+        isinstance(item, dict)
+        and isinstance(item.get("tool"), str)
+        and isinstance(item.get("status", "ok"), str)
+        and set(item) <= {"tool", "status"}
+    ):
+        return item["tool"], item.get("status", "ok"), shown
+    raise PolicyError(f"{where}: entry {n} is `{shown}`, not a step", hint=JSON_HINT)
+
+
+def _json(value: object) -> str:
+    shown = json.dumps(value, ensure_ascii=False)
+    return shown if len(shown) <= 60 else shown[:59] + "…"
+
+
+# -- asking permission -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Permission:
+    """An ask-permission requirement that covers a step's tool, and what it does about the
+    call before the tool runs (as the agent's permission gate does)."""
+
+    requirement: str
+    priority: int
+    answer: Literal["ask", "always", "approved", "refused"]
+    """``ask``: its handler is asked; ``always``: ``always_allow`` approves without asking;
+    ``approved``/``refused``: the answer of an earlier step is remembered."""
+    remembered_from: int | None = None
+    """The step (from 1) whose answer is remembered, for ``approved`` and ``refused``."""
+
+
+def permissions(
+    requirements: Sequence[Requirement], trace: Sequence[TraceStep]
+) -> list[tuple[Permission, ...]]:
+    """For each step of ``trace``, the enabled ask-permission requirements covering its
+    tool, in the policy's order (``final_answer`` is never asked about)."""
+    asking = [r for r in requirements if isinstance(r, AskPermissionRequirement) and r.enabled]
+    result: list[tuple[Permission, ...]] = []
+    for n, step in enumerate(trace):
+        before = RunState.from_trace([(s.tool, s.status) for s in trace[:n]])
+        covering = (r for r in asking if r.covers(step.tool))
+        result.append(tuple(_permission(r, step.tool, before) for r in covering))
+    return result
+
+
+def _permission(req: AskPermissionRequirement, tool: str, before: RunState) -> Permission:
+    """What ``req`` does about a call of ``tool`` after ``before``, in the order of the
+    agent's gate: ``always_allow``, then a remembered answer, then asking."""
+    if req.always_allow:
+        return Permission(req.name, req.priority, "always")
+    remembered = req.remembered(tool, before)
+    if remembered is None:
+        return Permission(req.name, req.priority, "ask")
+    earlier = next(n for n, s in enumerate(before.steps, 1) if s.tool == tool)
+    answer: Literal["approved", "refused"] = "approved" if remembered else "refused"
+    return Permission(req.name, req.priority, answer, remembered_from=earlier)

@@ -6,6 +6,9 @@ pydantic models of ``schema.py``; then the requirements are built by their own c
 and the whole by ``Policy``, so a mistake gets the same message as in Python code. Each error
 reads ``FILE:LINE: KEY.PATH: what is wrong``; ``location`` is ``FILE:LINE``.
 
+A policy can also come as text in a named format (``load_bytes``: the command line's stdin),
+and a directory lists the policy files in it (``policy_files``: ``ruleengine check DIR``).
+
 ``module:attr`` (or ``path/to/file.py:attr``) names a ``Policy`` written in Python, or a
 function of no arguments that returns one. Import failures are ``PolicyError``s naming the
 module, never tracebacks.
@@ -46,7 +49,7 @@ from ruleengine.requirements import (
     Requirement,
 )
 
-__all__ = ["MAX_BYTES", "load_file", "load_policy"]
+__all__ = ["FORMATS", "MAX_BYTES", "load_bytes", "load_file", "load_policy", "policy_files"]
 
 MAX_BYTES = 10 * 1024 * 1024
 """Policy files larger than this are refused (10 MB)."""
@@ -57,6 +60,17 @@ PARSERS: dict[str, Callable[[str], tuple[object, Places]]] = {
     ".yaml": parse_yaml,
     ".yml": parse_yaml,
 }
+
+FORMATS: dict[str, Callable[[str], tuple[object, Places]]] = {
+    "toml": parse_toml,
+    "yaml": parse_yaml,
+    "json": parse_json,
+}
+"""The formats a policy's text may be in, by name (``load_bytes``, ``--stdin-format``)."""
+
+SKIPPED_SUFFIX = ".schema.json"
+"""Files a directory holds beside its policies that are not policies: the JSON Schema that
+editors read (``ruleengine schema > policy.schema.json``)."""
 
 BUILDERS: dict[str, Callable[..., Requirement]] = {
     "conditional": ConditionalRequirement,
@@ -101,6 +115,14 @@ def load_policy(source: object) -> Policy:
         return load_file(text, parser)
     if ":" in text:
         return _load_python(text)
+    if os.path.isdir(text):
+        raise PolicyError(
+            f"{text}: is a directory, not a policy file",
+            hint="name one policy file in it (`ruleengine check DIR` checks every one)",
+            location=text,
+        )
+    if not Path(text).suffix and not os.path.lexists(text):
+        raise PolicyError(f"{text}: no such file or directory", hint=_SOURCE_HINT, location=text)
     raise PolicyError(
         f"{text}: unknown policy file extension `{Path(text).suffix or '(none)'}`",
         hint=_SOURCE_HINT,
@@ -113,17 +135,23 @@ def load_policy(source: object) -> Policy:
 
 def load_file(file: str, parser: Callable[[str], tuple[object, Places]]) -> Policy:
     """The policy in ``file``, parsed with ``parser``."""
-    text = _decoded(file, _read(file))
+    return _parsed(file, _decoded(file, _read(file)), parser)
+
+
+def _parsed(
+    file: str, text: str, parser: Callable[[str], tuple[object, Places]], *, noun: str = "file"
+) -> Policy:
+    """The policy in ``text``, read from ``file`` (errors cite it) with ``parser``."""
     if not text.strip():
-        raise _at(file, 1, "", "the file is empty", "a policy lists at least its `tools`")
+        raise _at(file, 1, "", f"the {noun} is empty", "a policy lists at least its `tools`")
     try:
         data, places = parser(text)
     except FormatError as exc:
         raise _at(file, exc.line, exc.path, exc.message, exc.hint) from None
     except RecursionError:
-        raise _at(file, 1, "", "the file nests too deeply") from None
+        raise _at(file, 1, "", f"the {noun} nests too deeply") from None
     if data is None:
-        raise _at(file, 1, "", "the file is empty", "a policy lists at least its `tools`")
+        raise _at(file, 1, "", f"the {noun} is empty", "a policy lists at least its `tools`")
     if not isinstance(data, dict):
         raise _at(
             file,
@@ -133,6 +161,60 @@ def load_file(file: str, parser: Callable[[str], tuple[object, Places]]) -> Poli
             "a policy is a mapping with `tools`, and usually `requirements`",
         )
     return _Builder(file, places).policy(data)
+
+
+def load_bytes(data: bytes, *, format: str, source: str) -> Policy:
+    """The policy that ``data`` holds in ``format`` (``toml``, ``yaml`` or ``json``); errors
+    cite ``source`` as the file (``<stdin>:5: requirements[0].taget: …``)."""
+    parser = FORMATS.get(format)
+    if parser is None:
+        raise PolicyError(
+            f"{source}: unknown policy format "
+            f"`{format if isinstance(format, str) else _shown(format)}`",
+            hint=f"the formats are {_listed(FORMATS)}",
+            location=source,
+        )
+    if len(data) > MAX_BYTES:
+        raise PolicyError(
+            f"{source}: the policy is larger than {MAX_BYTES // (1024 * 1024)} MB",
+            location=source,
+        )
+    return _parsed(source, _decoded(source, data, noun="input"), parser, noun="input")
+
+
+def policy_files(directory: str) -> list[str]:
+    """The policy files directly in ``directory`` (``.toml``, ``.yaml``, ``.yml``,
+    ``.json``), sorted by name, each as ``directory`` joined with its name. Subdirectories,
+    hidden files (``.name``), other extensions and JSON Schemas (``*.schema.json``) are
+    left out; a directory with no policy file at all is a ``PolicyError``."""
+    try:
+        with os.scandir(directory) as entries:
+            names = sorted(
+                entry.name
+                for entry in entries
+                if not entry.name.startswith(".")
+                and Path(entry.name).suffix.lower() in PARSERS
+                and not entry.name.lower().endswith(SKIPPED_SUFFIX)
+                and not entry.is_dir()
+            )
+    except FileNotFoundError:
+        raise PolicyError(f"{directory}: no such directory", location=directory) from None
+    except PermissionError:
+        raise PolicyError(
+            f"{directory}: permission denied: cannot list the directory", location=directory
+        ) from None
+    except OSError as exc:
+        raise PolicyError(
+            f"{directory}: cannot list the directory: {exc.strerror or exc}", location=directory
+        ) from None
+    if not names:
+        raise PolicyError(
+            f"{directory}: no policy file in the directory",
+            hint="policy files end in .toml, .yaml, .yml or .json; subdirectories are not "
+            "searched: name them too",
+            location=directory,
+        )
+    return [os.path.join(directory, name) for name in names]
 
 
 def _read(file: str) -> bytes:
@@ -160,7 +242,7 @@ def _read(file: str) -> bytes:
     return data
 
 
-def _decoded(file: str, data: bytes) -> str:
+def _decoded(file: str, data: bytes, *, noun: str = "file") -> str:
     data = data.removeprefix(b"\xef\xbb\xbf")  # a UTF-8 byte order mark is still UTF-8
     try:
         return data.decode("utf-8", errors="strict")
@@ -170,8 +252,8 @@ def _decoded(file: str, data: bytes) -> str:
             file,
             line,
             "",
-            f"the file is not UTF-8: byte `0x{data[exc.start]:02x}` at offset {exc.start}",
-            "save the file as UTF-8",
+            f"the {noun} is not UTF-8: byte `0x{data[exc.start]:02x}` at offset {exc.start}",
+            f"save the {noun} as UTF-8" if noun == "file" else "give the policy as UTF-8 text",
         ) from None
 
 

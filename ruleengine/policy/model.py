@@ -2,11 +2,11 @@
 
 A policy comes from a file (``Policy.load("policy.toml")``, see ``load.py``) or from Python
 (``Policy(tools, requirements)``). Either way it is validated at construction with the same
-checks as the reasoner's (``_validate``): tools are declared once, requirement names are
-unique, every requirement is bound to the declared tools (which reports unknown tool names),
-``max_iterations`` is an integer ≥ 1 and ``mode`` is ``strict`` or ``priority``. Errors raised
-here name their parameter as a key path (``requirements[2].only_after``), which the file
-loader turns into a line of the file.
+checks as the reasoner's (``_validate``): at least one tool besides ``final_answer`` is
+declared, each once, requirement names are unique, every requirement is bound to the declared
+tools (which reports unknown tool names), ``max_iterations`` is an integer ≥ 1 and ``mode`` is
+``strict`` or ``priority``. Errors raised here name their parameter as a key path
+(``requirements[2].only_after``), which the file loader turns into a line of the file.
 """
 
 from __future__ import annotations
@@ -230,6 +230,15 @@ def _declared_tools(tools: object) -> tuple[list[object], tuple[str, ...], dict[
             names.append(name)
             # Tool objects stay as they are, so requirements may name them by class.
             declared.append(tool if hasattr(tool, "name") and not isinstance(tool, tuple) else name)
+    if not names:
+        # A run could only end at once: surely a mistake (an emptied list, a wrong key).
+        but = f" but `{FINAL_ANSWER}`" if seen else ""
+        raise PolicyError(
+            f"the policy declares no tool{but}",
+            hint=f"list the tools the agent may call (`{FINAL_ANSWER}` is always there, "
+            "implicitly)",
+            parameter="tools",
+        )
     return declared, tuple(names), descriptions
 
 

@@ -191,7 +191,10 @@ class PolicyFile(_Entry):
     )
     tools: list[ToolItem] = Field(
         description="The tools, in declared order: names, or tables with a name and a "
-        "description. `final_answer` is always there, last, whether listed or not."
+        "description; at least one besides `final_answer`, which is always there, last, "
+        "whether listed or not.",
+        # For editors only: `Policy` refuses an empty list, in its own words.
+        json_schema_extra={"minItems": 1},
     )
     max_iterations: Positive = Field(20, description="How many LLM rounds a run may take.")
     mode: ModeName = Field(

@@ -100,6 +100,25 @@ BAD_INPUT: list[tuple[tuple[str, ...], str]] = [
     (("bench", CLEAN, "--steps", str(10**20)), "at most 10,000"),
     (("check", CLEAN, "--timeout", "1e400"), "finite"),
     (("schema", "extra"), "extra"),
+    (("check", CLEAN, "--time-out", "5"), "unknown option `--time-out`"),
+    (("check", "--time-out", "5", CLEAN), "unknown option `--time-out`"),
+    (("explain", CLEAN, "--format", "json"), "unknown option `--format`"),
+    (("explain", CLEAN, CLEAN), "unexpected argument"),
+    (("--verison",), "unknown option `--verison`"),
+    (("chekc", CLEAN), "unknown command `chekc`"),
+    (("check", "-"), "`-`: a policy read from stdin needs `--stdin-format`"),
+    (("check", "-", "--stdin-format", "xml"), "--stdin-format"),
+    (("check", CLEAN, "--stdin-format", "toml"), "--stdin-format: no POLICY is `-`"),
+    (("check", "-", "-", "--stdin-format", "toml"), "`-` is given twice"),
+    (("diff", "-", CLEAN), "--stdin-format"),
+    (("check", EX + "/no_such_dir/"), "no such file or directory"),
+    (("explain", EX), "is a directory, not a policy file"),
+    (("explain", CLEAN, "--trace", "[1]"), "--trace: entry 1 is `1`, not a step"),
+    (("explain", CLEAN, "--trace", '["think",'), "--trace: invalid JSON"),
+    (("explain", CLEAN, "--trace", '["think:ok"]'), "unknown tool `think:ok`"),
+    (("explain", CLEAN, "--trace-file", "missing.json"), "--trace-file: missing.json: no such"),
+    (("explain", CLEAN, "--trace-file", EX), "is a directory"),
+    (("explain", CLEAN, "--trace", "think", "--trace-file", "t.json"), "not both"),
 ]
 
 COMMANDS: list[tuple[str, ...]] = [
@@ -131,6 +150,12 @@ COMMANDS: list[tuple[str, ...]] = [
     ("schema",),
     ("bench", CLEAN, "--walks", "20", "--steps", "6", "--format", "json"),
     ("bench", DEADLOCK, "--walks", "10"),
+    ("check", EX),
+    ("check", EX + "/", "--format", "json"),
+    ("check", EX, "--format", "sarif"),
+    ("diff", CLEAN, f"{EX}/react_loop.json"),
+    ("explain", DEAD_REQUIREMENT, "--trace", "read_inbox,draft_reply,send_email,send_email"),
+    ("explain", DEAD_REQUIREMENT, "--trace", "read_inbox,draft_reply,send_email:denied,send_email"),
     *(args for args, _ in BAD_INPUT),
 ]
 
@@ -431,7 +456,7 @@ def test_diff_different_policies_exit_1_with_both_passes() -> None:
     ran = run("diff", CLEAN, f"{EX}/react_loop.json", "--format", "json")
     assert ran.code == 1
     data = ran.json()
-    assert set(data) == DIFF_KEYS
+    assert set(data) == DIFF_KEYS | {"budget"}  # 20 and 15 iterations
     assert data["equivalent"] is False and data["complete"] is True
     assert set(data["difference"]) == {"old", "new"}
     for side in data["difference"].values():
@@ -448,6 +473,270 @@ def test_diff_cut_short_is_not_a_proof() -> None:
     ran = run("diff", CLEAN, f"{EX}/research.yaml", "--max-states", "2")
     assert ran.code == 0
     assert "no difference found" in ran.out and "not a proof" in ran.out
+
+
+# -- check: directories -----------------------------------------------------------------------
+
+
+def test_check_a_directory_checks_each_policy_file_in_it() -> None:
+    ran = run("check", EX)
+    assert ran.code == 1, ran.err  # the worst over the files: some have errors
+    headers = [line for line in ran.out.splitlines() if line.startswith(EX)]
+    files = sorted(
+        p.name for p in (ROOT / EX).iterdir() if p.suffix in (".toml", ".yaml", ".yml", ".json")
+    )
+    assert headers == [f"{EX}/{name}" for name in files]
+    assert "business_hours" not in ran.out and "README" not in ran.out
+    assert ran.err == ""
+
+
+def test_check_a_directory_prints_json_lines_and_one_sarif_log() -> None:
+    ran = run("check", EX + "/", "--format", "json")
+    assert ran.code == 1
+    reports = [json.loads(line) for line in ran.out.splitlines()]
+    assert [r["policy"] for r in reports][:2] == [f"{EX}/batch_report.yaml", f"{EX}/ci_fixer.yaml"]
+    for report in reports:
+        check_report_shape(report)
+    sarif = run("check", EX, "--format", "sarif")
+    assert sarif.code == 1
+    results = check_sarif(sarif.json())
+    assert {r["properties"]["policy"] for r in results} >= {DEADLOCK, BUDGET, FORCED}
+    assert len(sarif.json()["runs"][0]["properties"]["checks"]) == len(reports)
+
+
+def test_a_directory_of_one_policy_still_prints_json_lines(tmp_path: Path) -> None:
+    shutil.copy(ROOT / DEADLOCK, tmp_path / "triage.toml")
+    (tmp_path / "README.md").write_text("# policies\n")
+    (tmp_path / "policy.schema.json").write_text(run("schema").out)
+    (tmp_path / "nested").mkdir()
+    shutil.copy(ROOT / CLEAN, tmp_path / "nested" / "research.toml")
+    ran = run("check", str(tmp_path), "--format", "json")
+    assert ran.code == 1, ran.err
+    (line,) = ran.out.splitlines()  # one compact object, on one line
+    assert json.loads(line)["policy"] == str(tmp_path / "triage.toml")
+
+
+def test_a_directory_without_policies_or_with_a_bad_one_is_bad_input(tmp_path: Path) -> None:
+    (tmp_path / "notes.md").write_text("# notes\n")
+    assert_one_line_error(run("check", str(tmp_path)), str(tmp_path), "no policy file")
+    (tmp_path / "bad.toml").write_text('tools = ["a"]\n\n[[requirements]]\ntype = "x"\n')
+    shutil.copy(ROOT / CLEAN, tmp_path / "good.toml")
+    ran = _spawn(("check", str(tmp_path)))  # the same command line, a new directory
+    assert_one_line_error(ran, f"{tmp_path / 'bad.toml'}:4")
+
+
+# -- a policy on stdin ------------------------------------------------------------------------
+
+
+def run_with_stdin(text: str, *args: str) -> Ran:
+    done = subprocess.run(
+        [sys.executable, "-m", "ruleengine", *args],
+        cwd=ROOT,
+        env=_env(),
+        input=text,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    return Ran(done.returncode, done.stdout, done.stderr)
+
+
+def test_check_dash_reads_the_policy_from_stdin() -> None:
+    ran = run_with_stdin((ROOT / DEADLOCK).read_text(), "check", "-", "--stdin-format", "toml")
+    assert ran.code == 1, ran.err
+    assert ran.out.splitlines()[0] == "<stdin>"
+    assert "- classify-once (priority 10) at <stdin>:9:" in ran.out
+    data = run_with_stdin(
+        (ROOT / f"{EX}/research.yaml").read_text(),
+        *("check", "-", CLEAN, "--stdin-format", "yaml", "--format", "json"),
+    )
+    assert data.code == 0, data.err
+    assert [json.loads(line)["policy"] for line in data.out.splitlines()] == ["<stdin>", CLEAN]
+
+
+def test_every_command_that_takes_a_policy_takes_dash() -> None:
+    research = (ROOT / CLEAN).read_text()
+    diff = run_with_stdin(research, "diff", "-", f"{EX}/research.yaml", "--stdin-format", "toml")
+    assert (
+        diff.code == 0 and "<stdin> and examples/policies/research.yaml are equivalent" in diff.out
+    )
+    explain = run_with_stdin(research, "explain", "-", "--stdin-format", "toml", "--trace", "think")
+    assert explain.code == 0 and explain.out.startswith("<stdin>: think\n")
+    bench = run_with_stdin(research, "bench", "-", "--stdin-format", "toml", "--walks", "2")
+    assert bench.code == 0 and bench.out.startswith("<stdin>: 2 walks")
+
+
+@pytest.mark.parametrize(
+    ("text", "fmt", "needles"),
+    [
+        ("", "toml", ("<stdin>:1", "the input is empty")),
+        ('tools: ["a"]\n', "toml", ("<stdin>:1", "invalid TOML")),
+        (
+            'tools = ["a"]\n[[requirements]]\ntype = "conditional"\ntaget = "a"\n',
+            "toml",
+            ("<stdin>:4", "taget"),
+        ),
+        ("tools: []\n", "yaml", ("<stdin>:1", "tools: the policy declares no tool")),
+    ],
+)
+def test_a_bad_policy_on_stdin_is_named_stdin(text: str, fmt: str, needles: tuple[str]) -> None:
+    assert_one_line_error(run_with_stdin(text, "check", "-", "--stdin-format", fmt), *needles)
+
+
+# -- mistyped options -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "hint"),
+    [
+        (
+            ("check", CLEAN, "--time-out", "5"),
+            "did you mean `--timeout`? see `ruleengine check --help`",
+        ),
+        (
+            ("check", "--time-out", "5", CLEAN),
+            "did you mean `--timeout`? see `ruleengine check --help`",
+        ),
+        (
+            ("explain", CLEAN, "--format", "json"),
+            "`--format` is an option of `check`, `diff`, `bench`; see `ruleengine explain --help`",
+        ),
+        (("explain", CLEAN, CLEAN), "see `ruleengine explain --help`"),
+        (("--verison",), "did you mean `--version`? see `ruleengine --help`"),
+        (
+            ("chekc", CLEAN),
+            "did you mean `check`? the commands are `check`, `explain`, `diff`, `schema`, "
+            "`bench`: see `ruleengine --help`",
+        ),
+    ],
+)
+def test_a_mistyped_option_gets_the_right_one_and_the_help(
+    args: tuple[str, ...], hint: str
+) -> None:
+    ran = run(*args)
+    assert_one_line_error(ran)
+    assert ran.err.splitlines()[1] == f"  hint: {hint}"
+    assert "usage:" not in ran.err
+
+
+# -- big state counts, empty tool lists -------------------------------------------------------
+
+
+def test_a_state_count_above_a_million_is_rounded_in_text_and_exact_in_json(
+    tmp_path: Path,
+) -> None:
+    lines = ["tools = [" + ", ".join(f'"t{i}"' for i in range(14)) + "]"]
+    for i in range(14):  # 14 independent counters: 3**14 states
+        lines += ["[[requirements]]", 'type = "conditional"', f'target = "t{i}"']
+        lines += ["max_invocations = 2"]
+    policy = tmp_path / "counters.toml"
+    policy.write_text("\n".join(lines) + "\n")
+    data = run("check", str(policy), "--format", "json").json()
+    states = data["stats"]["states"]
+    assert isinstance(states, int) and states > 10**6
+    text = run("check", str(policy))
+    assert text.code == 0, text.err
+    mantissa, exponent = f"{states:.1e}".split("e")
+    assert f" · ~{mantissa}e{int(exponent)} states · " in text.out
+    assert str(states) not in text.out
+
+
+def test_an_empty_tool_list_is_bad_input_naming_file_line_and_key(tmp_path: Path) -> None:
+    policy = tmp_path / "empty.toml"
+    policy.write_text("max_iterations = 3\ntools = []\n")
+    ran = run("check", str(policy))
+    assert_one_line_error(ran, f"{policy}:2: tools: the policy declares no tool")
+
+
+# -- explain: JSON traces, permissions -------------------------------------------------------
+
+
+def test_explain_a_json_trace_names_tools_with_colons_and_commas(tmp_path: Path) -> None:
+    policy = tmp_path / "mcp.yaml"
+    policy.write_text(
+        'tools: ["github:search", "notes,draft"]\n'
+        "requirements:\n"
+        '  - {type: conditional, target: "notes,draft", only_after: ["github:search"]}\n'
+    )
+    trace = '["github:search", ["notes,draft", "error"], "final_answer"]'
+    ran = run("explain", str(policy), "--trace", trace)
+    assert ran.code == 0, ran.err
+    assert "step 1: github:search: allowed" in ran.out
+    assert "step 2: notes,draft (error): allowed" in ran.out
+    assert "final_answer: allowed: the run ends" in ran.out
+    plain = run("explain", str(policy), "--trace", "github:search")
+    assert_one_line_error(plain, "unknown tool `github`")
+    assert '`["github:search"]`' in plain.err
+
+
+def test_explain_reads_a_trace_file_as_check_prints_traces(tmp_path: Path) -> None:
+    (finding,) = run("check", DEADLOCK, "--format", "json").json()["findings"]
+    trace_file = tmp_path / "trace.json"
+    trace_file.write_text(json.dumps(finding["trace"]))
+    ran = run("explain", DEADLOCK, "--trace-file", str(trace_file))
+    assert ran.code == 1
+    assert "conflict (deadlock)" in ran.out
+    trace_file.write_text("think,search")
+    assert_one_line_error(
+        run("explain", CLEAN, "--trace-file", str(trace_file)), f"--trace-file: {trace_file}: "
+    )
+
+
+def test_explain_names_the_permission_requirements_covering_each_step() -> None:
+    ran = run(
+        "explain", DEAD_REQUIREMENT, "--trace", "read_inbox,draft_reply,send_email,send_email"
+    )
+    assert ran.code == 0, ran.err
+    lines = ran.out.splitlines()
+    where = f"user-approves-sends (priority 30) at {DEAD_REQUIREMENT}:26"
+    step3 = lines.index("step 3: send_email: allowed")
+    assert lines[step3 + 1] == f"  permission: {where}: asks before the call runs"
+    step4 = lines.index("step 4: send_email: allowed")
+    assert lines[step4 + 1] == (
+        f"  permission: {where}: approves without asking: the answer to step 3 is remembered"
+    )
+    assert not lines[lines.index("step 1: read_inbox: allowed") + 1].startswith("  permission")
+    refused = run(
+        "explain",
+        DEAD_REQUIREMENT,
+        "--trace",
+        "read_inbox,draft_reply,send_email:denied,send_email",
+    )
+    assert refused.code == 1  # the remembered refusal hides `send_email`
+    assert f"  permission: {where}: asks before the call runs" in refused.out
+    assert "step 4: send_email: REFUSED" in refused.out
+
+
+# -- diff: budgets ----------------------------------------------------------------------------
+
+
+def test_diff_reports_different_budgets_even_with_equivalent_passes(tmp_path: Path) -> None:
+    short = tmp_path / "short.toml"
+    short.write_text(
+        (ROOT / CLEAN).read_text().replace("max_iterations = 20", "max_iterations = 10")
+    )
+    ran = run("diff", CLEAN, str(short))
+    assert ran.code == 1
+    assert ran.out.splitlines()[:2] == [
+        f"{CLEAN} and {short} differ only in their budgets: no history of any length gives "
+        "them different passes",
+        "  budget: max_iterations 20 (old), 10 (new)",
+    ]
+    data = run("diff", CLEAN, str(short), "--format", "json")
+    assert data.code == 1
+    report = data.json()
+    assert set(report) == DIFF_KEYS | {"budget"}
+    assert report["budget"] == {"old": 20, "new": 10}
+    assert report["equivalent"] is True and report["complete"] is True
+
+
+def test_diff_reports_the_budgets_beside_a_difference_in_passes() -> None:
+    ran = run("diff", CLEAN, f"{EX}/react_loop.json")
+    assert ran.code == 1
+    assert "  budget: max_iterations 20 (old), 15 (new)" in ran.out.splitlines()
+    data = run("diff", CLEAN, f"{EX}/react_loop.json", "--format", "json").json()
+    assert data["budget"] == {"old": 20, "new": 15}
 
 
 # -- schema and bench -------------------------------------------------------------------------

@@ -196,6 +196,33 @@ def test_diff_policies_names_the_sources() -> None:
     )
 
 
+def test_different_budgets_are_reported_even_when_the_passes_agree() -> None:
+    old = Policy(["a"], [C("a", max_invocations=1)], max_iterations=20, source="old.toml")
+    new = Policy(["a"], [C("a", max_invocations=1)], max_iterations=10, source="new.toml")
+    report = diff_policies(old, new)
+    assert report.equivalent is True and report.complete is True  # about the passes
+    assert report.budget is not None and (report.budget.old, report.budget.new) == (20, 10)
+    data = report.model_dump(mode="json")
+    assert data["budget"] == {"old": 20, "new": 10}
+    assert set(data) == {
+        "old", "new", "equivalent", "complete", "trace", "difference", "stats", "budget"
+    }  # fmt: skip
+
+
+def test_different_budgets_are_reported_beside_different_passes() -> None:
+    old = Policy(["a"], [C("a", max_invocations=1)], max_iterations=5)
+    new = Policy(["a"], [C("a", max_invocations=2)], max_iterations=6)
+    data = diff_policies(old, new).model_dump(mode="json")
+    assert data["equivalent"] is False and data["budget"] == {"old": 5, "new": 6}
+
+
+def test_equal_budgets_add_no_key() -> None:
+    policy = Policy(["a"], max_iterations=7)
+    report = diff_policies(policy, policy)
+    assert report.budget is None
+    assert_equivalent(report)
+
+
 # -- cut short, and bad input ---------------------------------------------------------------
 
 

@@ -29,7 +29,7 @@ from ruleengine import (
     Requirement,
     RunState,
 )
-from ruleengine.policy.load import MAX_BYTES
+from ruleengine.policy.load import MAX_BYTES, load_bytes, policy_files
 
 FORMATS = ("toml", "yaml", "json")
 BUILDERS: dict[str, Callable[..., Requirement]] = {
@@ -753,6 +753,37 @@ def test_a_directory(here: Path) -> None:
     assert load_error("policies.toml").message == "policies.toml: is a directory, not a policy file"
 
 
+def test_a_directory_without_an_extension(here: Path) -> None:
+    (here / "policies").mkdir()
+    error = load_error("policies")
+    assert error.message == "policies: is a directory, not a policy file"
+    assert error.hint == "name one policy file in it (`ruleengine check DIR` checks every one)"
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "line"),
+    [
+        ("policy.toml", "# nothing to call\ntools = []\n", 2),
+        ("policy.yaml", "tools: []\nmax_iterations: 3\n", 1),
+        ("policy.json", '{\n  "tools": []\n}', 2),
+    ],
+)
+def test_an_empty_tool_list_is_an_error_at_its_line(
+    here: Path, name: str, text: str, line: int
+) -> None:
+    error = file_error(name, text)
+    assert error.message == f"{name}:{line}: tools: the policy declares no tool"
+    assert error.parameter == "tools" and error.location == f"{name}:{line}"
+    assert error.hint == (
+        "list the tools the agent may call (`final_answer` is always there, implicitly)"
+    )
+
+
+def test_final_answer_alone_is_no_tool(here: Path) -> None:
+    error = file_error("policy.yaml", "tools:\n  - final_answer\n")
+    assert error.message == "policy.yaml:1: tools: the policy declares no tool but `final_answer`"
+
+
 def test_not_a_regular_file(here: Path) -> None:
     os.mkfifo("policy.yaml")  # opening a pipe would block: it is refused unopened
     assert load_error("policy.yaml").message == "policy.yaml: is not a regular file"
@@ -1039,3 +1070,79 @@ def test_a_missing_python_file(here: Path) -> None:
 
 def test_module_attr_needs_both_parts() -> None:
     assert load_error(":policy").message == ":policy: name a Python policy as `module:attr`"
+
+
+# -- text in a named format (the command line's stdin) ---------------------------------------
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_text_in_a_named_format_loads_with_its_lines(fmt: str) -> None:
+    text, lines = WRITERS[fmt](SUPPORT)
+    policy = load_bytes(text.encode(), format=fmt, source="<stdin>")
+    assert policy.source == "<stdin>"
+    assert policy.tools == ("search", "think", "send_email")
+    located = policy.location("think-first")
+    assert located is not None and located.file == "<stdin>"
+    assert located.line == lines["requirements[0]"]
+
+
+@pytest.mark.parametrize(
+    ("data", "fmt", "message", "hint"),
+    [
+        (b"", "toml", "<stdin>:1: the input is empty", "a policy lists at least its `tools`"),
+        (
+            b'tools = ["a"]\n# caf\xe9\n',
+            "toml",
+            "<stdin>:2: the input is not UTF-8: byte `0xe9` at offset 19",
+            "give the policy as UTF-8 text",
+        ),
+        (b'{"tools": ["a"]}', "yaml", None, None),  # JSON is YAML: it loads
+        (b'tools: ["a"]\n', "toml", "<stdin>:1: invalid TOML: ", None),
+        (b'tools = ["a"]\n', "ini", "<stdin>: unknown policy format `ini`", None),
+        (b"tools: []\n", "yaml", "<stdin>:1: tools: the policy declares no tool", None),
+    ],
+)
+def test_text_mistakes_cite_the_source(
+    data: bytes, fmt: str, message: str | None, hint: str | None
+) -> None:
+    if message is None:
+        assert load_bytes(data, format=fmt, source="<stdin>").tools == ("a",)
+        return
+    with pytest.raises(PolicyError) as info:
+        load_bytes(data, format=fmt, source="<stdin>")
+    assert info.value.message.startswith(message)
+    if hint is not None:
+        assert info.value.hint == hint
+
+
+def test_text_over_10_mb_is_refused() -> None:
+    with pytest.raises(PolicyError, match="larger than 10 MB"):
+        load_bytes(b" " * (MAX_BYTES + 1), format="toml", source="<stdin>")
+
+
+# -- the policy files of a directory ---------------------------------------------------------
+
+
+def test_a_directory_lists_its_policy_files_sorted(here: Path) -> None:
+    for name in ("b.yaml", "a.toml", "C.JSON", "d.yml", "notes.md", "policy.py", "README"):
+        Path(name).write_text("tools: [a]\n", encoding="utf-8")
+    Path(".hidden.toml").write_text('tools = ["a"]\n', encoding="utf-8")
+    Path("policy.schema.json").write_text("{}", encoding="utf-8")
+    Path("nested.toml").mkdir()
+    Path("sub").mkdir()
+    Path("sub", "inner.toml").write_text('tools = ["a"]\n', encoding="utf-8")
+    assert policy_files(".") == ["./C.JSON", "./a.toml", "./b.yaml", "./d.yml"]
+    assert policy_files(str(here) + os.sep) == [
+        str(here / name) for name in ("C.JSON", "a.toml", "b.yaml", "d.yml")
+    ]
+
+
+def test_a_directory_without_policy_files_is_an_error(here: Path) -> None:
+    Path("empty").mkdir()
+    Path("empty", "notes.md").write_text("# notes\n", encoding="utf-8")
+    with pytest.raises(PolicyError) as info:
+        policy_files("empty")
+    assert info.value.message == "empty: no policy file in the directory"
+    assert info.value.location == "empty"
+    with pytest.raises(PolicyError, match=r"^nowhere: no such directory$"):
+        policy_files("nowhere")

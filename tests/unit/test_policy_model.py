@@ -90,6 +90,8 @@ def test_custom_requirements_are_held_as_they_are() -> None:
 @pytest.mark.parametrize(
     ("args", "kwargs", "message", "parameter"),
     [
+        (([],), {}, "the policy declares no tool", "tools"),
+        ((["final_answer"],), {}, "the policy declares no tool but `final_answer`", "tools"),
         ((["a", "b", "a"],), {}, "tool `a` is declared twice", "tools[2]"),
         ((["a", "final_answer", "final_answer"],), {}, "tool `final_answer` is declared twice",
          "tools[2]"),

@@ -80,6 +80,8 @@ def problems(value: object, schema: dict[str, Any], path: str = "") -> Iterator[
                 yield f"{path}: {len(matching)} of {key} match"
     if isinstance(value, str) and len(value) < schema.get("minLength", 0):
         yield f"{path}: too short"
+    if isinstance(value, list) and len(value) < schema.get("minItems", 0):
+        yield f"{path}: too few items"
     if _is(value, "number"):
         assert isinstance(value, int | float)
         if "minimum" in schema and value < schema["minimum"]:
@@ -102,7 +104,7 @@ def problems(value: object, schema: dict[str, Any], path: str = "") -> Iterator[
 
 
 VALID = [
-    {"tools": []},
+    {"tools": ["a"]},
     {"$schema": "./policy.schema.json", "tools": ["a"], "max_iterations": 3, "mode": "priority"},
     {
         "tools": ["search", {"name": "think", "description": "Think."}],
@@ -129,6 +131,7 @@ VALID = [
 INVALID = [
     ({}, "missing tools"),
     ({"tools": "a"}, "not ['array']"),
+    ({"tools": []}, "too few items"),
     ({"tools": [""]}, "of oneOf match"),
     ({"tools": [{"name": "a", "descripton": "x"}]}, "of oneOf match"),
     ({"tools": [], "tolls": []}, "unknown tolls"),
