@@ -21,6 +21,7 @@ import os
 import sys
 import traceback
 from collections.abc import Callable, Iterator, Sequence
+from functools import partial
 from typing import Any, NoReturn
 
 from ruleengine.check import TraceStep, check_policy, diff_policies, replay
@@ -33,6 +34,8 @@ from ruleengine.check.render import (
     text_explain,
     text_report,
 )
+from ruleengine.check.report import DiffReport, Report
+from ruleengine.check.supervise import stopped_check, stopped_diff, supervised
 from ruleengine.check.trace import parse_trace, permissions
 from ruleengine.errors import PolicyError, RuleEngineError
 from ruleengine.policy import Policy
@@ -217,13 +220,21 @@ def _check(args: argparse.Namespace) -> int:
     compact = len(policies) > 1 or any(_is_directory(s) for s in args.policies)
     checked = []
     for policy in policies:
-        with Progress(f"checking {policy.source}", after=_progress_after()):
-            report = check_policy(
-                policy,
-                max_iterations=args.max_iterations,
+        with Progress(f"checking {policy.source}", after=_progress_after()) as progress:
+            report = supervised(
+                partial(
+                    check_policy,
+                    policy,
+                    max_iterations=args.max_iterations,
+                    timeout=args.timeout,
+                    max_states=args.max_states,
+                    engine=args.engine,
+                ),
+                model=Report,
+                stopped=stopped_check(policy.source),
                 timeout=args.timeout,
-                max_states=args.max_states,
-                engine=args.engine,
+                max_memory=args.max_memory,
+                on_status=progress.update,
             )
         checked.append((report, policy))
         if args.format == "json":
@@ -253,8 +264,15 @@ def _explain(args: argparse.Namespace) -> int:
 
 def _diff(args: argparse.Namespace) -> int:
     old, new = _load_all([args.old, args.new], args.stdin_format)
-    with Progress(f"comparing {old.source} and {new.source}", after=_progress_after()):
-        report = diff_policies(old, new, timeout=args.timeout, max_states=args.max_states)
+    with Progress(f"comparing {old.source} and {new.source}", after=_progress_after()) as progress:
+        report = supervised(
+            partial(diff_policies, old, new, timeout=args.timeout, max_states=args.max_states),
+            model=DiffReport,
+            stopped=stopped_diff(old.source, new.source),
+            timeout=args.timeout,
+            max_memory=args.max_memory,
+            on_status=progress.update,
+        )
     if args.format == "json":
         _print_json(report.model_dump(mode="json"), compact=False)
     else:
@@ -491,6 +509,26 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _seconds_or_none(text: str) -> float | None:
+    """Seconds, or ``None`` for ``0`` (no limit)."""
+    try:
+        if float(text) == 0:
+            return None
+    except ValueError:
+        pass
+    return _seconds(text)
+
+
+def _mebibytes_or_none(text: str) -> int | None:
+    """Bytes from a number of MiB, or ``None`` for ``0`` (no limit)."""
+    value = _int(text)
+    if value == 0:
+        return None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"`{text}` must be a number of MiB (0 for no limit)")
+    return value * 2**20
+
+
 # -- the parser --------------------------------------------------------------------------------
 
 
@@ -631,12 +669,28 @@ def _stdin_format(p: _Parser) -> None:
     )
 
 
+DEFAULT_TIMEOUT = 60.0
+"""``--timeout``'s default, in seconds (``0``: none)."""
+DEFAULT_MAX_MEMORY = 2048
+"""``--max-memory``'s default, in MiB (``0``: none)."""
+
+
 def _limits(p: _Parser) -> None:
     p.add_argument(
         "--timeout",
-        type=_seconds,
+        type=_seconds_or_none,
+        default=DEFAULT_TIMEOUT,
         metavar="S",
-        help="stop the search after S seconds (the result then says it is incomplete)",
+        help=f"stop after S seconds, {DEFAULT_TIMEOUT:g} by default; 0 for no limit (the result"
+        " then says it is incomplete)",
+    )
+    p.add_argument(
+        "--max-memory",
+        type=_mebibytes_or_none,
+        default=DEFAULT_MAX_MEMORY * 2**20,
+        metavar="MIB",
+        help=f"stop when the check's processes hold more than MIB MiB, {DEFAULT_MAX_MEMORY} by"
+        " default; 0 for no limit (the result then says it is incomplete)",
     )
     p.add_argument(
         "--max-states",

@@ -20,6 +20,7 @@ from pathlib import Path, PurePath
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
+from ruleengine.check.progress import Status
 from ruleengine.check.report import (
     FINDING_IDS,
     SEVERITY,
@@ -570,12 +571,15 @@ def text_bench(result: BenchResult) -> str:
 class Progress:
     """A line on a terminal while something long runs: shown after ``after`` seconds,
     refreshed every ``every`` seconds, erased at the end; nothing at all when ``stream`` is
-    not a terminal (a pipe, a file, a CI log)."""
+    not a terminal (a pipe, a file, a CI log). It shows ``status`` (the phase, states,
+    layers, findings so far) when the work reports it: ``update`` is a sink for it."""
 
     def __init__(
         self, label: str, stream: TextIO | None = None, *, after: float = 1.0, every: float = 0.5
     ) -> None:
         self.label = label
+        self.status: Status | None = None
+        """Where the work is (set from another thread: a supervisor's progress)."""
         self.stream: TextIO = sys.stderr if stream is None else stream
         self.after = after
         self.every = every
@@ -583,6 +587,10 @@ class Progress:
         """Whether the line was ever written."""
         self._done = threading.Event()
         self._thread: threading.Thread | None = None
+
+    def update(self, status: Status) -> None:
+        """Where the work is now (shown at the next refresh)."""
+        self.status = status
 
     def __enter__(self) -> Progress:
         if _is_terminal(self.stream):
@@ -610,7 +618,9 @@ class Progress:
             return
         while not self._done.is_set():
             elapsed = time.monotonic() - started
-            self.stream.write(f"\r\x1b[Kruleengine: {self.label}… {elapsed:.0f} s")
+            status = self.status
+            detail = f" · {status.line()}" if status is not None else ""
+            self.stream.write(f"\r\x1b[Kruleengine: {self.label}… {elapsed:.0f} s{detail}")
             self.stream.flush()
             self.shown = True
             self._done.wait(self.every)

@@ -91,7 +91,9 @@ BAD_INPUT: list[tuple[tuple[str, ...], str]] = [
     (("check", "no_such_module:policy"), "no_such_module"),
     (("diff", CLEAN), "NEW"),
     (("diff", CLEAN, "missing.yaml"), "missing.yaml"),
-    (("diff", CLEAN, CLEAN, "--timeout", "0"), "--timeout"),
+    (("diff", CLEAN, CLEAN, "--timeout", "-2"), "--timeout"),
+    (("check", CLEAN, "--max-memory", "-1"), "--max-memory"),
+    (("diff", CLEAN, CLEAN, "--max-memory", "lots"), "`lots`"),
     (("explain", CLEAN, "--trace", "think,,search"), "entry 2 is empty"),
     (("explain", CLEAN, "--trace", "final_answer,think"), "final_answer"),
     (("explain", "missing.toml"), "missing.toml"),
@@ -773,10 +775,12 @@ def test_no_progress_line_when_stderr_is_not_a_terminal() -> None:
 
 
 SHOWN_FIRST = """
-import sys, threading
+import os, select, sys
 from ruleengine import cli
 
-shown = threading.Event()
+# The check runs in a worker process forked from this one: the progress line's thread, here,
+# tells it through a pipe the worker inherits.
+told, tell = os.pipe()
 
 
 class Terminal:
@@ -784,6 +788,7 @@ class Terminal:
     def __init__(self, stream):
         self.stream = stream
         self.line = False
+        self.sent = False
 
     def write(self, text):
         self.line = self.line or "ruleengine: checking" in text
@@ -791,15 +796,16 @@ class Terminal:
 
     def flush(self):
         self.stream.flush()
-        if self.line:
-            shown.set()
+        if self.line and not self.sent:
+            self.sent = True
+            os.write(tell, b"x")
 
     def __getattr__(self, name):
         return getattr(self.stream, name)
 
 
 def once_shown(*args, **kwargs):
-    if not shown.wait(60):
+    if not select.select([told], [], [], 60)[0]:
         raise SystemExit("no progress line in 60 s")
     return check_policy(*args, **kwargs)
 
@@ -953,3 +959,39 @@ def test_a_process_started_without_stdout_exits_with_the_code_of_the_check() -> 
     )
     assert done.returncode == 1  # the policy's findings, as with stdout open
     assert done.stderr == ""
+
+
+# -- limits: kept whatever runs past them -------------------------------------------------------
+
+STUCK = ROOT / "tests" / "integration" / "stuck_policy.py"
+
+
+def test_a_check_that_outlasts_its_time_limit_is_stopped_and_says_where(tmp_path: Path) -> None:
+    # A requirement that never returns (a step no deadline check can interrupt): the check
+    # is stopped at its limit, and the report claims nothing. Asserts what it says, not how
+    # long it took.
+    ran = _spawn(("check", f"{STUCK}:stuck", "--timeout", "0.5", "--format", "json"))
+    report = ran.json()
+    assert ran.code == 0 and report["complete"] is False and report["findings"] == []
+    assert report["reason"].startswith("the time limit (0.5 s) ran out while ")
+    assert "it was stopped there, and claims nothing" in report["reason"]
+
+
+def test_a_check_past_its_memory_limit_is_stopped(tmp_path: Path) -> None:
+    ran = _spawn(("check", f"{STUCK}:hoarding", "--max-memory", "150", "--timeout", "0"))
+    assert ran.code == 0, ran.err
+    assert "the memory limit (150 MiB) was reached while " in ran.out
+
+
+def test_no_limits_with_zero() -> None:
+    ran = run("check", CLEAN, "--timeout", "0", "--max-memory", "0", "--format", "json")
+    assert ran.code == 0 and ran.json()["complete"] is True
+
+
+def test_a_diff_that_outlasts_its_time_limit_claims_no_proof() -> None:
+    ran = _spawn(
+        ("diff", f"{STUCK}:stuck", f"{STUCK}:stuck", "--timeout", "0.5", "--format", "json")
+    )
+    report = ran.json()
+    assert ran.code == 0 and report["equivalent"] is True and report["complete"] is False
+    assert report["reason"].startswith("the time limit (0.5 s) ran out while ")
