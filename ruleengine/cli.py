@@ -226,7 +226,7 @@ def _check(args: argparse.Namespace) -> int:
                     check_policy,
                     policy,
                     max_iterations=args.max_iterations,
-                    timeout=args.timeout,
+                    timeout=_ahead(args.timeout),
                     max_states=args.max_states,
                     engine=args.engine,
                 ),
@@ -266,7 +266,9 @@ def _diff(args: argparse.Namespace) -> int:
     old, new = _load_all([args.old, args.new], args.stdin_format)
     with Progress(f"comparing {old.source} and {new.source}", after=_progress_after()) as progress:
         report = supervised(
-            partial(diff_policies, old, new, timeout=args.timeout, max_states=args.max_states),
+            partial(
+                diff_policies, old, new, timeout=_ahead(args.timeout), max_states=args.max_states
+            ),
             model=DiffReport,
             stopped=stopped_diff(old.source, new.source),
             timeout=args.timeout,
@@ -507,6 +509,12 @@ def _seconds(text: str) -> float:
     if value <= 0:
         raise argparse.ArgumentTypeError(f"`{text}` must be a positive number of seconds")
     return value
+
+
+def _ahead(timeout: float | None) -> float | None:
+    """The time limit the work keeps itself: a little ahead of ``timeout``, so that its own
+    report (what it proved, how far it went) is sent before the supervisor would stop it."""
+    return None if timeout is None else timeout - min(0.25, timeout / 4)
 
 
 def _seconds_or_none(text: str) -> float | None:

@@ -606,12 +606,14 @@ def requirement_core(
     alone, the search stays among them, where every question is about a small system.
     """
     reqs = sorted(system.requirements, key=lambda r: (-r.priority, r.name))
+    shared = cache if cache is not None else CoreCache()
+    if shared.expired():
+        return reqs  # past the deadline: every requirement stays (right, not minimal)
     bit = {r.name: 1 << i for i, r in enumerate(reqs)}
     keep_mask = reduce(or_, (bit[n] for n in keep), 0)
     candidates = [r.name for r in reqs if r.name not in keep]
     full = reduce(or_, (bit[n] for n in candidates), 0)
     memo: dict[int, bool] = {full | keep_mask: True}  # the finding was found on the policy
-    shared = cache if cache is not None else CoreCache()
 
     examples: list[tuple[Event, ...]] = []  # histories that refuted the finding, newest first
     guided = _guided(system, focus)
@@ -713,7 +715,7 @@ def requirement_core(
         if not holds_for(mask_of(core_names)):
             core_names = list(pool)  # not monotone: start from everything
     changed = True
-    while changed:
+    while changed and not shared.expired():
         changed = False
         for name in list(core_names):
             rest = reduce(or_, (bit[n] for n in core_names if n != name), 0)

@@ -136,7 +136,11 @@ def _finding_lines(finding: Finding, policy: Source | None) -> list[str]:
         else:
             label = "tied forces" if finding.id == "forced-tie" else "clashing rules"
         lines.append(f"    core ({label}):")
-        lines.extend("      " + line for line in _core_lines(finding.core, policy))
+        shown = _core_lines(finding.core[:CORE_LINES], policy)
+        lines.extend("      " + line for line in shown)
+        if len(finding.core) > CORE_LINES:
+            rest = len(finding.core) - CORE_LINES
+            lines.append(f"      … and {rest} more (`--format json` lists them all)")
     checks = (
         "yes: it needs particular answers of opaque custom checks"
         if finding.depends_on_custom_checks
@@ -146,6 +150,11 @@ def _finding_lines(finding: Finding, policy: Source | None) -> list[str]:
     advice = RULES[finding.id][2]
     lines.append(f"    hint: {advice[0].lower()}{advice[1:].rstrip('.')}")
     return lines
+
+
+CORE_LINES = 20
+"""A finding's core entries shown in text (a core cut short by the time limit may hold every
+requirement of the policy); JSON and SARIF give them all."""
 
 
 def _core_lines(core: Sequence[CoreEntry], policy: Source | None) -> list[str]:

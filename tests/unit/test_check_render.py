@@ -141,3 +141,23 @@ def test_a_remembered_refusal_is_named_where_the_pass_still_allows_the_tool() ->
         "  permission: user (priority 10): refuses without asking: the answer to step 1 is "
         "remembered"
     )
+
+
+def test_a_long_core_is_cut_in_text_and_whole_in_json() -> None:
+    from ruleengine import ConditionalRequirement, Policy
+    from ruleengine.check import check_policy
+    from ruleengine.check.render import CORE_LINES, text_report
+
+    tools = [f"t{i}" for i in range(CORE_LINES + 6)]
+    # Every tool after the next one, in a ring: all dead, and every one needed for each.
+    ring = [
+        ConditionalRequirement(t, only_after=[tools[(i + 1) % len(tools)]], name=f"r{i:02}")
+        for i, t in enumerate(tools)
+    ]
+    policy = Policy(tools, ring)
+    report = check_policy(policy)
+    dead = [f for f in report.findings if f.id == "dead-tool"]
+    assert dead and len(dead[0].core) == len(tools)
+    text = text_report(report, policy)
+    assert text.count("… and 6 more (`--format json` lists them all)") == len(dead)
+    assert "r25 (conditional" not in text.split("dead-tool")[1].split("hint:")[0]
