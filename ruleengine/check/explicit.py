@@ -157,12 +157,16 @@ def analyse(
     deadline: float | None = None,
     live: bool | str = True,
     until: str | None = None,
+    width: int | None = None,
 ) -> Analysis:
     """Explore ``system`` breadth-first and collect every verdict (``live``: also which
     requirements change some pass, which costs one more decision per requirement and state
     until each is found live; a requirement's name: only whether that one is). With
-    ``until`` (a key of ``Analysis.firsts``), stop, incomplete, once it is found."""
-    return _Explorer(system, max_states, deadline, live, until).run()
+    ``until`` (a key of ``Analysis.firsts``), stop, incomplete, once it is found. With
+    ``width``, stop, incomplete, once more than ``width`` states per layer reached have been
+    explored (past ``width`` states: a probe for a narrow, deep space gives up at once on a
+    wide one)."""
+    return _Explorer(system, max_states, deadline, live, until, width).run()
 
 
 class _Explorer:
@@ -173,9 +177,11 @@ class _Explorer:
         deadline: float | None,
         live: bool | str,
         until: str | None = None,
+        width: int | None = None,
     ) -> None:
         self.system = system
         self.until = until
+        self.width = width
         self.max_states = max_states
         self.deadline = deadline
         self.want_live = live is not False
@@ -210,6 +216,10 @@ class _Explorer:
                 break
             if self.until is not None and self.until in self.firsts:
                 self._stop(i, f"`{self.until}` was found")
+                break
+            width = self.width
+            if width is not None and len(self.nodes) > width * (self.nodes[i].depth + 1):
+                self._stop(i, f"more than {width} states per layer were found")
                 break
         if result.reason is None:
             result.depth_done = self.nodes[-1].depth

@@ -704,6 +704,8 @@ class _Group:
         self.forward = shape.forward
         self.guard = enc.bdd.false
         self.events: list[Event] = []
+        self.range: Node | None = None
+        """The states one of its steps can lead to (``_Symbolic._range``), once computed."""
 
     @property
     def relation(self) -> Node:
@@ -728,6 +730,8 @@ class _Cluster:
         self.guard = groups[0].guard
         self._enc = enc
         self._relation: Node | None = None
+        self.range: Node | None = None
+        """The states one of its steps can lead to (``_Symbolic._range``), once computed."""
 
     @property
     def relation(self) -> Node:
@@ -1284,28 +1288,54 @@ class _Symbolic:
             result.live |= self._liveness([r for r in self.system.requirements if r.name == name])
 
     def _can_finish(self, finish: Node) -> Node:
-        """The reachable states from which some path of deciding states reaches ``finish``
-        (backward chaining: each cluster's preimage joins the set at once; done as soon as
-        every deciding state is in, without a last round that adds nothing)."""
+        """The reachable states from which some path of deciding states reaches ``finish``:
+        backward chaining, event-driven. Each cluster keeps the states added since it last
+        stepped back from them (its *pending* set); the cluster with the lowest index whose
+        pending set meets its range (the states one of its steps can lead to) steps back
+        from those alone, and what it adds becomes pending for every cluster whose range it
+        meets. A cluster is skipped only where its preimage must be empty, so the fixpoint
+        is the same as stepping every cluster back from everything; but a chain of steps is
+        followed link after link (300 tools chained by `only_after`: 90,000 preimages of
+        the whole set before, about one per link now). Done as soon as every deciding state
+        is in."""
         bdd, reach = self.bdd, self.reach
         deciding = reach & self.some(self.pass_.consistent)
         reaches = reach & finish
+        if deciding & ~reaches == bdd.false:
+            return reaches
         # A cluster that cannot fire in a deciding state adds nothing (and its relation is
         # never built).
         active = [(c, deciding & c.guard) for c in self.clusters]
         active = [(g, where) for g, where in active if where != bdd.false]
-        changed = True
-        while changed:
-            changed = False
-            for g, where in active:
-                self._tick()
-                new = where & self._preimage(reaches, g) & ~reaches
-                if new != bdd.false:
-                    reaches |= new
-                    changed = True
-                    if deciding & ~reaches == bdd.false:
-                        return reaches  # every deciding state is in: nothing more to add
+        ranges = [self._range(g) for g, _ in active]
+        pending = [reaches] * len(active)
+        heap = [i for i in range(len(active)) if reaches & ranges[i] != bdd.false]
+        queued = set(heap)
+        while heap:
+            i = heapq.heappop(heap)
+            queued.discard(i)
+            g, where = active[i]
+            todo, pending[i] = pending[i], bdd.false
+            self._tick()
+            new = where & self._preimage(todo & ranges[i], g) & ~reaches
+            if new == bdd.false:
+                continue
+            reaches |= new
+            if deciding & ~reaches == bdd.false:
+                return reaches  # every deciding state is in: nothing more to add
+            for j in range(len(active)):
+                if new & ranges[j] != bdd.false:  # elsewhere its preimage adds nothing
+                    pending[j] |= new
+                    if j not in queued:
+                        heapq.heappush(heap, j)
+                        queued.add(j)
         return reaches
+
+    def _range(self, g: _Group | _Cluster) -> Node:
+        """The states one step of ``g`` can lead to (from any state its guard holds in)."""
+        if g.range is None:
+            g.range = self._image(self.bdd.true, g)
+        return g.range
 
     def _no_finish(self) -> None:
         bdd, p, some, reach = self.bdd, self.pass_, self.some, self.reach
