@@ -39,7 +39,7 @@ from ruleengine.check.supervise import stopped_check, stopped_diff, supervised
 from ruleengine.check.trace import parse_trace, permissions
 from ruleengine.errors import PolicyError, RuleEngineError
 from ruleengine.policy import Policy
-from ruleengine.policy.load import FORMATS, MAX_BYTES, load_bytes, policy_files
+from ruleengine.policy.load import FORMATS, MAX_BYTES, load_bytes, policy_files, read_bounded
 
 __all__ = ["main", "run"]
 
@@ -424,19 +424,7 @@ def _read_trace_file(path: str) -> str:
     def fail(problem: str) -> UsageError:
         return UsageError(f"--trace-file: {path}: {problem}")
 
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_TRACE_BYTES + 1)
-    except FileNotFoundError:
-        raise fail("no such file") from None
-    except IsADirectoryError:
-        raise fail("is a directory, not a file") from None
-    except PermissionError:
-        raise fail("permission denied: cannot read the file") from None
-    except OSError as exc:
-        raise fail(f"cannot read the file: {exc.strerror or exc}") from None
-    if len(data) > MAX_TRACE_BYTES:
-        raise fail("the file is larger than 1 MB")
+    data = read_bounded(path, MAX_TRACE_BYTES, fail)
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

@@ -221,24 +221,34 @@ def _read(file: str) -> bytes:
     def fail(problem: str) -> PolicyError:
         return PolicyError(f"{file}: {problem}", location=file)
 
+    return read_bounded(file, MAX_BYTES, fail, what="a policy file")
+
+
+def read_bounded(
+    file: str, limit: int, fail: Callable[[str], Exception], *, what: str = "a file"
+) -> bytes:
+    """The bytes of ``file``, a regular file of at most ``limit`` bytes; otherwise the
+    exception ``fail(problem)`` makes, ``problem`` in a few words (``no such file``,
+    ``is a directory, not <what>``, ``the file is larger than 1 MB``, …)."""
+    size = f"{limit // (1024 * 1024)} MB" if limit >= 1024 * 1024 else f"{limit:,} bytes"
     try:
         info = os.stat(file)
         if stat.S_ISDIR(info.st_mode):
-            raise fail("is a directory, not a policy file")
+            raise fail(f"is a directory, not {what}")
         if not stat.S_ISREG(info.st_mode):
             raise fail("is not a regular file")
-        if info.st_size > MAX_BYTES:
-            raise fail(f"the file is larger than {MAX_BYTES // (1024 * 1024)} MB")
+        if info.st_size > limit:
+            raise fail(f"the file is larger than {size}")
         with open(file, "rb") as handle:
-            data = handle.read(MAX_BYTES + 1)
+            data = handle.read(limit + 1)
     except FileNotFoundError:
         raise fail("no such file") from None
     except PermissionError:
         raise fail("permission denied: cannot read the file") from None
     except OSError as exc:
         raise fail(f"cannot read the file: {exc.strerror or exc}") from None
-    if len(data) > MAX_BYTES:
-        raise fail(f"the file is larger than {MAX_BYTES // (1024 * 1024)} MB")
+    if len(data) > limit:
+        raise fail(f"the file is larger than {size}")
     return data
 
 

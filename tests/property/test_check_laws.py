@@ -512,19 +512,30 @@ def test_diff_with_opaque_parts_claims_only_what_replays(
     left, right = reasoner_of(old), reasoner_of(new)
     if not report.equivalent:
         assert report.complete
-        trace = tuple((s.tool, s.status) for s in report.trace)
-        for n in range(len(trace)):
-            assert key_of(decide(left, trace[:n])) == key_of(decide(right, trace[:n]))
-            for reasoner in (left, right):
-                before = decide(reasoner, trace[:n])
-                assert isinstance(before, Pass) and trace[n][0] in before.allowed
-        assert key_of(decide(left, trace)) != key_of(decide(right, trace))
+        assert_separates(left, right, report)
         return
     if not report.complete:
         assert report.reason
         return
+    assert_agree_up_to(left, right, 4)
+
+
+def assert_separates(left: Reasoner, right: Reasoner, report: Any) -> None:
+    """The report's trace is a history both runtimes allow step by step, after which their
+    passes differ (and before which they agree)."""
+    trace = tuple((s.tool, s.status) for s in report.trace)
+    for n in range(len(trace)):
+        assert key_of(decide(left, trace[:n])) == key_of(decide(right, trace[:n]))
+        for reasoner in (left, right):
+            before = decide(reasoner, trace[:n])
+            assert isinstance(before, Pass) and trace[n][0] in before.allowed
+    assert key_of(decide(left, trace)) != key_of(decide(right, trace))
+
+
+def assert_agree_up_to(left: Reasoner, right: Reasoner, depth: int) -> None:
+    """Every history of at most ``depth`` steps gives both runtimes the same pass."""
     layer: list[tuple[Event, ...]] = [()]
-    for _ in range(4):
+    for _ in range(depth):
         deeper = []
         for trace in layer:
             a, b = decide(left, trace), decide(right, trace)
@@ -547,21 +558,6 @@ def test_diff_traces_replay_and_equivalences_hold(pair: tuple[PolicyCase, Policy
     assert report.complete
     left, right = reasoner_of(old), reasoner_of(new)
     if not report.equivalent:
-        trace = tuple((s.tool, s.status) for s in report.trace)
-        for n in range(len(trace)):
-            assert key_of(decide(left, trace[:n])) == key_of(decide(right, trace[:n]))
-            before = decide(left, trace[:n])
-            assert isinstance(before, Pass) and trace[n][0] in before.allowed
-        assert key_of(decide(left, trace)) != key_of(decide(right, trace))
+        assert_separates(left, right, report)
         return
-    layer: list[tuple[Event, ...]] = [()]
-    for _ in range(3):
-        deeper = []
-        for trace in layer:
-            a, b = decide(left, trace), decide(right, trace)
-            assert key_of(a) == key_of(b), f"the passes differ after {trace}"
-            if isinstance(a, Pass):
-                deeper += [
-                    (*trace, (t, s)) for t in a.allowed if t != FINAL_ANSWER for s in STATUSES
-                ]
-        layer = deeper
+    assert_agree_up_to(left, right, 3)
