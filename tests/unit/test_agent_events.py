@@ -7,6 +7,7 @@ import functools
 import io
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from agent import (
@@ -106,7 +107,8 @@ def test_a_blocking_async_listener_is_awaited_before_the_tool_runs():
     order: list[str] = []
 
     async def slow_first(event):
-        await anyio.sleep(0.001)
+        # Gives the event loop a turn: a tool started without awaiting this would run now.
+        await anyio.lowlevel.checkpoint()
         order.append(f"listener:{event.tool}")
 
     agent = RequirementAgent(ScriptedChatModel(script()), [search])

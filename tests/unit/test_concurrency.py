@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from itertools import combinations
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from ruleengine import (
@@ -351,7 +352,7 @@ def test_a_failing_sync_requirement_waits_for_the_async_ones_and_order_decides()
 
     @requirement(name="a-async")
     async def a_async(state: RunState) -> list[Item]:
-        await anyio.sleep(0.01)
+        await anyio.lowlevel.checkpoint()  # suspends: the sync failure is known meanwhile
         finished.append("a-async")
         raise ValueError("first in name order")
 
