@@ -19,6 +19,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
 
+from ruleengine.errors import PolicyError
+
 __all__ = ["Status", "Watch", "current", "note", "watching"]
 
 
@@ -124,6 +126,8 @@ def current() -> Status | None:
 def watching(sink: Callable[[Status], None] | None = None) -> Iterator[Watch]:
     """Watch the checks run inside: their notes go to ``sink`` (at most every
     ``Watch.every`` seconds, and at every change of phase)."""
+    if sink is not None and not callable(sink):
+        raise PolicyError(f"watching: sink=`{sink!r:.60}` is not callable")
     watch = Watch(sink)
     token = _WATCH.set(watch)
     try:

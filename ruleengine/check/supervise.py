@@ -32,10 +32,10 @@ from typing import Any, NoReturn, TypeVar
 
 from pydantic import BaseModel
 
-from ruleengine import errors
+from ruleengine import _validate, errors
 from ruleengine.check.progress import Status, watching
 from ruleengine.check.report import DiffReport, Report, Stats
-from ruleengine.errors import RuleEngineError
+from ruleengine.errors import PolicyError, RuleEngineError
 
 __all__ = ["GRACE", "WorkerError", "stopped_check", "stopped_diff", "supervised"]
 
@@ -75,6 +75,7 @@ def supervised(
     ``on_status`` gets the worker's progress (called here, from this thread). ``started``
     (a ``time.monotonic()`` value, default now) is when the limit's clock started.
     """
+    _check_arguments(work, model, stopped, timeout, max_memory, on_status)
     began = time.monotonic() if started is None else started
     if not _can_fork():
         with watching(on_status):
@@ -83,7 +84,7 @@ def supervised(
     pid = os.fork()
     if pid == 0:  # the worker
         os.close(read)
-        _work(work, write)
+        _work(work, model, write)
     os.close(write)
     with contextlib.suppress(OSError):  # the worker does it too: whichever comes first
         os.setpgid(pid, pid)
@@ -132,10 +133,28 @@ def stopped_diff(old: str, new: str) -> Callable[[str, Status, float], DiffRepor
 def _stopped_reason(why: str, status: Status) -> str:
     done = status.counts()
     detail = f" ({', '.join(done)})" if done else ""
-    return (
-        f"{why} while {status.phase}{detail}: it was stopped there, and claims nothing"
-        " (a single step outlasted the limit)"
-    )
+    return f"{why} while {status.phase}{detail}: it was stopped there, and claims nothing"
+
+
+def _check_arguments(
+    work: object,
+    model: object,
+    stopped: object,
+    timeout: object,
+    max_memory: object,
+    on_status: object,
+) -> None:
+    """A ``PolicyError`` naming the first argument of ``supervised`` that is wrong."""
+    for name, value in (("work", work), ("stopped", stopped)):
+        if not callable(value):
+            raise PolicyError(f"supervised: {name}=`{value!r:.60}` is not callable")
+    if on_status is not None and not callable(on_status):
+        raise PolicyError(f"supervised: on_status=`{on_status!r:.60}` is not callable")
+    if not (isinstance(model, type) and issubclass(model, BaseModel)):
+        raise PolicyError(f"supervised: model=`{model!r:.60}` is not a pydantic model class")
+    if timeout is not None:
+        _validate.number(timeout, name="timeout", owner="supervised")
+    _validate.optional_integer(max_memory, name="max_memory", owner="supervised", least=1)
 
 
 def _can_fork() -> bool:
@@ -145,7 +164,7 @@ def _can_fork() -> bool:
 # -- the worker ----------------------------------------------------------------------------------
 
 
-def _work(work: Callable[[], BaseModel], fd: int) -> NoReturn:
+def _work(work: Callable[[], BaseModel], model: type[BaseModel], fd: int) -> NoReturn:
     """Run ``work`` and send what happens on ``fd``; never returns."""
     code = 0
     try:
@@ -154,6 +173,10 @@ def _work(work: Callable[[], BaseModel], fd: int) -> NoReturn:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # the supervisor decides
         with watching(lambda status: _send(fd, {"status": _status_json(status)})):
             result = work()
+        if not isinstance(result, model):
+            raise PolicyError(
+                f"supervised: work returned `{result!r:.60}`, not a `{model.__name__}`"
+            )
         _send(fd, {"result": result.model_dump(mode="json")})
     except RuleEngineError as exc:
         _send(fd, {"error": _error_json(exc)})
@@ -236,7 +259,8 @@ def _watch(
         if ended:
             raise WorkerError(f"the check's worker process ended without a result ({_how(pid)})")
         if stop_at is not None and time.monotonic() >= stop_at:
-            return f"the time limit ({timeout:g} s) ran out", status
+            # The work keeps the time limit itself, between steps: one step outlasted it.
+            return f"the time limit ({timeout:g} s) ran out in a single step", status
         if max_memory is not None and _resident(pid) > max_memory:
             return f"the memory limit ({max_memory / 2**20:,.0f} MiB) was reached", status
 

@@ -213,8 +213,26 @@ def tabulate(
             for s, status in enumerate(STATUSES)
             if not still[table := classes[tool] * 3 + s]
         ),
-        tuple(monitor.check_keys()) if monitor.checks else (),
+        _check_keys(requirement, monitor),
     )
+
+
+def _check_keys(requirement: Requirement, monitor: Monitor) -> tuple[Hashable, ...]:
+    """``monitor.check_keys()``, checked: one hashable key per opaque check."""
+    if not monitor.checks:
+        return ()
+    keys = monitor.check_keys()
+    where = f"requirement `{requirement.name}`: {type(monitor).__name__}.check_keys()"
+    if not isinstance(keys, tuple) or len(keys) != monitor.checks:
+        raise PolicyError(
+            f"{where} gave `{keys!r:.60}`: it must be a tuple of one key per check"
+            f" ({monitor.checks})",
+        )
+    try:
+        hash(keys)
+    except TypeError:
+        raise PolicyError(f"{where} gave an unhashable key: `{keys!r:.60}`") from None
+    return keys
 
 
 def _variants(

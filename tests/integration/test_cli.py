@@ -973,7 +973,7 @@ def test_a_check_that_outlasts_its_time_limit_is_stopped_and_says_where(tmp_path
     ran = _spawn(("check", f"{STUCK}:stuck", "--timeout", "0.5", "--format", "json"))
     report = ran.json()
     assert ran.code == 0 and report["complete"] is False and report["findings"] == []
-    assert report["reason"].startswith("the time limit (0.5 s) ran out while ")
+    assert report["reason"].startswith("the time limit (0.5 s) ran out in a single step while ")
     assert "it was stopped there, and claims nothing" in report["reason"]
 
 
@@ -994,4 +994,4 @@ def test_a_diff_that_outlasts_its_time_limit_claims_no_proof() -> None:
     )
     report = ran.json()
     assert ran.code == 0 and report["equivalent"] is True and report["complete"] is False
-    assert report["reason"].startswith("the time limit (0.5 s) ran out while ")
+    assert report["reason"].startswith("the time limit (0.5 s) ran out in a single step while ")

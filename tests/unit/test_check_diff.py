@@ -359,3 +359,32 @@ def test_a_requirement_without_a_monitor_is_compared_on_concrete_histories() -> 
     same = diff(strict(*new), strict(*new), max_states=50)
     assert same.equivalent and not same.complete
     assert "has no monitor" in (same.reason or "") and "history limit (50)" in (same.reason or "")
+
+
+def test_a_monitor_with_wrong_check_keys_is_named() -> None:
+    from ruleengine import Monitor, Rule
+
+    class Keys(Monitor):
+        checks = 1
+
+        def __init__(self, keys: Any) -> None:
+            self.keys = keys
+
+        def initial(self) -> int:
+            return 0
+
+        def advance(self, view: Any, tool: str, status: Any) -> int:
+            return 0
+
+        def emit(self, view: Any, checks: tuple[bool, ...] = ()) -> list[Any]:
+            return [Rule("a", allowed=checks[0])] if checks else []
+
+        def check_keys(self) -> Any:
+            return self.keys
+
+    for keys, needle in (((), "one key per check"), (([1],), "unhashable key")):
+        odd = requirement(name="odd", monitor=Keys(keys))(lambda state: [])
+        with pytest.raises(
+            PolicyError, match=rf"requirement `odd`: Keys.check_keys\(\) .*{needle}"
+        ):
+            diff(strict(["a"], [odd]), strict(["a"], []))

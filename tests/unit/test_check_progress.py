@@ -69,3 +69,12 @@ def test_counts_read_as_words() -> None:
         "exploring states · 1 state · 1 layer of the symbolic search · 1 finding"
     )
     assert Status("p", 3 * 10**144).counts() == ["~3.0e144 states"]
+
+
+def test_a_sink_must_be_callable() -> None:
+    import pytest
+
+    from ruleengine import PolicyError
+
+    with pytest.raises(PolicyError, match="sink=`3` is not callable"), watching(3):  # type: ignore[arg-type]
+        pass

@@ -58,9 +58,8 @@ def test_a_worker_past_its_time_limit_is_stopped_and_the_report_says_where() -> 
     got = run(work, timeout=0.2)
     assert not got.complete and got.findings == () and got.stats.states == 1234
     assert got.reason == (
-        "the time limit (0.2 s) ran out while exploring states (1,234 states, 5 layers of the"
-        " explicit search): it was stopped there, and claims nothing (a single step outlasted"
-        " the limit)"
+        "the time limit (0.2 s) ran out in a single step while exploring states (1,234 states,"
+        " 5 layers of the explicit search): it was stopped there, and claims nothing"
     )
 
 
@@ -127,7 +126,9 @@ def test_a_comparison_stopped_claims_no_difference_and_no_proof() -> None:
         max_memory=None,
     )
     assert got.equivalent and not got.complete and got.difference is None
-    assert (got.reason or "").startswith("the time limit (0.1 s) ran out while starting")
+    assert (got.reason or "").startswith(
+        "the time limit (0.1 s) ran out in a single step while starting"
+    )
 
 
 @needs_fork
@@ -162,3 +163,36 @@ def test_the_workers_group_is_gone_once_it_is_stopped() -> None:
     finally:
         os.close(handle)
     assert ended, f"the grandchild {grandchild} outlived its group"
+
+
+@pytest.mark.parametrize(
+    ("options", "needle"),
+    [
+        ({"work": "x"}, "work="),
+        ({"stopped": None}, "stopped="),
+        ({"model": dict}, "model="),
+        ({"timeout": -1}, "timeout="),
+        ({"timeout": "5"}, "timeout="),
+        ({"max_memory": 0}, "max_memory="),
+        ({"max_memory": "a"}, "max_memory="),
+        ({"on_status": 3}, "on_status="),
+    ],
+)
+def test_bad_arguments_are_policy_errors(options: dict[str, Any], needle: str) -> None:
+    arguments: dict[str, Any] = {
+        "work": lambda: check_policy(POLICY),
+        "model": Report,
+        "stopped": stopped_check("p.toml"),
+        "timeout": 5,
+        "max_memory": None,
+        **options,
+    }
+    work = arguments.pop("work")
+    with pytest.raises(PolicyError, match=needle):
+        supervised(work, **arguments)
+
+
+@needs_fork
+def test_work_that_returns_something_else_is_a_policy_error() -> None:
+    with pytest.raises(PolicyError, match="work returned `None`, not a `Report`"):
+        run(lambda: None)
