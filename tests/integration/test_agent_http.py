@@ -52,13 +52,27 @@ def _clear() -> None:
     thoughts.clear()
 
 
-def run_against(server: OpenAICompatibleServer, capabilities: Capabilities | None = None):
+def run_against(
+    server: OpenAICompatibleServer,
+    capabilities: Capabilities | None = None,
+    *,
+    tools: list[Any] | None = None,
+    requirements: list[Any] | None = None,
+    prompt: str = "What is Z3?",
+) -> tuple[Any, frozenset[str]]:
+    """The agent's run against ``server`` through the real client, and what the model
+    learned its server lacks."""
+
     async def main():
         async with OpenAIChatModel(
             "test-model", base_url=server.base_url, api_key=KEY, capabilities=capabilities
         ) as llm:
-            agent = RequirementAgent(llm, [think, search], REQUIREMENTS)
-            return await agent.run("What is Z3?")
+            agent = RequirementAgent(
+                llm,
+                [think, search] if tools is None else tools,
+                REQUIREMENTS if requirements is None else requirements,
+            )
+            return await agent.run(prompt), llm.lacking
 
     return anyio.run(main)
 
@@ -70,7 +84,7 @@ def test_a_run_over_http_keeps_its_prefix_and_sends_the_pass():
         call(FINAL_ANSWER, response="Z3 is an SMT solver."),
     ]
     with OpenAICompatibleServer(script, api_key=KEY) as server:
-        out = run_against(server)
+        out, _ = run_against(server)
     assert out.answer == "Z3 is an SMT solver."
     assert [s.tool for s in out.steps] == ["think", "search", FINAL_ANSWER]
     bodies = server.requests
@@ -93,7 +107,7 @@ def test_the_forcing_fallback_through_a_server_that_rejects_tool_choice():
     ]
     caps = Capabilities(tool_choice=frozenset({"auto", "none"}))
     with OpenAICompatibleServer(script, api_key=KEY, reject_tool_choice=True) as server:
-        out = run_against(server, caps)
+        out, _ = run_against(server, caps)
     assert [(s.tool, s.status) for s in out.steps] == [
         ("think", "ok"),
         ("search", "ok"),
@@ -116,13 +130,8 @@ def test_the_forcing_fallback_learns_a_server_that_rejects_tool_choice():
             return json.dumps({"thought": "plan"})
         return json.dumps({"query": "z3"})
 
-    async def main():
-        async with OpenAIChatModel("test-model", base_url=server.base_url, api_key=KEY) as llm:
-            agent = RequirementAgent(llm, [think, search], REQUIREMENTS)
-            return await agent.run("What is Z3?"), llm.lacking
-
     with OpenAICompatibleServer(script, api_key=KEY, reject_tool_choice=True) as server:
-        out, lacking = anyio.run(main)
+        out, lacking = run_against(server)
     assert [(s.tool, s.status) for s in out.steps] == [
         ("think", "ok"),
         ("search", "ok"),
@@ -150,13 +159,8 @@ def test_a_model_that_ignores_tool_choice_is_told_and_asked_again():
         arguments = {"think": {"thought": "plan"}, "search": {"query": "z3"}}[told[1]]
         return call(told[1], **arguments)
 
-    async def main():
-        async with OpenAIChatModel("test-model", base_url=server.base_url, api_key=KEY) as llm:
-            agent = RequirementAgent(llm, [think, search], REQUIREMENTS)
-            return await agent.run("What is Z3?"), llm.lacking
-
     with OpenAICompatibleServer(script, api_key=KEY, ignore_tool_choice=True) as server:
-        out, lacking = anyio.run(main)
+        out, lacking = run_against(server)
     assert [(s.tool, s.status) for s in out.steps] == [
         ("think", "ok"),
         ("search", "ok"),
@@ -199,18 +203,15 @@ def test_a_call_outside_the_pass_is_refused_and_the_model_asked_again_over_http(
         call("refund", order="7"),
         call(FINAL_ANSWER, response="Refunded."),
     ]
-
-    async def main():
-        async with OpenAIChatModel(
-            "test-model", base_url=server.base_url, api_key=KEY, capabilities=capabilities
-        ) as llm:
-            agent = RequirementAgent(
-                llm, [lookup, refund], [ConditionalRequirement(refund, only_after=[lookup])]
-            )
-            return await agent.run("Refund order 7."), llm.lacking
-
+    requirements = [ConditionalRequirement(refund, only_after=[lookup])]
     with OpenAICompatibleServer(script, api_key=KEY) as server:
-        out, lacking = anyio.run(main)
+        out, lacking = run_against(
+            server,
+            capabilities,
+            tools=[lookup, refund],
+            requirements=requirements,
+            prompt="Refund order 7.",
+        )
     assert [(s.tool, s.status) for s in out.steps] == [
         ("lookup", "ok"),
         ("refund", "ok"),
