@@ -137,7 +137,6 @@ class RunLoop:
         """The conflict the run ended on (``on_conflict="answer"``), once there is one."""
         self._decided: tuple[tuple[int, int], Pass] | None = None  # the pass of which state
         self._conflict_pass: Pass | None = None
-        self._hidden: tuple[str, ...] = ()  # the last decided pass's hidden tools
 
     # -- the run ------------------------------------------------------------------------------
 
@@ -256,7 +255,6 @@ class RunLoop:
         self.state = dataclasses.replace(self.state, memory=self._conversation())
         pass_ = await self.agent.reasoner.adecide(self.state)
         self._decided = (key, pass_)
-        self._hidden = pass_.hidden
         return pass_
 
     async def _conflicted(self, conflict: ConflictError) -> Pass:
@@ -267,15 +265,22 @@ class RunLoop:
             raise conflict
         self.conflict = conflict
         reason = f"the requirements conflict: {conflict.message}"
+        last = self._last_pass()
+        hidden = last.hidden if last is not None else ()
         self._conflict_pass = Pass(
             allowed=(FINAL_ANSWER,),
-            hidden=tuple(t for t in self._hidden if t != FINAL_ANSWER),
+            # What was hidden stays hidden (the prompt's prefix stays the same), but the answer.
+            hidden=tuple(t for t in hidden if t != FINAL_ANSWER),
             forced=FINAL_ANSWER,
             can_stop=True,
             tool_choice=FINAL_ANSWER,
             reasons={FINAL_ANSWER: reason},
         )
         return self._conflict_pass
+
+    def _last_pass(self) -> Pass | None:
+        """The pass decided last (None before the first decision)."""
+        return self._decided[1] if self._decided is not None else None
 
     def _conflict_instruction(self) -> str:
         # INVARIANT: only called once the run met a conflict
@@ -502,7 +507,7 @@ class RunLoop:
 
     async def _skip(self, calls: Sequence[AnyToolCall], why: str) -> None:
         """Answer the calls of a reply the run cannot go on to (every call is answered)."""
-        pass_ = self._decided[1] if self._decided is not None else None
+        pass_ = self._last_pass()
         for call in calls:
             arguments = dict(call.arguments) if isinstance(call, ToolCall) else {}
             reason = f"`{call.name}` did not run: {why}"
