@@ -11,11 +11,13 @@ noisiest figure of the table. The runs must give the same report (its ``seconds`
 table gives, per family and size, the p50 and p95 of the policies' times, the reachable
 states, how many verdicts were complete, and how many policies had findings.
 
-    python -m benchmarks.static             # 20/40 and 50/100, 10 seeds per family
+    python -m benchmarks.static             # every family at 20/40 and 50/100, the
+                                            # conditionals and tallies also at 200/400
     python -m benchmarks.static --runs 1    # one process per policy
+    python -m benchmarks.static --families tallies --sizes 50/100,200/400 --seeds 30
     python -m benchmarks.static --quick     # 10/20, 3 seeds, one run: a smoke test
 
-Targets (issue 9): p95 ≤ 1 s at 20 tools / 40 requirements, ≤ 10 s at 50 / 100.
+Targets: p95 ≤ 1 s at 20 tools / 40 requirements, ≤ 10 s at 50 / 100, ≤ 60 s at 200 / 400.
 """
 
 from __future__ import annotations
@@ -40,8 +42,14 @@ __all__ = ["StaticRow", "check_runs", "compile_package", "main", "measure", "spe
 
 _N = TypeVar("_N", int, float)
 
-TARGETS = {(20, 40): 1.0, (50, 100): 10.0}
-"""p95 seconds per size (issue 9)."""
+TARGETS = {(20, 40): 1.0, (50, 100): 10.0, (200, 400): 60.0}
+"""p95 seconds per size."""
+
+SIZES = ((20, 40), (50, 100))
+"""Every family's sizes by default."""
+
+LARGE = {"conditionals": ((200, 400),), "tallies": ((200, 400),)}
+"""The families also measured at a larger size by default."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,56 +201,79 @@ def speed(samples: int = 3, additions: int = 10**7) -> float:
     return statistics.median(times)
 
 
+def default_plan() -> list[tuple[int, int, str]]:
+    """(tools, requirements, family) as ``python -m benchmarks.static`` measures them:
+    every family at ``SIZES``, then the ``LARGE`` ones."""
+    plan = [(tools, reqs, family) for tools, reqs in SIZES for family in FAMILIES]
+    for family, sizes in LARGE.items():
+        plan += [(tools, reqs, family) for tools, reqs in sizes]
+    return plan
+
+
 def measure(
-    sizes: Sequence[tuple[int, int]], seeds: int, *, timeout: float = 120.0, runs: int = 1
+    sizes: Sequence[tuple[int, int]] | None,
+    seeds: int,
+    *,
+    timeout: float = 120.0,
+    runs: int = 1,
+    families: Sequence[str] | None = None,
 ) -> list[StaticRow]:
-    """Every family at every size, ``seeds`` policies each, each timed as the median of
-    ``runs`` processes (``check_runs``)."""
+    """``families`` (default: all) at every size, or ``default_plan()`` when ``sizes`` is
+    None; ``seeds`` policies each, each timed as the median of ``runs`` processes
+    (``check_runs``)."""
+    chosen = list(FAMILIES) if families is None else list(families)
+    unknown = [f for f in chosen if f not in FAMILIES]
+    if unknown:
+        raise ValueError(f"unknown family `{unknown[0]}` (known: {', '.join(FAMILIES)})")
+    plan = (
+        default_plan()
+        if sizes is None
+        else [(tools, reqs, family) for tools, reqs in sizes for family in chosen]
+    )
     compile_package()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        for tools, reqs in sizes:
-            for family in FAMILIES:
-                seconds, states = [], []
-                complete = with_findings = timed_out = 0
-                for seed in range(seeds):
-                    policy = make_policy(family, tools, reqs, seed)
-                    path = os.path.join(tmp, f"{family}-{tools}-{reqs}-{seed}.json")
-                    with open(path, "w", encoding="utf-8") as f:
-                        json.dump(policy_file(policy), f)
-                    took, report = check_runs(path, timeout, runs)
-                    seconds.append(took)
-                    if report is None or took >= timeout:
-                        # Every run stopped, or most of them (the median is the limit).
-                        timed_out += 1
-                        print(f"  {family} {tools}/{reqs} seed {seed}: stopped", file=sys.stderr)
-                    if report is None:
-                        states.append(0)
-                        continue
-                    stats = report["stats"]
-                    assert isinstance(stats, dict)
-                    states.append(int(stats["states"]))
-                    complete += bool(report["complete"])
-                    with_findings += bool(report["findings"])
-                rows.append(
-                    StaticRow(
-                        family,
-                        tools,
-                        reqs,
-                        seconds,
-                        states,
-                        complete,
-                        with_findings,
-                        timed_out,
-                        timeout,
-                    )
+        for tools, reqs, family in plan:
+            seconds, states = [], []
+            complete = with_findings = timed_out = 0
+            for seed in range(seeds):
+                policy = make_policy(family, tools, reqs, seed)
+                path = os.path.join(tmp, f"{family}-{tools}-{reqs}-{seed}.json")
+                with open(path, "w", encoding="utf-8") as f:
+                    json.dump(policy_file(policy), f)
+                took, report = check_runs(path, timeout, runs)
+                seconds.append(took)
+                if report is None or took >= timeout:
+                    # Every run stopped, or most of them (the median is the limit).
+                    timed_out += 1
+                    print(f"  {family} {tools}/{reqs} seed {seed}: stopped", file=sys.stderr)
+                if report is None:
+                    states.append(0)
+                    continue
+                stats = report["stats"]
+                assert isinstance(stats, dict)
+                states.append(int(stats["states"]))
+                complete += bool(report["complete"])
+                with_findings += bool(report["findings"])
+            rows.append(
+                StaticRow(
+                    family,
+                    tools,
+                    reqs,
+                    seconds,
+                    states,
+                    complete,
+                    with_findings,
+                    timed_out,
+                    timeout,
                 )
-                slowest = max(range(seeds), key=seconds.__getitem__)
-                print(
-                    f"  {family} {tools}/{reqs}: p95 {rows[-1].p95:.2f} s "
-                    f"(slowest: seed {slowest}, {seconds[slowest]:.2f} s)",
-                    file=sys.stderr,
-                )
+            )
+            slowest = max(range(seeds), key=seconds.__getitem__)
+            print(
+                f"  {family} {tools}/{reqs}: p95 {rows[-1].p95:.2f} s "
+                f"(slowest: seed {slowest}, {seconds[slowest]:.2f} s)",
+                file=sys.stderr,
+            )
     return rows
 
 
@@ -297,6 +328,30 @@ def _positive(kind: Callable[[str], _N]) -> Callable[[str], _N]:
     return parse
 
 
+def _families(text: str) -> list[str]:
+    """An argparse type: comma-separated family names."""
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n not in FAMILIES]
+    if not names or unknown:
+        culprit = f"unknown family `{unknown[0]}`" if unknown else "no family named"
+        raise argparse.ArgumentTypeError(f"{culprit} (known: {', '.join(FAMILIES)})")
+    return names
+
+
+def _sizes(text: str) -> list[tuple[int, int]]:
+    """An argparse type: comma-separated TOOLS/REQUIREMENTS pairs, each at least 4/1."""
+    sizes = []
+    for part in text.split(","):
+        tools, _, reqs = part.strip().partition("/")
+        if not (tools.isdigit() and reqs.isdigit() and int(tools) >= 4 and int(reqs) >= 1):
+            raise argparse.ArgumentTypeError(
+                f"`{part.strip()}` is not TOOLS/REQUIREMENTS with at least 4 tools and 1 "
+                "requirement (e.g. 50/100)"
+            )
+        sizes.append((int(tools), int(reqs)))
+    return sizes
+
+
 def _seconds(value: float, row: StaticRow) -> str:
     """A time, or "> limit" for a check stopped at the time limit."""
     if row.timed_out and value >= row.limit:
@@ -322,13 +377,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=120.0,
         help="seconds before one check is stopped",
     )
+    parser.add_argument(
+        "--families",
+        type=_families,
+        default=None,
+        help=f"comma-separated, of {', '.join(FAMILIES)} (default: all)",
+    )
+    parser.add_argument(
+        "--sizes",
+        type=_sizes,
+        default=None,
+        help="comma-separated TOOLS/REQUIREMENTS, e.g. 50/100,200/400 (default: every "
+        "family at 20/40 and 50/100, the conditionals and tallies also at 200/400)",
+    )
     args = parser.parse_args(argv)
-    sizes = [(10, 20)] if args.quick else [(20, 40), (50, 100)]
+    sizes: list[tuple[int, int]] | None = [(10, 20)] if args.quick else args.sizes
+    if sizes is None and args.families is not None:
+        sizes = list(SIZES)
     seeds = 3 if args.quick else args.seeds
     runs = 1 if args.quick else args.runs
     started = time.perf_counter()
     speed_before = speed()
-    rows = measure(sizes, seeds, timeout=args.timeout, runs=runs)
+    rows = measure(sizes, seeds, timeout=args.timeout, runs=runs, families=args.families)
     per_policy = (
         "one `python -m ruleengine check FILE --format json` process per policy"
         if runs == 1

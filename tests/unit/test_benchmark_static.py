@@ -173,3 +173,72 @@ def test_the_machine_speed_loop_prints_a_time() -> None:
 def test_the_machine_speed_refuses_counts_out_of_range(samples: object, additions: object) -> None:
     with pytest.raises(ValueError, match="must be a whole number"):
         static.speed(samples, additions)  # type: ignore[arg-type]
+
+
+def _shape(family: str, seed: int) -> frozenset[tuple[object, ...]]:
+    """What a generated policy declares, names aside: its budget and the kinds of its
+    requirements' parameters, with their values where they are numbers."""
+    entries = policy_file(make_policy(family, 20, 40, seed))
+    out: set[tuple[object, ...]] = {("budget", entries["max_iterations"])}
+    requirements = entries["requirements"]
+    assert isinstance(requirements, list)
+    for entry in requirements:
+        for key, value in entry.items():
+            if key in ("name", "target", "type"):
+                continue
+            out.add((key, len(value) if isinstance(value, list) else value))
+    return frozenset(out)
+
+
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_every_family_draws_its_knobs_per_seed(family: str) -> None:
+    # Ten seeds of a family are not one shape reshuffled: their parameters differ.
+    assert len({_shape(family, seed) for seed in range(10)}) >= 3
+
+
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_every_family_is_deterministic_and_sized(family: str) -> None:
+    first = policy_file(make_policy(family, 20, 40, 7))
+    assert policy_file(make_policy(family, 20, 40, 7)) == first
+    requirements = first["requirements"]
+    assert isinstance(requirements, list) and 1 <= len(requirements) <= 40
+
+
+def test_the_default_plan_measures_the_new_families_large_too() -> None:
+    plan = static.default_plan()
+    assert {(t, r) for t, r, _ in plan} == {(20, 40), (50, 100), (200, 400)}
+    assert {f for t, _, f in plan if t == 200} == {"conditionals", "tallies"}
+    assert {f for t, _, f in plan if t == 50} == set(FAMILIES)
+
+
+def test_families_and_sizes_choose_what_is_measured(monkeypatch: pytest.MonkeyPatch) -> None:
+    asked = _scripted(monkeypatch, [(1.0, _report(0.9))] * 4)
+    rows = static.measure([(4, 4), (5, 6)], 1, families=["tallies", "chain"])
+    assert [(r.family, r.tools, r.requirements) for r in rows] == [
+        ("tallies", 4, 4),
+        ("chain", 4, 4),
+        ("tallies", 5, 6),
+        ("chain", 5, 6),
+    ]
+    assert len(asked) == 4
+    with pytest.raises(ValueError, match="unknown family `nope`"):
+        static.measure([(4, 4)], 1, families=["nope"])
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--families", "chain,nope"], "unknown family `nope`"),
+        (["--families", ","], "no family named"),
+        (["--sizes", "50"], "`50` is not TOOLS/REQUIREMENTS"),
+        (["--sizes", "3/10"], "at least 4 tools"),
+        (["--sizes", "50/x"], "`50/x` is not"),
+    ],
+)
+def test_bad_families_and_sizes_are_named(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        static.main(argv)
+    assert exit_.value.code == 2
+    assert message in capsys.readouterr().err
