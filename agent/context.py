@@ -1,4 +1,9 @@
-"""What a run is given and gives back: its budgets, the call a nested run sits in, its output.
+"""What a run is given and gives back: the agent it runs, its budgets, the call a nested run
+sits in, its output.
+
+``RunnableAgent`` is what a run (``loop.py``) and a handoff (``handoff.py``) read of their
+agent. ``RequirementAgent`` (``runner.py``) is that agent, and it builds both, so they name it
+by this protocol instead of importing it back.
 
 ``CURRENT`` is set while a tool runs; a run started inside that tool (a handoff) reads it and
 nests under the call: its events carry the outer path and reach the outer listeners.
@@ -7,17 +12,26 @@ nests under the call: its events carry the outer path and reach the outer listen
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import Any, Generic, Literal, Protocol, TypeVar
+
+from pydantic import BaseModel
 
 from agent.events import RunEvents
-from backends import Message, Usage
-from ruleengine import ConflictError, Pass, RunState, Step
+from agent.gate import Gate
+from agent.memory import Memory
+from agent.tools import FinalAnswerTool, Tool
+from backends import ChatModel, Message, Usage
+from ruleengine import ConflictError, Pass, Reasoner, RunState, Step
 
-__all__ = ["CURRENT", "AgentOutput", "Frame", "Limits"]
+__all__ = ["CURRENT", "AgentOutput", "Frame", "Limits", "OnConflict", "RunnableAgent"]
 
 OutputT = TypeVar("OutputT")
+
+OnConflict = Literal["raise", "answer"]
+"""What a run does when the requirements conflict."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +86,40 @@ class Frame:
     thread: int = field(default_factory=threading.get_ident)
     """The thread of the run's event loop: a run in another thread (a sync tool starting its
     own event loop) cannot share the outer run's task group, so it does not nest."""
+
+
+class RunnableAgent(Protocol):
+    """What a run and a handoff read of the agent they run: its configuration (the model, the
+    tools, the reasoner and the gate, memory, how it answers) and ``run``, for a handoff.
+    ``RequirementAgent`` documents each."""
+
+    name: str
+    description: str | None
+    llm: ChatModel
+    tools: tuple[Tool, ...]
+    final_tool: FinalAnswerTool
+    reasoner: Reasoner
+    gate: Gate
+    memory: Memory | None
+    expected_output: type[BaseModel] | None
+    final_answer_as_tool: bool
+    save_intermediate_steps: bool
+    on_conflict: OnConflict
+
+    def system_prompt(self, visible: Sequence[str]) -> str:
+        """The system prompt for these visible tools."""
+        ...
+
+    async def run(
+        self,
+        prompt: str,
+        *,
+        max_iterations: int = ...,
+        max_retries_per_step: int = ...,
+        total_max_retries: int = ...,
+    ) -> AgentOutput[Any]:
+        """Run the agent on ``prompt`` until ``final_answer`` runs."""
+        ...
 
 
 CURRENT: ContextVar[Frame | None] = ContextVar("agent_current_call", default=None)

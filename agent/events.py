@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, get_args
 
 from agent.errors import ListenerError
-from ruleengine import PolicyError, _validate
+from ruleengine import PolicyError, validate
 
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup
@@ -91,7 +91,7 @@ class Deny:
     """Why, in one line: the model reads it (``the user refused `refund```)."""
 
     def __post_init__(self) -> None:
-        _validate.text(self.reason, name="reason", owner="Deny")
+        validate.text(self.reason, name="reason", owner="Deny")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -341,8 +341,8 @@ class Emitter:
         pattern = _pattern(kind)
         if not callable(listener):
             raise PolicyError(f"listener=`{listener!r}` is not callable", parameter="listener")
-        blocking = _validate.flag(blocking, name="blocking")
-        nested = _validate.flag(nested, name="nested")
+        blocking = validate.flag(blocking, name="blocking")
+        nested = validate.flag(nested, name="nested")
         subscription = _Subscription(pattern, listener, blocking, nested, _is_async(listener))
         with self._lock:
             self._subscriptions = (*self._subscriptions, subscription)

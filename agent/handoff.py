@@ -9,15 +9,13 @@ trajectory shows them nested under the outer step.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agent.context import RunnableAgent
 from agent.tools import Tool
-from ruleengine import PolicyError, _validate
-
-if TYPE_CHECKING:
-    from agent.runner import RequirementAgent
+from ruleengine import PolicyError, validate
 
 __all__ = ["HandoffInput", "HandoffTool"]
 
@@ -36,7 +34,7 @@ class HandoffTool(Tool):
 
     def __init__(
         self,
-        agent: RequirementAgent[Any],
+        agent: RunnableAgent,
         *,
         name: str | None = None,
         description: str | None = None,
@@ -59,13 +57,13 @@ class HandoffTool(Tool):
         """The agent that runs the task."""
         owner = f"tool `{tool_name}`"
         self.limits = {
-            "max_iterations": _validate.integer(
+            "max_iterations": validate.integer(
                 max_iterations, name="max_iterations", owner=owner, least=1
             ),
-            "max_retries_per_step": _validate.integer(
+            "max_retries_per_step": validate.integer(
                 max_retries_per_step, name="max_retries_per_step", owner=owner
             ),
-            "total_max_retries": _validate.integer(
+            "total_max_retries": validate.integer(
                 total_max_retries, name="total_max_retries", owner=owner
             ),
         }

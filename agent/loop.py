@@ -29,11 +29,11 @@ import contextlib
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import anyio
 
-from agent.context import CURRENT, AgentOutput, Frame, Limits
+from agent.context import CURRENT, AgentOutput, Frame, Limits, RunnableAgent
 from agent.errors import MaxIterationsError, RetryLimitError
 from agent.events import (
     ConflictEvent,
@@ -74,9 +74,6 @@ from backends import (
 )
 from ruleengine import FINAL_ANSWER, AgentError, ConflictError, Pass, RunState, Step
 
-if TYPE_CHECKING:
-    from agent.runner import RequirementAgent
-
 __all__ = ["RunLoop"]
 
 _Outcome = Literal["answered", "ran", "denied", "refused"]
@@ -106,7 +103,7 @@ class RunLoop:
 
     def __init__(
         self,
-        agent: RequirementAgent[Any],
+        agent: RunnableAgent,
         prompt: str,
         limits: Limits,
         events: RunEvents,

@@ -14,12 +14,12 @@ import json
 import threading
 import uuid
 from collections.abc import Callable, Sequence
-from typing import Any, Generic, Literal, TypeVar, overload
+from typing import Any, Generic, TypeVar, overload
 
 import anyio
 from pydantic import BaseModel
 
-from agent.context import CURRENT, AgentOutput, Limits
+from agent.context import CURRENT, AgentOutput, Limits, OnConflict
 from agent.events import Emitter, RunEvents
 from agent.gate import Gate
 from agent.handoff import HandoffTool
@@ -36,15 +36,13 @@ from ruleengine import (
     PolicyError,
     Reasoner,
     Requirement,
-    _validate,
+    validate,
 )
 from ruleengine.passes import Mode
 
 __all__ = ["AgentOutput", "RequirementAgent"]
 
 OutputT = TypeVar("OutputT")
-OnConflict = Literal["raise", "answer"]
-"""What a run does when the requirements conflict."""
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
 
@@ -132,21 +130,19 @@ class RequirementAgent(Generic[OutputT]):
             )
         self.llm = llm
         """The chat model."""
-        self.name = _validate.text(name, name="name", owner="agent")
+        self.name = validate.text(name, name="name", owner="agent")
         """The agent's name: its events' path, its default name as a tool."""
-        self.description = _validate.optional_text(description, name="description")
+        self.description = validate.optional_text(description, name="description")
         """What the agent does (its description as a tool)."""
-        self.role = _validate.optional_text(role, name="role")
+        self.role = validate.optional_text(role, name="role")
         """Who the model is, the system prompt's first line (a default when ``None``)."""
         self.instructions = _instructions(instructions)
         """The instructions listed in the system prompt."""
         self.expected_output: type[BaseModel] | None = _expected_output(expected_output)
         """The model of a typed answer, or ``None`` for text."""
-        self.final_answer_as_tool = _validate.flag(
-            final_answer_as_tool, name="final_answer_as_tool"
-        )
+        self.final_answer_as_tool = validate.flag(final_answer_as_tool, name="final_answer_as_tool")
         """Whether the model finishes by calling ``final_answer`` (else with plain text)."""
-        self.save_intermediate_steps = _validate.flag(
+        self.save_intermediate_steps = validate.flag(
             save_intermediate_steps, name="save_intermediate_steps"
         )
         """Whether ``memory`` also keeps tool calls and results."""
@@ -209,11 +205,11 @@ class RequirementAgent(Generic[OutputT]):
         (the requirements contradict each other) ends the run as it is, with its core, unless
         the agent answers conflicts (``on_conflict="answer"``).
         """
-        _validate.text(prompt, name="prompt", owner="run")
+        validate.text(prompt, name="prompt", owner="run")
         limits = Limits(
-            _validate.integer(max_iterations, name="max_iterations", owner="run", least=1),
-            _validate.integer(max_retries_per_step, name="max_retries_per_step", owner="run"),
-            _validate.integer(total_max_retries, name="total_max_retries", owner="run"),
+            validate.integer(max_iterations, name="max_iterations", owner="run", least=1),
+            validate.integer(max_retries_per_step, name="max_retries_per_step", owner="run"),
+            validate.integer(total_max_retries, name="total_max_retries", owner="run"),
         )
         parent = CURRENT.get()
         if parent is not None and parent.thread != threading.get_ident():
@@ -317,9 +313,9 @@ def _instructions(value: object) -> tuple[str, ...]:
         return ()
     if isinstance(value, str):
         return (value,) if value.strip() else ()
-    items = _validate.sequence(value, name="instructions")
+    items = validate.sequence(value, name="instructions")
     for item in items:
-        _validate.text(item, name="an instruction")
+        validate.text(item, name="an instruction")
     return tuple(items)
 
 
@@ -335,7 +331,7 @@ def _expected_output(value: object) -> type[BaseModel] | None:
 
 
 def _tools(tools: object) -> tuple[Tool, ...]:
-    items = _validate.sequence(tools, name="tools")
+    items = validate.sequence(tools, name="tools")
     found: list[Tool] = []
     names: set[str] = set()
     for item in items:
@@ -363,7 +359,7 @@ def _tools(tools: object) -> tuple[Tool, ...]:
 def _requirements(value: object) -> list[Requirement]:
     if isinstance(value, Requirement):
         return [value]
-    items = _validate.sequence(value, name="requirements")
+    items = validate.sequence(value, name="requirements")
     for item in items:
         if not isinstance(item, Requirement):
             raise PolicyError(

@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from agent.errors import ToolArgumentsError
 from backends import ToolDefinition
-from ruleengine import FINAL_ANSWER, PolicyError, _validate
+from ruleengine import FINAL_ANSWER, PolicyError, validate
 
 __all__ = [
     "FINAL_ANSWER",
@@ -65,8 +65,8 @@ class Tool:
         timeout: float | None = None,
     ) -> None:
         owner = f"tool `{name}`" if isinstance(name, str) and name else "tool"
-        _validate.text(name, name="name", owner="tool")
-        _validate.text(description, name="description", owner=owner, empty=True)
+        validate.text(name, name="name", owner="tool")
+        validate.text(description, name="description", owner=owner, empty=True)
         if input_model is not None and not (
             isinstance(input_model, type) and issubclass(input_model, BaseModel)
         ):
@@ -86,7 +86,7 @@ class Tool:
                 parameter="function",
             )
         self.timeout = (
-            None if timeout is None else _validate.number(timeout, name="timeout", owner=owner)
+            None if timeout is None else validate.number(timeout, name="timeout", owner=owner)
         )
         """The longest a call may take, in seconds (``None``: no limit)."""
         self.name = name

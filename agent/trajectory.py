@@ -32,7 +32,7 @@ from agent.events import (
     ToolSuccessEvent,
 )
 from agent.tools import render_output
-from ruleengine import FINAL_ANSWER, PolicyError, _validate
+from ruleengine import FINAL_ANSWER, PolicyError, validate
 
 __all__ = ["TrajectoryLogger"]
 
@@ -63,9 +63,9 @@ class TrajectoryLogger:
             self._write = write
         else:
             raise PolicyError(f"write=`{write!r:.60}` is neither a text stream nor a function")
-        self.width = _validate.integer(width, name="width", least=20)
+        self.width = validate.integer(width, name="width", least=20)
         """The longest a value is shown."""
-        self.show_model = _validate.flag(show_model, name="show_model")
+        self.show_model = validate.flag(show_model, name="show_model")
         """Whether model requests and replies are shown too."""
         self._last: object = None
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from ruleengine.errors import PolicyError
+from ruleengine._base_errors import PolicyError
 
 __all__ = ["FROZEN", "ResultModel"]
 

@@ -402,7 +402,7 @@ def _load_stdin(stdin_format: str | None) -> Policy:
         )
     except OSError as exc:
         raise UsageError(f"`-`: cannot read stdin: {exc.strerror or exc}") from None
-    return load_bytes(data, format=stdin_format, source=STDIN_SOURCE)
+    return load_bytes(data, format=stdin_format, source=STDIN_SOURCE, policy_class=Policy)
 
 
 def _trace(args: argparse.Namespace, policy: Policy) -> tuple[list[TraceStep], bool]:

@@ -11,11 +11,17 @@
 
 Messages follow one shape: lowercase start, one line, user input in backticks, parts joined
 by colons; what to do about it goes in ``hint``.
+
+``RuleEngineError`` and ``PolicyError`` are defined in ``_base_errors.py``, below the result
+models that raise ``PolicyError`` (``_model.py``), since ``ConflictError`` holds one of those
+models (``CoreEntry``); this module is their public home.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal
+
+from ruleengine._base_errors import PolicyError, RuleEngineError
 
 if TYPE_CHECKING:
     from ruleengine.passes import CoreEntry
@@ -28,40 +34,6 @@ __all__ = [
     "RuleEngineError",
     "SolverError",
 ]
-
-
-class RuleEngineError(Exception):
-    """Base class of every error raised on purpose by ruleengine."""
-
-    def __init__(self, message: str, *, hint: str | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        """What happened, in one line."""
-        self.hint = hint
-        """What to do about it, when we can tell."""
-
-    def __str__(self) -> str:
-        if self.hint:
-            return f"{self.message}\n  hint: {self.hint}"
-        return self.message
-
-
-class PolicyError(RuleEngineError):
-    """A usage mistake, raised at load or construction time (or when a rule is first seen)."""
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        hint: str | None = None,
-        parameter: str | None = None,
-        location: str | None = None,
-    ) -> None:
-        super().__init__(message, hint=hint)
-        self.parameter = parameter
-        """The parameter at fault, when one is (policy files map it to a key)."""
-        self.location = location
-        """Where the mistake is in a policy file (``file:line``), when it comes from one."""
 
 
 class RequirementError(RuleEngineError):

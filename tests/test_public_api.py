@@ -9,7 +9,7 @@ import pytest
 
 PACKAGES = ["ruleengine", "ruleengine.requirements", "ruleengine.policy", "backends", "agent"]
 """Packages whose ``__init__`` only re-exports: everything public in them is in ``__all__``."""
-MODULES = ["backends.testing"]
+MODULES = ["backends.testing", "ruleengine.validate"]
 """Public modules: their ``__all__`` is sorted and importable."""
 
 CONTRACT = {

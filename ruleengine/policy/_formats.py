@@ -9,50 +9,20 @@ following only its structure (tables, keys, arrays, inline tables) and skipping 
 Every problem with the text is a ``FormatError`` with a line. YAML is read safely: a
 ``SafeLoader`` that refuses anchors and aliases (no alias bombs) and every tag but the plain
 data types (``_yaml.py``, imported only for a YAML file), and duplicate keys in any format
-are refused.
+are refused. Key paths, places and ``FormatError`` are in ``_places.py``, which ``_yaml.py``
+shares.
 """
 
 from __future__ import annotations
 
-import bisect
 import contextlib
 import json
 import re
 import tomllib
 
-__all__ = ["FormatError", "Places", "child", "parse_json", "parse_toml", "parse_yaml"]
+from ruleengine.policy._places import FormatError, Places, Text, child
 
-Places = dict[str, tuple[int, int]]
-"""Key path → (line, column), from 1."""
-
-
-class FormatError(Exception):
-    """The text is not valid in its format (or uses what policy files refuse)."""
-
-    def __init__(self, message: str, line: int, *, path: str = "", hint: str | None = None):
-        super().__init__(message)
-        self.message = message
-        self.line = line
-        self.path = path
-        self.hint = hint
-
-
-def child(path: str, key: str | int) -> str:
-    """The path of ``key`` inside ``path``: ``tools[1]``, ``requirements[0].target``."""
-    if isinstance(key, int):
-        return f"{path}[{key}]"
-    return f"{path}.{key}" if path else key
-
-
-class _Text:
-    """Positions in a text: offsets → (line, column)."""
-
-    def __init__(self, text: str) -> None:
-        self._starts = [0] + [m.end() for m in re.finditer("\n", text)]
-
-    def place(self, offset: int) -> tuple[int, int]:
-        line = bisect.bisect_right(self._starts, offset)
-        return line, offset - self._starts[line - 1] + 1
+__all__ = ["parse_json", "parse_toml", "parse_yaml"]
 
 
 def _lowered(message: str) -> str:
@@ -91,7 +61,7 @@ class _Scanner:
     def __init__(self, text: str) -> None:
         self.s = text
         self.i = 0
-        self._text = _Text(text)
+        self._text = Text(text)
         self.found: Places = {"": (1, 1)}
 
     def record(self, path: str, offset: int) -> None:

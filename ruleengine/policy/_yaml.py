@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from ruleengine.policy._formats import FormatError, Places, _Text, child
+from ruleengine.policy._places import FormatError, Places, Text, child
 
 __all__ = ["parse"]
 
@@ -38,7 +38,7 @@ def parse(text: str) -> tuple[object, Places]:
     try:
         loader = _PolicyLoader(text)
     except yaml.reader.ReaderError as exc:
-        line = _Text(text).place(exc.position)[0]
+        line = Text(text).place(exc.position)[0]
         raise FormatError(
             f"invalid YAML: {exc.reason} (character {exc.character!r})", line
         ) from None

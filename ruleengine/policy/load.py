@@ -12,6 +12,11 @@ and a directory lists the policy files in it (``policy_files``: ``ruleengine che
 ``module:attr`` (or ``path/to/file.py:attr``) names a ``Policy`` written in Python, or a
 function of no arguments that returns one. Import failures are ``PolicyError``s naming the
 module, never tracebacks.
+
+The loader is handed the class it builds (``policy_class``: ``Policy``, as ``Policy.load``
+and the command line pass it) rather than importing it: ``model.py`` imports this module for
+``Policy.load``, so this one does not import ``model.py``. ``Buildable`` is what it needs of
+that class.
 """
 
 from __future__ import annotations
@@ -23,24 +28,17 @@ import os
 import re
 import stat
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, Self, TypeVar
 
 from pydantic import ValidationError
 
 from ruleengine import _validate
 from ruleengine._validate import _shown
 from ruleengine.errors import PolicyError
-from ruleengine.policy._formats import (
-    FormatError,
-    Places,
-    child,
-    parse_json,
-    parse_toml,
-    parse_yaml,
-)
-from ruleengine.policy.model import Location, Policy
+from ruleengine.policy._formats import parse_json, parse_toml, parse_yaml
+from ruleengine.policy._places import FormatError, Location, Places, child
 from ruleengine.policy.schema import REQUIREMENT_MODELS, PolicyFile, ToolEntry, requirement_keys
 from ruleengine.requirements import (
     AskPermissionRequirement,
@@ -49,7 +47,36 @@ from ruleengine.requirements import (
     Requirement,
 )
 
-__all__ = ["FORMATS", "MAX_BYTES", "load_bytes", "load_file", "load_policy", "policy_files"]
+__all__ = [
+    "Buildable",
+    "FORMATS",
+    "MAX_BYTES",
+    "load_bytes",
+    "load_file",
+    "load_policy",
+    "policy_files",
+]
+
+
+class Buildable(Protocol):
+    """What the loader needs of the class it builds (``Policy``): its constructor, with the
+    file's values, where it came from and where each key is written, and a copy said to come
+    from another source (a Python policy named by ``module:attr``)."""
+
+    def __init__(
+        self,
+        tools: Iterable[object],
+        requirements: Iterable[Requirement],
+        *,
+        source: str | None = None,
+        locations: Mapping[str, Location] | None = None,
+        **options: Any,
+    ) -> None: ...
+
+    def _with_source(self, source: str) -> Self: ...
+
+
+PolicyT = TypeVar("PolicyT", bound=Buildable)
 
 MAX_BYTES = 10 * 1024 * 1024
 """Policy files larger than this are refused (10 MB)."""
@@ -98,23 +125,24 @@ _LAST_PART = re.compile(r"(\.[^.\[\]]+|\[\d+\])$")
 _ENTRIES = ("tools", "requirements")
 
 
-def load_policy(source: object) -> Policy:
-    """The policy ``source`` names: a file path, ``module:attr``, or a function returning one."""
-    if isinstance(source, Policy):
+def load_policy(source: object, policy_class: type[PolicyT]) -> PolicyT:
+    """The policy ``source`` names: a file path, ``module:attr``, or a function returning one
+    (a ``policy_class``, which ``source`` may also be)."""
+    if isinstance(source, policy_class):
         return source
     if not isinstance(source, str | os.PathLike):
         if callable(source):
             label = f"{getattr(source, '__module__', '?')}:{getattr(source, '__qualname__', '?')}"
-            return _policy_from(source, label, label)
+            return _policy_from(source, label, label, policy_class)
         raise PolicyError(f"`{_shown(source)}` is not a policy source", hint=_SOURCE_HINT)
     text = os.fspath(source)
     if not isinstance(text, str):
         raise PolicyError(f"`{_shown(text)}` is not a policy source", hint=_SOURCE_HINT)
     parser = PARSERS.get(Path(text).suffix.lower())
     if parser is not None:
-        return load_file(text, parser)
+        return load_file(text, parser, policy_class)
     if ":" in text:
-        return _load_python(text)
+        return _load_python(text, policy_class)
     if os.path.isdir(text):
         raise PolicyError(
             f"{text}: is a directory, not a policy file",
@@ -133,14 +161,21 @@ def load_policy(source: object) -> Policy:
 # -- files ---------------------------------------------------------------------------------
 
 
-def load_file(file: str, parser: Callable[[str], tuple[object, Places]]) -> Policy:
+def load_file(
+    file: str, parser: Callable[[str], tuple[object, Places]], policy_class: type[PolicyT]
+) -> PolicyT:
     """The policy in ``file``, parsed with ``parser``."""
-    return _parsed(file, _decoded(file, _read(file)), parser)
+    return _parsed(file, _decoded(file, _read(file)), parser, policy_class)
 
 
 def _parsed(
-    file: str, text: str, parser: Callable[[str], tuple[object, Places]], *, noun: str = "file"
-) -> Policy:
+    file: str,
+    text: str,
+    parser: Callable[[str], tuple[object, Places]],
+    policy_class: type[PolicyT],
+    *,
+    noun: str = "file",
+) -> PolicyT:
     """The policy in ``text``, read from ``file`` (errors cite it) with ``parser``."""
     if not text.strip():
         raise _at(file, 1, "", f"the {noun} is empty", "a policy lists at least its `tools`")
@@ -160,10 +195,10 @@ def _parsed(
             f"the top level is `{_shown(data)}`, not a mapping of keys",
             "a policy is a mapping with `tools`, and usually `requirements`",
         )
-    return _Builder(file, places).policy(data)
+    return _Builder(file, places).policy(data, policy_class)
 
 
-def load_bytes(data: bytes, *, format: str, source: str) -> Policy:
+def load_bytes(data: bytes, *, format: str, source: str, policy_class: type[PolicyT]) -> PolicyT:
     """The policy that ``data`` holds in ``format`` (``toml``, ``yaml`` or ``json``); errors
     cite ``source`` as the file (``<stdin>:5: requirements[0].taget: …``)."""
     parser = FORMATS.get(format)
@@ -179,7 +214,7 @@ def load_bytes(data: bytes, *, format: str, source: str) -> Policy:
             f"{source}: the policy is larger than {MAX_BYTES // (1024 * 1024)} MB",
             location=source,
         )
-    return _parsed(source, _decoded(source, data, noun="input"), parser, noun="input")
+    return _parsed(source, _decoded(source, data, noun="input"), parser, policy_class, noun="input")
 
 
 def policy_files(directory: str) -> list[str]:
@@ -275,7 +310,7 @@ def _at(file: str, line: int, path: str, message: str, hint: str | None = None) 
 
 
 class _Builder:
-    """Turns one file's data into a ``Policy``, locating every error in the file."""
+    """Turns one file's data into a policy, locating every error in the file."""
 
     def __init__(self, file: str, places: Places) -> None:
         self.file = file
@@ -297,7 +332,7 @@ class _Builder:
         located.__cause__ = exc
         return located
 
-    def policy(self, data: dict[str, Any]) -> Policy:
+    def policy(self, data: dict[str, Any], policy_class: type[PolicyT]) -> PolicyT:
         try:
             spec = PolicyFile.model_validate(data)
         except ValidationError as exc:
@@ -308,7 +343,7 @@ class _Builder:
             path: Location(self.file, line, column) for path, (line, column) in self.places.items()
         }
         try:
-            return Policy(
+            return policy_class(
                 [_tool(item) for item in spec.tools],
                 requirements,
                 source=self.file,
@@ -427,7 +462,7 @@ def _listed(names: Iterable[str]) -> str:
 # -- Python policies -----------------------------------------------------------------------
 
 
-def _load_python(source: str) -> Policy:
+def _load_python(source: str, policy_class: type[PolicyT]) -> PolicyT:
     module_name, _, attr = source.rpartition(":")
     if not module_name or not attr:
         raise PolicyError(
@@ -446,7 +481,7 @@ def _load_python(source: str) -> Policy:
                 location=source,
             )
         value = getattr(value, part)
-    return _policy_from(value, source, attr)
+    return _policy_from(value, source, attr, policy_class)
 
 
 def _import(module_name: str, source: str) -> Any:
@@ -501,9 +536,9 @@ def _import_failed(source: str, module_name: str, exc: BaseException) -> PolicyE
     )
 
 
-def _policy_from(value: object, source: str, name: str) -> Policy:
+def _policy_from(value: object, source: str, name: str, policy_class: type[PolicyT]) -> PolicyT:
     """``value`` if it is a ``Policy``, or what it returns if it is a function returning one."""
-    if isinstance(value, Policy):
+    if isinstance(value, policy_class):
         return value._with_source(source)
     if callable(value) and not isinstance(value, type):
         try:
@@ -520,7 +555,7 @@ def _policy_from(value: object, source: str, name: str) -> Policy:
                 hint="a policy function takes no arguments and returns a `Policy`",
                 location=source,
             ) from exc
-        if isinstance(made, Policy):
+        if isinstance(made, policy_class):
             return made._with_source(source)
         raise PolicyError(
             f"{source}: `{name}()` returned `{_shown(made)}`, not a `Policy`",

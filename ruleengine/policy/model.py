@@ -6,7 +6,8 @@ checks as the reasoner's (``_validate``): at least one tool besides ``final_answ
 declared, each once, requirement names are unique, every requirement is bound to the declared
 tools (which reports unknown tool names), ``max_iterations`` is an integer ≥ 1 and ``mode`` is
 ``strict`` or ``priority``. Errors raised here name their parameter as a key path
-(``requirements[2].only_after``), which the file loader turns into a line of the file.
+(``requirements[2].only_after``), which the file loader turns into a line of the file, and a
+policy from a file keeps the ``Location`` of every key (``_places.py``).
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +22,7 @@ from ruleengine import _validate
 from ruleengine.errors import PolicyError
 from ruleengine.ir import FINAL_ANSWER
 from ruleengine.passes import Mode
+from ruleengine.policy._places import Location
 from ruleengine.reasoner import Reasoner
 from ruleengine.requirements import (
     AskPermissionRequirement,
@@ -35,30 +36,13 @@ if TYPE_CHECKING:
 
     from ruleengine.check import Report
 
-__all__ = ["Location", "Policy"]
+__all__ = ["Policy"]
 
 DEFAULT_MAX_ITERATIONS = 20
 PYTHON_SOURCE = "<python>"
 
 _TOOL_HINT = "name a tool by string, by a `(name, description)` pair, or by an object with a `name`"
 _LAST_PART = re.compile(r"(\.[^.\[\]]+|\[\d+\])$")
-
-
-@dataclass(frozen=True, slots=True)
-class Location:
-    """A place in a policy file: ``file:line`` or ``file:line:column``, lines from 1."""
-
-    file: str
-    """The file as it was named when loaded."""
-    line: int
-    """The line, from 1."""
-    column: int | None = None
-    """The column, from 1, when known."""
-
-    def __str__(self) -> str:
-        if self.column is None:
-            return f"{self.file}:{self.line}"
-        return f"{self.file}:{self.line}:{self.column}"
 
 
 class Policy:
@@ -115,9 +99,11 @@ class Policy:
 
         Every mistake is a ``PolicyError`` naming the file, the line and the key path.
         """
+        # Imported here: a policy made in Python never loads the file loader. It is handed
+        # `Policy` to build, since it cannot import this module, which imports it.
         from ruleengine.policy.load import load_policy
 
-        return load_policy(source)
+        return load_policy(source, Policy)
 
     @staticmethod
     def json_schema() -> dict[str, Any]:

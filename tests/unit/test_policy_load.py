@@ -1078,7 +1078,7 @@ def test_module_attr_needs_both_parts() -> None:
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_text_in_a_named_format_loads_with_its_lines(fmt: str) -> None:
     text, lines = WRITERS[fmt](SUPPORT)
-    policy = load_bytes(text.encode(), format=fmt, source="<stdin>")
+    policy = load_bytes(text.encode(), format=fmt, source="<stdin>", policy_class=Policy)
     assert policy.source == "<stdin>"
     assert policy.tools == ("search", "think", "send_email")
     located = policy.location("think-first")
@@ -1106,10 +1106,10 @@ def test_text_mistakes_cite_the_source(
     data: bytes, fmt: str, message: str | None, hint: str | None
 ) -> None:
     if message is None:
-        assert load_bytes(data, format=fmt, source="<stdin>").tools == ("a",)
+        assert load_bytes(data, format=fmt, source="<stdin>", policy_class=Policy).tools == ("a",)
         return
     with pytest.raises(PolicyError) as info:
-        load_bytes(data, format=fmt, source="<stdin>")
+        load_bytes(data, format=fmt, source="<stdin>", policy_class=Policy)
     assert info.value.message.startswith(message)
     if hint is not None:
         assert info.value.hint == hint
@@ -1117,7 +1117,7 @@ def test_text_mistakes_cite_the_source(
 
 def test_text_over_10_mb_is_refused() -> None:
     with pytest.raises(PolicyError, match="larger than 10 MB"):
-        load_bytes(b" " * (MAX_BYTES + 1), format="toml", source="<stdin>")
+        load_bytes(b" " * (MAX_BYTES + 1), format="toml", source="<stdin>", policy_class=Policy)
 
 
 # -- the policy files of a directory ---------------------------------------------------------
