@@ -1,0 +1,216 @@
+"""Laws of the condition language on random conditions and values:
+
+- a condition prints as text that parses back to it;
+- the concrete evaluation (what the gate runs on every call) and Z3 (what decides whether
+  any arguments are admissible) agree on every condition and every call;
+- ``satisfiable``'s example arguments satisfy the conditions concretely, and ``False`` means
+  no tried call does;
+- a ``clash`` is unsatisfiable and minimal.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any
+
+import z3
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ruleengine.conditions import _z3, check, holds, parse, text
+from ruleengine.conditions.regex import parse_pattern
+from ruleengine.conditions.terms import (
+    Affix,
+    All,
+    AnyOf,
+    Arg,
+    Arith,
+    Cmp,
+    Const,
+    Len,
+    ListConst,
+    Matches,
+    Member,
+    Negation,
+    Scale,
+    Term,
+)
+from ruleengine.conditions.typecheck import Scope
+from ruleengine.conditions.types import ParamType
+
+PARAMS = {
+    "n": ParamType("integer"),
+    "m": ParamType("integer"),
+    "x": ParamType("number"),
+    "s": ParamType("string"),
+    "t": ParamType("string"),
+    "b": ParamType("boolean"),
+    "tags": ParamType("strings"),
+    "kind": ParamType("string", ("a", "bc")),
+}
+SCOPE = Scope("tool", PARAMS, {"tool": PARAMS})
+ALPHABET = "ab.@-"
+
+small_ints = st.integers(-6, 6)
+fractions = st.builds(Fraction, st.integers(-12, 12), st.sampled_from([1, 2, 3, 4]))
+strings = st.text(ALPHABET, max_size=4)
+
+
+def integer_terms() -> st.SearchStrategy[Term]:
+    base = st.one_of(
+        st.builds(Const, small_ints),
+        st.sampled_from([Arg("n"), Arg("m")]),
+        st.builds(Len, st.sampled_from([Arg("s"), Arg("t"), Arg("tags")])),
+    )
+    return st.recursive(
+        base,
+        lambda inner: st.one_of(
+            st.builds(Arith, st.sampled_from(["+", "-"]), inner, inner),
+            st.builds(Scale, st.builds(Fraction, small_ints), inner),
+        ),
+        max_leaves=4,
+    )
+
+
+def number_terms() -> st.SearchStrategy[Term]:
+    base = st.one_of(st.builds(Const, fractions), st.just(Arg("x")), integer_terms())
+    return st.recursive(
+        base,
+        lambda inner: st.one_of(
+            st.builds(Arith, st.sampled_from(["+", "-"]), inner, inner),
+            st.builds(Scale, fractions, inner),
+        ),
+        max_leaves=4,
+    )
+
+
+string_terms = st.one_of(
+    st.builds(Const, strings), st.sampled_from([Arg("s"), Arg("t"), Arg("kind")])
+)
+patterns = st.sampled_from(
+    ["a*", "[ab]+@b", "(a|b)?.", "[^@]*@[a-b]{1,2}", "\\.+", "a{0,2}b?", "", "[\\w-]*", "..."]
+)
+ORDER = ["==", "!=", "<", "<=", ">", ">="]
+
+
+def atoms() -> st.SearchStrategy[Term]:
+    return st.one_of(
+        st.builds(Cmp, st.sampled_from(ORDER), number_terms(), number_terms()),
+        st.builds(Cmp, st.sampled_from(["==", "!="]), string_terms, string_terms),
+        st.builds(
+            Cmp, st.sampled_from(["==", "!="]), st.just(Arg("b")), st.builds(Const, st.booleans())
+        ),
+        st.just(Arg("b")),
+        st.builds(
+            Member,
+            string_terms,
+            st.builds(ListConst, st.lists(strings, max_size=3).map(tuple)),
+            st.booleans(),
+        ),
+        st.builds(
+            Member,
+            st.sampled_from([Arg("n"), Arg("x")]),
+            st.builds(ListConst, st.lists(st.one_of(small_ints, fractions), max_size=3).map(tuple)),
+            st.booleans(),
+        ),
+        st.builds(Member, string_terms, st.sampled_from([Arg("s"), Arg("t")]), st.booleans()),
+        st.builds(Member, string_terms, st.just(Arg("tags")), st.booleans()),
+        st.builds(Affix, st.sampled_from(["startswith", "endswith"]), string_terms, string_terms),
+        st.builds(
+            Matches,
+            st.sampled_from([Arg("s"), Arg("t")]),
+            patterns.map(lambda p: parse_pattern(p, where="test")),
+        ),
+    )
+
+
+conditions = st.recursive(
+    atoms(),
+    lambda inner: st.one_of(
+        st.builds(All, st.lists(inner, min_size=2, max_size=3).map(tuple)),
+        st.builds(AnyOf, st.lists(inner, min_size=2, max_size=3).map(tuple)),
+        st.builds(Negation, inner),
+    ),
+    max_leaves=6,
+)
+
+calls = st.fixed_dictionaries(
+    {
+        "n": small_ints,
+        "m": small_ints,
+        "x": fractions,
+        "s": strings,
+        "t": strings,
+        "b": st.booleans(),
+        "tags": st.lists(strings, max_size=3),
+        "kind": st.sampled_from(["a", "bc"]),
+    }
+)
+
+
+def _z3_value(name: str, value: Any, ctx: z3.Context) -> z3.ExprRef:
+    return _z3._Encoder(PARAMS, ctx).literal(tuple(value) if isinstance(value, list) else value)
+
+
+def _z3_holds(term: Term, call: dict[str, Any]) -> bool:
+    """Z3's answer: the condition with every argument fixed to the call's value."""
+    ctx = z3.Context()
+    enc = _z3._Encoder(PARAMS, ctx)
+    formula = enc.condition(term)
+    solver = z3.Solver(ctx=ctx)
+    for name, var in enc.vars.items():
+        solver.add(var == _z3_value(name, call[name], ctx))
+    solver.add(formula)
+    answer = solver.check()
+    assert answer != z3.unknown, text(term)
+    return answer == z3.sat
+
+
+@given(conditions)
+def test_a_condition_prints_as_text_that_parses_back_to_it(term: Term) -> None:
+    typed = check(term, SCOPE, where="law")
+    assert check(parse(text(typed), where="law"), SCOPE, where="law") == typed
+
+
+@given(conditions, calls)
+def test_concrete_evaluation_agrees_with_z3(term: Term, call: dict[str, Any]) -> None:
+    typed = check(term, SCOPE, where="law")
+    concrete = holds(typed, call, PARAMS)
+    assert isinstance(concrete, bool)
+    assert concrete == _z3_holds(typed, call), text(typed)
+
+
+@given(conditions, conditions, st.lists(calls, min_size=1, max_size=5))
+def test_satisfiable_examples_satisfy_and_refutations_refute(
+    required: Term, forbidden: Term, tried: list[dict[str, Any]]
+) -> None:
+    req, forb = check(required, SCOPE, where="law"), check(forbidden, SCOPE, where="law")
+    answer = _z3.satisfiable([req], [forb], PARAMS)
+    assert answer is not None
+    if answer is False:
+        for call in tried:
+            assert not (holds(req, call, PARAMS) is True and holds(forb, call, PARAMS) is False)
+        return
+    assert isinstance(answer, dict)
+    example = {**tried[0], **answer}
+    assert holds(req, example, PARAMS) is True, (text(req), example)
+    assert holds(forb, example, PARAMS) is False, (text(forb), example)
+
+
+@given(st.lists(conditions, min_size=1, max_size=4), st.lists(conditions, max_size=3))
+def test_a_clash_is_unsatisfiable_and_minimal(required: list[Term], forbidden: list[Term]) -> None:
+    req = [check(t, SCOPE, where="law") for t in required]
+    forb = [check(t, SCOPE, where="law") for t in forbidden]
+    found = _z3.clash(req, forb, PARAMS)
+    if _z3.satisfiable(req, forb, PARAMS) is not False:
+        assert found is None
+        return
+    assert found is not None
+    kept_req, kept_forb = found
+    core_req = [req[i] for i in kept_req]
+    core_forb = [forb[i] for i in kept_forb]
+    assert _z3.satisfiable(core_req, core_forb, PARAMS) is False
+    for i in range(len(core_req)):
+        assert _z3.satisfiable(core_req[:i] + core_req[i + 1 :], core_forb, PARAMS) is not False
+    for i in range(len(core_forb)):
+        assert _z3.satisfiable(core_req, core_forb[:i] + core_forb[i + 1 :], PARAMS) is not False
