@@ -1,5 +1,6 @@
 """ruleengine: per-step tool permits for LLM agents, decided by Z3, with minimal conflict cores."""
 
+from ruleengine.conditions.admission import Admission, ArgCheck, Violation
 from ruleengine.errors import (
     AgentError,
     ConflictError,
@@ -26,6 +27,7 @@ from ruleengine.passes import CoreEntry, Explanation, ForcedTie, Pass, ToolDecis
 from ruleengine.policy import Policy
 from ruleengine.reasoner import Reasoner
 from ruleengine.requirements import (
+    ArgumentsRequirement,
     AskPermissionRequirement,
     ConditionalRequirement,
     CycleGuard,
@@ -38,7 +40,10 @@ from ruleengine.rules import Emitted, Rule
 from ruleengine.state import RunState, Step
 
 __all__ = [
+    "Admission",
     "AgentError",
+    "ArgCheck",
+    "ArgumentsRequirement",
     "AskPermissionRequirement",
     "ConditionalRequirement",
     "ConflictError",
@@ -63,6 +68,7 @@ __all__ = [
     "SolverError",
     "Step",
     "ToolDecision",
+    "Violation",
     "all_of",
     "allowed",
     "any_of",

@@ -14,7 +14,9 @@ from pydantic import (
     field_serializer,
 )
 
+from ruleengine._base_errors import PolicyError
 from ruleengine._model import ResultModel
+from ruleengine.conditions.admission import Admission, ArgCheck, admit
 
 __all__ = ["CoreEntry", "Explanation", "ForcedTie", "LazyMapping", "Mode", "Pass", "ToolDecision"]
 
@@ -149,6 +151,13 @@ class Explanation(ResultModel):
         return "\n".join(lines)
 
 
+_NO_CONDITIONS_DEFAULT: Mapping[str, str] = {}
+
+
+def _no_explanation() -> Explanation:
+    return Explanation(mode="strict", tools={})
+
+
 class Pass(ResultModel):
     """The step's permit: which tools the model may call, which one is forced, may it stop."""
 
@@ -166,6 +175,14 @@ class Pass(ResultModel):
     """``"auto"``, ``"required"``, or the name of the one tool the model must call."""
     reasons: Mapping[str, str] = {}
     """Per tool, the reason of the highest-priority rule about it that gave one (read-only)."""
+    conditions: Mapping[str, str] = {}
+    """Per allowed tool with conditions on its arguments, what a call must meet at this step,
+    as text with the run's values substituted (``arg.amount <= 42.5``); ``admits`` tests a
+    call."""
+
+    @field_serializer("conditions")
+    def _conditions_as_dict(self, conditions: Mapping[str, str]) -> dict[str, str]:
+        return dict(conditions)
 
     @field_serializer("reasons")
     def _reasons_as_dict(self, reasons: Mapping[str, str]) -> dict[str, str]:
@@ -173,6 +190,56 @@ class Pass(ResultModel):
 
     _explain: Callable[[], Explanation] | None = PrivateAttr(default=None)
     _tie: Callable[[], ForcedTie | None] | None = PrivateAttr(default=None)
+    _checks: Mapping[str, tuple[tuple[str, ArgCheck], ...]] = PrivateAttr(default_factory=dict)
+
+    def admits(self, tool: str, arguments: Mapping[str, Any] | None = None) -> Admission:
+        """Whether a call of ``tool`` with ``arguments`` may run at this step: the tool is
+        allowed and the call meets every condition on it. A refused call's ``core`` lists
+        the conditions it violates; ``ask`` the requirements whose ``ask_if`` holds (the call
+        needs permission)."""
+        if not isinstance(tool, str):
+            raise PolicyError(f"admits: tool=`{tool!r:.60}` must be a tool name")
+        if arguments is None:
+            arguments = {}
+        if not isinstance(arguments, Mapping):
+            raise PolicyError(f"admits: arguments=`{arguments!r:.60}` must be a mapping")
+        if tool not in self.allowed:
+            why = self.reasons.get(tool)
+            return Admission(False, why or f"`{tool}` is not allowed at this step")
+        checks = self._checks.get(tool)
+        if not checks:
+            return _ADMITTED
+        violations, asking = admit(checks, arguments)
+        if violations:
+            reasons = dict.fromkeys(
+                c.reason for r, c in checks for v in violations if r == v.requirement and c.reason
+            )
+            detail = "; ".join(str(v) for v in violations)
+            reason = f"{'; '.join(reasons)} ({detail})" if reasons else detail
+            return Admission(False, reason, violations)
+        return Admission(True, ask=asking)
+
+    def _conditioned(
+        self,
+        conditions: Mapping[str, str],
+        checks: Mapping[str, tuple[tuple[str, ArgCheck], ...]],
+    ) -> Pass:
+        """This pass with the conditions of its allowed tools (the reasoner's, once per
+        decision)."""
+        explain = self._explain
+        out = Pass._trusted(
+            self.allowed,
+            self.hidden,
+            self.forced,
+            self.can_stop,
+            self.tool_choice,
+            self.reasons,
+            explain if explain is not None else _no_explanation,
+            self._tie,
+            conditions=dict(conditions),
+        )
+        out._checks = checks
+        return out
 
     @computed_field  # type: ignore[prop-decorator]
     @cached_property
@@ -192,6 +259,7 @@ class Pass(ResultModel):
             and self.can_stop == other.can_stop
             and self.tool_choice == other.tool_choice
             and dict(self.reasons) == dict(other.reasons)
+            and dict(self.conditions) == dict(other.conditions)
         )
 
     def __hash__(self) -> int:
@@ -220,6 +288,8 @@ class Pass(ResultModel):
         reasons: Mapping[str, str],
         explain: Callable[[], Explanation],
         tie: Callable[[], ForcedTie | None] | None = None,
+        *,
+        conditions: Mapping[str, str] = _NO_CONDITIONS_DEFAULT,
     ) -> Pass:
         """A pass from values that are right by construction (the aggregator's), unvalidated.
 
@@ -238,6 +308,7 @@ class Pass(ResultModel):
             "tool_choice": tool_choice,
             # Read-only (cached passes are shared by every caller), computed when read.
             "reasons": reasons,
+            "conditions": conditions,
         }
         if not _TRUSTED_LAYOUT:
             p = cls.model_construct(**values)
@@ -249,11 +320,17 @@ class Pass(ResultModel):
         setter(p, "__dict__", values)
         setter(p, "__pydantic_fields_set__", _PASS_FIELDS)
         setter(p, "__pydantic_extra__", None)
-        setter(p, "__pydantic_private__", {"_explain": explain, "_tie": tie})
+        setter(
+            p,
+            "__pydantic_private__",
+            {"_explain": explain, "_tie": tie, "_checks": {}},
+        )
         return p
 
 
+_NO_CONDITIONS = _NO_CONDITIONS_DEFAULT
 _PASS_FIELDS = frozenset(Pass.model_fields)
+_ADMITTED = Admission(True)
 
 
 def _layout_matches() -> bool:
@@ -265,11 +342,13 @@ def _layout_matches() -> bool:
         "can_stop": False,
         "tool_choice": "a",
         "reasons": {},
+        "conditions": _NO_CONDITIONS,
     }
     try:
         reference = Pass.model_construct(**sample)
         reference._explain = None
         reference._tie = None
+        reference._checks = {}
         slots = ("__dict__", "__pydantic_fields_set__", "__pydantic_extra__")
         expected = {a: getattr(reference, a) for a in slots}
         expected["__pydantic_private__"] = reference.__pydantic_private__
@@ -278,7 +357,11 @@ def _layout_matches() -> bool:
         setter(probe, "__dict__", dict(sample))
         setter(probe, "__pydantic_fields_set__", _PASS_FIELDS)
         setter(probe, "__pydantic_extra__", None)
-        setter(probe, "__pydantic_private__", {"_explain": None, "_tie": None})
+        setter(
+            probe,
+            "__pydantic_private__",
+            {"_explain": None, "_tie": None, "_checks": {}},
+        )
         got = {a: getattr(probe, a) for a in (*slots, "__pydantic_private__")}
         return got == expected and probe == reference and probe.allowed == ("a",)
     except Exception:

@@ -24,6 +24,7 @@ import anyio
 from ruleengine import _validate
 from ruleengine._solver import DEFAULT_RLIMIT, DEFAULT_TIMEOUT_MS, MAX_LIMIT
 from ruleengine.aggregate import Aggregator, Clash, Mode
+from ruleengine.conditions.admission import ArgCheck, admissible
 from ruleengine.encode import Vocabulary
 from ruleengine.errors import ConflictError, PolicyError, RequirementError, RuleEngineError
 from ruleengine.explain import core_entry
@@ -245,14 +246,63 @@ class Reasoner:
                 # One decision, one clock (a yielding retry below shares it).
                 self._aggregator.begin()
                 # Every record is checked when first decided (equal records: found by value).
-                result = self._aggregator.aggregate(emitted)
-                if isinstance(result, Clash) and self._yielding:
-                    result = self._yield(emitted, result)
+                result = self._decided(emitted)
                 if self._cache_size:
                     cache[key] = result
                     if len(cache) > self._cache_size:
                         cache.popitem(last=False)
         return result
+
+    def _decided(self, emitted: Sequence[Emitted]) -> Pass | Clash:
+        """The decision on a set of records not in the cache. Checks of a call's arguments
+        (``ArgCheck``) are decided apart: a tool no arguments can pass becomes a denial by
+        the requirements whose checks refuse it together (never overridden: in priority mode
+        above every priority), and an allowed tool's checks go with the pass."""
+        checks = [e for e in emitted if type(getattr(e, "item", None)) is ArgCheck]
+        if not checks:
+            result = self._aggregator.aggregate(emitted)
+            if isinstance(result, Clash) and self._yielding:
+                result = self._yield(emitted, result)
+            return result
+        by_tool: dict[str, list[Emitted]] = {}
+        for e in checks:
+            assert isinstance(e.item, ArgCheck)
+            if e.item.tool not in self.tools:
+                raise PolicyError(
+                    f"requirement `{e.requirement}` checks the arguments of `{e.item.tool}`, "
+                    "which is not a declared tool"
+                )
+            by_tool.setdefault(e.item.tool, []).append(e)
+        top = max(e.priority for e in emitted) + 1
+        records = [e for e in emitted if type(e.item) is not ArgCheck]
+        for tool, found in by_tool.items():
+            verdict = admissible([e.item for e in found], [e.requirement for e in found])  # type: ignore[misc]
+            if verdict.ok:
+                continue
+            for i in verdict.core:
+                e = found[i]
+                assert isinstance(e.item, ArgCheck)
+                denial = Rule(tool, allowed=False, reason=e.item.reason or verdict.reason)
+                priority = top if self.mode == "priority" else e.priority
+                records.append(Emitted(denial, e.requirement, priority))
+        result = self._aggregator.aggregate(records)
+        if isinstance(result, Clash) and self._yielding:
+            result = self._yield(records, result)
+        if isinstance(result, Clash):
+            return result
+        allowed = set(result.allowed)
+        return result._conditioned(
+            {
+                tool: " and ".join(_gating_text(e.item) for e in found if _gates(e.item))
+                for tool, found in by_tool.items()
+                if tool in allowed and any(_gates(e.item) for e in found)
+            },
+            {
+                tool: tuple((e.requirement, e.item) for e in found)  # type: ignore[misc]
+                for tool, found in by_tool.items()
+                if tool in allowed
+            },
+        )
 
     def _yield(self, emitted: Sequence[Emitted], clash: Clash) -> Pass | Clash:
         """Drop yielding requirements' items while they take part in the clash."""
@@ -390,6 +440,16 @@ def _close(awaitable: object) -> None:
         close()
 
 
+def _gates(item: object) -> bool:
+    return isinstance(item, ArgCheck) and item.kind != "ask_if"
+
+
+def _gating_text(item: object) -> str:
+    assert isinstance(item, ArgCheck)
+    shown = item.residual_text
+    return shown if item.kind == "allow_if" else f"not ({shown})"
+
+
 def _wrap(req: Requirement, out: object) -> list[Emitted]:
     name = req.name
     priority = _validate.priority(req.priority, owner=_validate.owner_of(name))  # may have changed
@@ -404,7 +464,7 @@ def _wrap(req: Requirement, out: object) -> list[Emitted]:
         )
     wrapped: list[Emitted] = []
     for item in out:
-        if not isinstance(item, Rule | Expr):
+        if not isinstance(item, Rule | Expr | ArgCheck):
             raise PolicyError(
                 f"requirement `{name}` returned `{item!r}`: not a `Rule` nor a formula",
                 hint="return `Rule(...)` objects and formulas like `~allowed('t') | can_stop`",

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import NamedTuple, TypeAlias
 
 from ruleengine import _validate
+from ruleengine.conditions.admission import ArgCheck
 from ruleengine.errors import PolicyError
 from ruleengine.ir import (
     FINAL_ANSWER,
@@ -114,7 +115,9 @@ class Rule(_RuleFields):
         return f"Rule({', '.join(parts)})"
 
 
-Item: TypeAlias = "Rule | Expr"
+Item: TypeAlias = "Rule | Expr | ArgCheck"
+"""What a requirement emits: rules, formulas, and checks of a call's arguments (``ArgCheck``,
+which restrict no tool by name: the reasoner decides them apart)."""
 
 
 class Emitted(NamedTuple):
@@ -139,7 +142,7 @@ def check_record(e: object) -> None:
     if not isinstance(e.requirement, str) or not e.requirement:
         raise PolicyError(f"`{e!r}`: the requirement name must be non-empty text")
     _validate.priority(e.priority, owner=_validate.owner_of(e.requirement))
-    if not isinstance(e.item, Rule | Expr):
+    if not isinstance(e.item, Rule | Expr | ArgCheck):
         raise PolicyError(
             f"requirement `{e.requirement}`: `{e.item!r}` is neither a `Rule` nor a formula"
         )
@@ -194,6 +197,9 @@ def lower(item: Item) -> Lowered:
         )
     if isinstance(item, Forced):
         return Lowered(item, None, None, item.tool, None, None, frozenset({item.tool}))
+    if isinstance(item, ArgCheck):
+        # A call's conditions restrict no tool by name (the reasoner decides them apart).
+        return Lowered(TRUE, None, None, None, None, None, frozenset({item.tool}))
     if isinstance(item, Expr):
         _reject_nested_force(item)
         return Lowered(item, None, None, None, None, None, mentioned_tools(item))
@@ -258,6 +264,8 @@ def describe(item: Item, part: str = "") -> str:
         return " and ".join(parts)
     if isinstance(item, Forced):
         return f"forces `{item.tool}` (hard)"
+    if isinstance(item, ArgCheck):
+        return f"{item.kind} `{item.condition}` on `{item.tool}`"
     literals = literals_of(item)
     if literals:
         return " and ".join(_describe_literal(lit) for lit in literals)

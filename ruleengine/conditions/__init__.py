@@ -3,14 +3,15 @@
 A condition is an expression in Python syntax, parsed (never evaluated) into a term:
 ``arg.amount <= last("lookup_order").output.price``. ``terms`` holds the terms, ``parse``
 reads them from text and ``handles`` builds them in Python; ``typecheck`` types them against a
-tool's parameters (``types``); ``evaluate`` binds the run's values and tests a call's
-arguments; ``_z3`` decides whether any arguments satisfy a tool's conditions and which clash;
-``regex`` is the pattern subset both sides read alike.
+tool's parameters (``types``). ``bind`` substitutes the run's values and ``evaluate`` tests a
+call's arguments (import those two from their modules: they read run states, and this package
+stays importable below them); ``admission`` is what a step's checks mean for a tool, ``_z3``
+whether any arguments satisfy a tool's conditions and which clash; ``regex`` is the pattern
+subset both sides read alike.
 """
 
 from __future__ import annotations
 
-from ruleengine.conditions.evaluate import Undefined, bind, holds
 from ruleengine.conditions.handles import (
     Handle,
     arg,
@@ -37,11 +38,8 @@ __all__ = [
     "Parameters",
     "Scope",
     "Term",
-    "Undefined",
     "arg",
-    "bind",
     "check",
-    "holds",
     "input_text",
     "last",
     "length",

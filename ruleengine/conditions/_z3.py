@@ -2,11 +2,13 @@
 
 The residual conditions of one tool at one step (``evaluate.bind``: no run values left)
 become one Z3 formula over one variable per parameter — ``Int`` for integers, ``Real`` for
-numbers (exact rationals), ``String`` for strings, ``Bool``, a sequence of strings for a list
-of strings — with an enum's choices as a constraint. ``satisfiable`` asks whether some
-arguments satisfy every ``allow_if`` and no ``deny_if`` (and returns such arguments);
-``clash`` names a minimal set of them that no arguments can satisfy together (QuickXplain over
-*sat or unsat?*, so the same conditions give the same set).
+numbers (exact rationals), ``String`` for strings, ``Bool`` — with an enum's choices as a
+constraint. A list of strings is what the language can say of it: its length (an ``Int``) and,
+for each literal tested against it, whether it holds that literal (a ``Bool``), the length at
+least the number of literals it holds (Z3's sequences of strings answer *unknown* too often).
+``satisfiable`` asks whether some arguments satisfy every ``allow_if`` and no ``deny_if`` (and
+returns such arguments); ``clash`` names a minimal set of them that no arguments can satisfy
+together (QuickXplain over *sat or unsat?*, so the same conditions give the same set).
 
 This is the one module of ``ruleengine.conditions`` that imports z3. Z3's strings hold
 characters up to U+2FFFF: a class or a literal past it is cut there (the concrete evaluation
@@ -43,13 +45,16 @@ from ruleengine.conditions.terms import (
 )
 from ruleengine.conditions.types import Literal_, Parameters
 
-__all__ = ["TIMEOUT_MS", "clash", "satisfiable"]
+__all__ = ["RLIMIT", "TIMEOUT_MS", "clash", "encodable", "satisfiable"]
 
-TIMEOUT_MS = 2000
-"""How long one question may take (an unknown answer is ``None``, never a guess)."""
+RLIMIT = 5_000_000
+"""Z3's deterministic resource units for one question (the same answer on every machine,
+however loaded: an unknown answer is ``None``, never a guess)."""
+
+TIMEOUT_MS = 10_000
+"""A wall-clock backstop for one question, far above what ``RLIMIT`` allows."""
 
 _TOP = 0x2FFFF
-_STRINGS = z3.SeqSort(z3.StringSort())
 _RE = z3.ReSort(z3.StringSort())
 
 
@@ -58,6 +63,14 @@ class _Encoder:
         self.parameters = parameters
         self.ctx = ctx
         self.vars: dict[str, z3.ExprRef] = {}
+        self.lists: dict[str, tuple[z3.ArithRef, dict[str, z3.BoolRef]]] = {}
+
+    def list_of(self, name: str) -> tuple[z3.ArithRef, dict[str, z3.BoolRef]]:
+        """A list-of-strings parameter: its length and its literals held."""
+        found = self.lists.get(name)
+        if found is None:
+            found = self.lists[name] = (z3.Int(f"len(arg.{name})", self.ctx), {})
+        return found
 
     def var(self, name: str) -> z3.ExprRef:
         found = self.vars.get(name)
@@ -74,7 +87,7 @@ class _Encoder:
         elif kind == "boolean":
             v = z3.Bool(label, self.ctx)
         else:
-            v = z3.Const(label, z3.SeqSort(z3.StringSort(self.ctx)))
+            raise _NotEncodable(Arg(name))  # a list: only through `len` and `in`
         self.vars[name] = v
         return v
 
@@ -85,9 +98,12 @@ class _Encoder:
             choices = self.parameters[name].choices
             if choices is not None:
                 out.append(z3.Or([v == self.literal(c) for c in choices]))
+        for length, held in self.lists.values():
+            ones = [z3.If(h, z3.IntVal(1, self.ctx), z3.IntVal(0, self.ctx)) for h in held.values()]
+            out.append(length >= (z3.Sum(ones) if ones else z3.IntVal(0, self.ctx)))
         return out
 
-    def literal(self, value: Literal_ | tuple[str, ...]) -> z3.ExprRef:
+    def literal(self, value: Literal_) -> z3.ExprRef:
         ctx = self.ctx
         if isinstance(value, bool):
             return z3.BoolVal(value, ctx)
@@ -95,11 +111,6 @@ class _Encoder:
             return z3.IntVal(value, ctx)
         if isinstance(value, Fraction):
             return z3.RealVal(f"{value.numerator}/{value.denominator}", ctx)
-        if isinstance(value, tuple):
-            units = [z3.Unit(z3.StringVal(v, ctx)) for v in value]
-            if not units:
-                return z3.Empty(z3.SeqSort(z3.StringSort(ctx)))
-            return units[0] if len(units) == 1 else z3.Concat(*units)
         return z3.StringVal(value, ctx)
 
     def value(self, t: Term) -> z3.ExprRef:
@@ -110,13 +121,14 @@ class _Encoder:
         if isinstance(t, Expect):
             return self.value(t.of)
         if isinstance(t, ListConst):
-            if all(isinstance(i, str) for i in t.items):
-                return self.literal(tuple(str(i) for i in t.items))
             raise _NotEncodable(t)
         if isinstance(t, Len):
             inner = t.of.of if isinstance(t.of, Expect) else t.of
             if isinstance(inner, ListConst):
                 return z3.IntVal(len(inner.items), self.ctx)
+            if self.is_list(inner):
+                assert isinstance(inner, Arg)
+                return self.list_of(inner.name)[0]
             return z3.Length(self.value(t.of))
         if isinstance(t, Arith):
             left, right = _numeric(self.value(t.left), self.value(t.right))
@@ -173,6 +185,8 @@ class _Encoder:
     def membership(self, t: Member) -> z3.BoolRef:
         ctx = self.ctx
         container = t.container.of if isinstance(t.container, Expect) else t.container
+        if self.is_list(container):
+            return self.list_membership(t, container)
         item = self.value(t.item)
         if isinstance(container, ListConst):
             options = []
@@ -184,10 +198,23 @@ class _Encoder:
                     a, b = _numeric(item, literal)
                     options.append(a == b)
             return z3.Or(options) if options else z3.BoolVal(False, ctx)
-        whole = self.value(t.container)
-        if whole.sort() == z3.StringSort(ctx):
-            return z3.Contains(whole, item)
-        return z3.Contains(whole, z3.Unit(item))
+        return z3.Contains(self.value(t.container), item)
+
+    def is_list(self, t: Term) -> bool:
+        return isinstance(t, Arg) and self.parameters[t.name].kind == "strings"
+
+    def list_membership(self, t: Member, container: Term) -> z3.BoolRef:
+        assert isinstance(container, Arg)
+        literal = t.item.of if isinstance(t.item, Expect) else t.item
+        if not (isinstance(literal, Const) and isinstance(literal.value, str)):
+            raise _NotEncodable(t)
+        _, held = self.list_of(container.name)
+        found = held.get(literal.value)
+        if found is None:
+            found = held[literal.value] = z3.Bool(
+                f"{literal.value!r} in arg.{container.name}", self.ctx
+            )
+        return found
 
     def regex(self, node: Node) -> z3.ReRef:
         ctx = self.ctx
@@ -274,10 +301,26 @@ def _argument(value: z3.ExprRef, kind: str) -> Any:
     return out
 
 
+def _solver(ctx: z3.Context) -> z3.Solver:
+    solver = z3.Solver(ctx=ctx)
+    solver.set("rlimit", RLIMIT)
+    solver.set("timeout", TIMEOUT_MS)
+    return solver
+
+
 def _formula(
     enc: _Encoder, required: Sequence[Term], forbidden: Sequence[Term]
 ) -> list[z3.BoolRef]:
     return [enc.condition(t) for t in required] + [z3.Not(enc.condition(t)) for t in forbidden]
+
+
+def _answer(enc: _Encoder, parts: Sequence[z3.BoolRef], ctx: z3.Context) -> tuple[Any, Any]:
+    """Z3's answer on ``parts`` and the domain: one solver built the same way for every
+    question, so the same set of conditions always gets the same answer."""
+    solver = _solver(ctx)
+    solver.add(*enc.domain())
+    solver.add(*parts)
+    return solver.check(), solver
 
 
 def satisfiable(
@@ -285,26 +328,33 @@ def satisfiable(
 ) -> dict[str, Any] | bool | None:
     """Some arguments that satisfy every ``required`` residual and no ``forbidden`` one (only
     the parameters the conditions name), ``False`` if none do, ``None`` if Z3 could not tell
-    within ``TIMEOUT_MS``."""
+    within ``RLIMIT`` (or the conditions have no Z3 form)."""
     ctx = z3.Context()
     enc = _Encoder(parameters, ctx)
-    solver = z3.Solver(ctx=ctx)
-    solver.set("timeout", TIMEOUT_MS)
     try:
-        solver.add(*_formula(enc, required, forbidden))
+        parts = _formula(enc, required, forbidden)
     except _NotEncodable:
         return None
-    solver.add(*enc.domain())
-    answer = solver.check()
+    answer, solver = _answer(enc, parts, ctx)
     if answer == z3.unsat:
         return False
     if answer != z3.sat:
         return None
     model = solver.model()
-    return {
+    out = {
         name: _argument(model.eval(v, model_completion=True), parameters[name].kind)
         for name, v in sorted(enc.vars.items())
     }
+    for name, (length, held) in sorted(enc.lists.items()):
+        items = [lit for lit, h in held.items() if z3.is_true(model.eval(h, model_completion=True))]
+        size = model.eval(length, model_completion=True).as_long()
+        filler = (f"item{i}" for i in range(size + len(held) + 1))
+        while len(items) < size:
+            candidate = next(filler)
+            if candidate not in held and candidate not in items:
+                items.append(candidate)
+        out[name] = items
+    return out
 
 
 def clash(
@@ -312,26 +362,29 @@ def clash(
 ) -> tuple[list[int], list[int]] | None:
     """A minimal set of the conditions no arguments satisfy together (indices into
     ``required`` and ``forbidden``), for conditions that are unsatisfiable; None if they are
-    not, or Z3 could not tell."""
+    not, or Z3 could not tell. Each subset is asked as ``satisfiable`` asks, so its answers
+    agree with ``satisfiable``'s."""
     ctx = z3.Context()
     enc = _Encoder(parameters, ctx)
     try:
         parts = _formula(enc, required, forbidden)
     except _NotEncodable:
         return None
-    background = enc.domain()
 
     def sat(mask: int) -> bool:
-        solver = z3.Solver(ctx=ctx)
-        solver.set("timeout", TIMEOUT_MS)
-        solver.add(*background)
-        solver.add(*[p for i, p in enumerate(parts) if mask >> i & 1])
-        return bool(solver.check() != z3.unsat)
+        chosen = [p for i, p in enumerate(parts) if mask >> i & 1]
+        return bool(_answer(enc, chosen, ctx)[0] != z3.unsat)
 
     everything = (1 << len(parts)) - 1
     if sat(everything):
         return None
     core = quickxplain(range(len(parts)), {i: 1 << i for i in range(len(parts))}, sat)
+    # QuickXplain's minimality needs a monotone oracle; an *unknown* answer (counted as
+    # sat) can break it. One deletion pass makes every member necessary all the same.
+    for i in list(core):
+        rest = sum(1 << j for j in core if j != i)
+        if not sat(rest):
+            core.remove(i)
     n = len(required)
     return [i for i in core if i < n], [i - n for i in core if i >= n]
 

@@ -1,8 +1,7 @@
-"""Conditions on concrete values: run values bound from the state, a call's arguments tested.
+"""Conditions on concrete values: a residual condition tested on a call's arguments.
 
-``bind`` replaces every run value of a condition (``input``, ``last("T")…``,
-``outputs("T")``) with the literal the run holds, leaving a *residual* condition over the
-call's arguments alone; ``holds`` tests a residual on a call's arguments. A value that does not
+``holds`` tests a *residual* condition (its run values bound: ``bind.py``) on a call's
+arguments. A value that does not
 exist — the tool never succeeded, a key is missing, the value is of another type, an argument
 is missing — is ``Undefined``, and a condition with an undefined value refuses the call (it
 fails closed, whatever the condition says), with a reason naming the value.
@@ -13,7 +12,7 @@ JSON as the decimal it prints as), booleans only with booleans (``True`` is not 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -28,23 +27,18 @@ from ruleengine.conditions.terms import (
     Cmp,
     Const,
     Expect,
-    Input,
-    LastArg,
-    LastOut,
     Len,
     ListConst,
     Matches,
     Member,
     Negation,
-    Outputs,
     Scale,
     Term,
     text,
 )
 from ruleengine.conditions.types import Literal_, Parameters, _literal_text
-from ruleengine.state import RunState, Step
 
-__all__ = ["Undefined", "bind", "holds", "literal_of", "value_kind"]
+__all__ = ["Undefined", "fits", "holds", "kind_text", "literal_of", "value_kind"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +82,7 @@ def literal_of(value: object) -> Literal_ | tuple[str, ...] | None:
     return None
 
 
-def _fits(value: object, kind: str) -> bool:
+def fits(value: object, kind: str) -> bool:
     got = value_kind(value)
     if got is None or (isinstance(value, float) and literal_of(value) is None):
         return False
@@ -100,143 +94,8 @@ def _shown(value: object) -> str:
     return shown if len(shown) <= 60 else shown[:57] + "..."
 
 
-def _kind_text(kind: str) -> str:
+def kind_text(kind: str) -> str:
     return {"strings": "list of strings", "integer": "integer"}.get(kind, kind)
-
-
-def _latest(steps: Sequence[Step], tool: str) -> Step | None:
-    for step in reversed(steps):
-        if step.tool == tool and step.status == "ok":
-            return step
-    return None
-
-
-def _run_value(t: Term, state: RunState) -> object | Undefined:
-    """The concrete value of one run value (not yet checked against a kind)."""
-    if isinstance(t, Input):
-        if state.input is None:
-            return Undefined("input", "is not known (the run was given no input)")
-        return state.input
-    if isinstance(t, LastArg):
-        step = _latest(state.steps, t.tool)
-        if step is None:
-            return Undefined(text(t), "does not exist: the tool never succeeded")
-        if t.name not in step.arguments:
-            return Undefined(text(t), "is missing from that call")
-        found: object = step.arguments[t.name]
-        return found
-    assert isinstance(t, LastOut)
-    step = _latest(state.steps, t.tool)
-    if step is None:
-        return Undefined(text(t), "does not exist: the tool never succeeded")
-    value: object = _plain(step.output)
-    for key in t.keys:
-        value = _step_into(value, key)
-        if value is _ABSENT:
-            return Undefined(text(t), f"does not exist: the output has no `{key}`")
-    found = value
-    return found
-
-
-_ABSENT = object()
-
-
-def _step_into(value: object, key: str | int) -> object:
-    """``value[key]`` for a mapping's key or a list's index, else ``_ABSENT``."""
-    if isinstance(key, str):
-        if isinstance(value, Mapping) and key in value:
-            return _plain(value[key])
-        return _ABSENT
-    if isinstance(value, list | tuple) and -len(value) <= key < len(value):
-        return _plain(value[key])
-    return _ABSENT
-
-
-def _plain(value: object) -> object:
-    """A tool's output as plain data (a pydantic model as its fields)."""
-    dump = getattr(value, "model_dump", None)
-    if callable(dump) and not isinstance(value, type):
-        return dump(mode="python")
-    return value
-
-
-def _outputs(t: Outputs, state: RunState) -> ListConst:
-    """Every literal among the tool's successful outputs (a list output counts its items)."""
-    items: list[Literal_] = []
-    for step in state.steps:
-        if step.tool != t.tool or step.status != "ok":
-            continue
-        values = step.output if isinstance(step.output, list | tuple) else [step.output]
-        for value in values:
-            literal = literal_of(value)
-            if literal is not None and not isinstance(literal, tuple):
-                items.append(literal)
-    return ListConst(tuple(items))
-
-
-def bind(term: Term, state: RunState) -> Term | Undefined:
-    """``term`` with each run value replaced by what ``state`` holds, or the first value it
-    needs that is undefined."""
-    stack: list[Undefined] = []
-
-    def go(t: Term) -> Term:
-        if stack:
-            return t
-        if isinstance(t, Expect):
-            inner = t.of
-            if isinstance(inner, Input | LastArg | LastOut):
-                value = _run_value(inner, state)
-                if isinstance(value, Undefined):
-                    stack.append(value)
-                    return t
-                if not _fits(value, t.kind):
-                    stack.append(
-                        Undefined(text(inner), f"is `{_shown(value)}`, not a {_kind_text(t.kind)}")
-                    )
-                    return t
-                literal = literal_of(value)
-                assert literal is not None
-                if isinstance(literal, tuple):
-                    return ListConst(literal)
-                return Const(literal)
-            return Expect(go(inner), t.kind)
-        if isinstance(t, Input | LastArg | LastOut):
-            # Only where ``check`` left it unwrapped: a typed tool's argument of known kind.
-            value = _run_value(t, state)
-            if isinstance(value, Undefined):
-                stack.append(value)
-                return t
-            literal = literal_of(value)
-            if literal is None:
-                stack.append(Undefined(text(t), f"is `{_shown(value)}`, not a plain value"))
-                return t
-            return ListConst(literal) if isinstance(literal, tuple) else Const(literal)
-        if isinstance(t, Outputs):
-            return _outputs(t, state)
-        if isinstance(t, Len):
-            return Len(go(t.of))
-        if isinstance(t, Arith):
-            return Arith(t.op, go(t.left), go(t.right))
-        if isinstance(t, Scale):
-            return Scale(t.factor, go(t.of))
-        if isinstance(t, Cmp):
-            return Cmp(t.op, go(t.left), go(t.right))
-        if isinstance(t, Member):
-            return Member(go(t.item), go(t.container), t.negated)
-        if isinstance(t, Affix):
-            return Affix(t.kind, go(t.of), go(t.affix))
-        if isinstance(t, Matches):
-            return Matches(go(t.of), t.pattern)
-        if isinstance(t, All):
-            return All(tuple(go(i) for i in t.items))
-        if isinstance(t, AnyOf):
-            return AnyOf(tuple(go(i) for i in t.items))
-        if isinstance(t, Negation):
-            return Negation(go(t.of))
-        return t
-
-    bound = go(term)
-    return stack[0] if stack else bound
 
 
 class _Missing(Exception):
@@ -308,8 +167,8 @@ class _Evaluator:
         value = self.arguments[t.name]
         param = self.parameters.get(t.name)
         kind = param.kind if param is not None else value_kind(value)
-        if kind is None or not _fits(value, kind):
-            shown = _kind_text(kind) if kind else "value a condition can use"
+        if kind is None or not fits(value, kind):
+            shown = kind_text(kind) if kind else "value a condition can use"
             raise _Missing(Undefined(text(t), f"is `{_shown(value)}`, not a {shown}"))
         literal = literal_of(value)
         choices = param.choices if param is not None else None

@@ -11,7 +11,6 @@ from __future__ import annotations
 from fractions import Fraction
 
 from ruleengine._base_errors import PolicyError
-from ruleengine._validate import _shown
 from ruleengine.conditions.regex import parse_pattern
 from ruleengine.conditions.terms import (
     Affix,
@@ -36,6 +35,7 @@ from ruleengine.conditions.terms import (
     scaled,
     text,
 )
+from ruleengine.conditions.types import shown
 
 __all__ = ["Handle", "arg", "input_text", "last", "length", "matches", "outputs", "term_of"]
 
@@ -71,11 +71,11 @@ class Handle:
     def __getitem__(self, key: object) -> Handle:
         if not isinstance(self.term, LastOut):
             raise PolicyError(
-                f"`{text(self.term)}[{_shown(key)}]`: only an output has keys",
+                f"`{text(self.term)}[{shown(key)}]`: only an output has keys",
                 hint='e.g. last("lookup_order").output["price"]',
             )
         if not isinstance(key, str | int) or isinstance(key, bool):
-            raise PolicyError(f"`{_shown(key)}` is not an output key (a string or an integer)")
+            raise PolicyError(f"`{shown(key)}` is not an output key (a string or an integer)")
         return Handle(LastOut(self.term.tool, (*self.term.keys, key)))
 
     def _cmp(self, op: str, other: object) -> Handle:
@@ -233,5 +233,5 @@ def term_of(value: object) -> Term:
 def _tool_literal(tool: object, function: str) -> str:
     name = getattr(tool, "name", tool)
     if not isinstance(name, str) or not name:
-        raise PolicyError(f'{function}(`{_shown(tool)}`): name a tool, e.g. {function}("search")')
+        raise PolicyError(f'{function}(`{shown(tool)}`): name a tool, e.g. {function}("search")')
     return name

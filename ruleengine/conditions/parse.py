@@ -10,7 +10,6 @@ import ast
 from fractions import Fraction
 
 from ruleengine._base_errors import PolicyError
-from ruleengine._validate import _shown
 from ruleengine.conditions.regex import parse_pattern
 from ruleengine.conditions.terms import (
     MAX_TERM_SIZE,
@@ -34,7 +33,7 @@ from ruleengine.conditions.terms import (
     Term,
     scaled,
 )
-from ruleengine.conditions.types import Literal_
+from ruleengine.conditions.types import Literal_, shown
 
 __all__ = ["MAX_SOURCE", "parse"]
 
@@ -267,7 +266,7 @@ def parse(source: object, *, where: str) -> Term:
     """The term ``source`` (condition text in Python syntax) says, never evaluated; a
     ``PolicyError`` naming ``where`` and the column for anything outside the language."""
     if not isinstance(source, str):
-        raise PolicyError(f"{where}: a condition is text, not `{_shown(source)}`")
+        raise PolicyError(f"{where}: a condition is text, not `{shown(source)}`")
     if not source.strip():
         raise PolicyError(f"{where}: a condition must not be empty")
     if len(source) > MAX_SOURCE:

@@ -17,9 +17,8 @@ from fractions import Fraction
 from typing import TypeAlias
 
 from ruleengine._base_errors import PolicyError
-from ruleengine._validate import _shown
 from ruleengine.conditions.regex import Pattern
-from ruleengine.conditions.types import Literal_, _literal_text
+from ruleengine.conditions.types import Literal_, _literal_text, shown
 
 __all__ = [
     "MAX_TERM_SIZE",
@@ -263,7 +262,7 @@ def literal(value: object) -> Literal_:
             raise PolicyError(f"`{value}` is not a number a condition can compare")
         return Fraction(repr(value))
     raise PolicyError(
-        f"`{_shown(value)}` is not a literal a condition can hold",
+        f"`{shown(value)}` is not a literal a condition can hold",
         hint="literals are strings, integers, numbers and booleans, or lists of them",
     )
 

@@ -16,9 +16,9 @@ from fractions import Fraction
 from typing import Any, Literal, TypeAlias
 
 from ruleengine._base_errors import PolicyError
-from ruleengine._validate import _shown
 
 __all__ = [
+    "ToolSpec",
     "Kind",
     "Literal_",
     "ParamType",
@@ -35,6 +35,12 @@ Literal_: TypeAlias = "str | int | Fraction | bool"
 """A literal value of a condition (numbers that are not integers are exact fractions)."""
 
 _SCALARS = ("string", "integer", "number", "boolean")
+
+
+def shown(value: object) -> str:
+    """A value for a message: its repr, cut at 60 characters."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +113,7 @@ def _enum(choices: list[object], where: str) -> ParamType:
     if None in kinds or any(isinstance(c, float) for c in choices):
         bad = next(c for c in choices if literal_kind(c) is None or isinstance(c, float))
         raise PolicyError(
-            f"{where}: enum value `{_shown(bad)}` is not a string, integer or boolean",
+            f"{where}: enum value `{shown(bad)}` is not a string, integer or boolean",
             hint="an enum lists strings, integers or booleans",
         )
     if len(kinds) > 1:
@@ -130,7 +136,7 @@ def parameters_from_spec(spec: object, *, owner: str) -> dict[str, ParamType]:
     strings). Every parameter given this way is required."""
     if not isinstance(spec, Mapping):
         raise PolicyError(
-            f"{owner}: parameters=`{_shown(spec)}` is not a mapping of names to types",
+            f"{owner}: parameters=`{shown(spec)}` is not a mapping of names to types",
             hint='e.g. parameters = { order_id = "string", amount = "number" }',
             parameter="parameters",
         )
@@ -139,7 +145,7 @@ def parameters_from_spec(spec: object, *, owner: str) -> dict[str, ParamType]:
         where = f"{owner}: parameter `{name}`"
         if not isinstance(name, str) or not name.isidentifier():
             raise PolicyError(
-                f"{owner}: parameter name `{_shown(name)}` is not an identifier",
+                f"{owner}: parameter name `{shown(name)}` is not an identifier",
                 hint="conditions name parameters as `arg.NAME`",
                 parameter="parameters",
             )
@@ -157,7 +163,7 @@ def parameters_from_spec(spec: object, *, owner: str) -> dict[str, ParamType]:
             out[name] = _enum(list(value), where)
         else:
             raise PolicyError(
-                f"{where}: `{_shown(value)}` is not a type",
+                f"{where}: `{shown(value)}` is not a type",
                 hint='a type is "string", "integer", "number", "boolean", a list of '
                 'literals, or ["string"]',
                 parameter="parameters",
@@ -170,12 +176,12 @@ def parameters_from_schema(schema: object, *, owner: str) -> dict[str, ParamType
     whose schema none of the kinds can say is opaque."""
     if not isinstance(schema, Mapping):
         raise PolicyError(
-            f"{owner}: input_schema=`{_shown(schema)}` is not a JSON Schema object",
+            f"{owner}: input_schema=`{shown(schema)}` is not a JSON Schema object",
             parameter="input_schema",
         )
     if schema.get("type", "object") != "object":
         raise PolicyError(
-            f"{owner}: input_schema has type `{_shown(schema.get('type'))}`, not `object`",
+            f"{owner}: input_schema has type `{shown(schema.get('type'))}`, not `object`",
             hint="a tool's arguments are an object of named parameters",
             parameter="input_schema",
         )
@@ -235,5 +241,16 @@ def parameters_from_model(model: object, *, owner: str) -> dict[str, ParamType]:
     """Parameters from a pydantic model class (its JSON Schema)."""
     schema = getattr(model, "model_json_schema", None)
     if not callable(schema):
-        raise PolicyError(f"{owner}: `{_shown(model)}` is not a pydantic model class")
+        raise PolicyError(f"{owner}: `{shown(model)}` is not a pydantic model class")
     return parameters_from_schema(schema(), owner=owner)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """A tool declared with its parameters (a policy file's ``[[tools]]`` table), as
+    requirements see it when they bind: conditions on its arguments are typed against
+    ``parameters``."""
+
+    name: str
+    description: str | None = None
+    parameters: Mapping[str, ParamType] | None = None

@@ -36,11 +36,17 @@ from pydantic import ValidationError
 
 from ruleengine import _validate
 from ruleengine._validate import _shown
+from ruleengine.conditions.types import (
+    ToolSpec,
+    parameters_from_schema,
+    parameters_from_spec,
+)
 from ruleengine.errors import PolicyError
 from ruleengine.policy._formats import parse_json, parse_toml, parse_yaml
 from ruleengine.policy._places import FormatError, Location, Places, child
 from ruleengine.policy.schema import REQUIREMENT_MODELS, PolicyFile, ToolEntry, requirement_keys
 from ruleengine.requirements import (
+    ArgumentsRequirement,
     AskPermissionRequirement,
     ConditionalRequirement,
     CycleGuard,
@@ -103,6 +109,7 @@ BUILDERS: dict[str, Callable[..., Requirement]] = {
     "conditional": ConditionalRequirement,
     "ask_permission": AskPermissionRequirement,
     "cycle_guard": CycleGuard,
+    "arguments": ArgumentsRequirement,
 }
 
 PYTHON_ONLY = {
@@ -337,6 +344,7 @@ class _Builder:
             spec = PolicyFile.model_validate(data)
         except ValidationError as exc:
             raise self._structure_error(exc) from None
+        tools = [self._tool(i, item) for i, item in enumerate(spec.tools)]
         requirements = [self._requirement(i, entry) for i, entry in enumerate(spec.requirements)]
         options = {k: getattr(spec, k) for k in ("max_iterations", "mode") if k in data}
         locations = {
@@ -344,7 +352,7 @@ class _Builder:
         }
         try:
             return policy_class(
-                [_tool(item) for item in spec.tools],
+                tools,
                 requirements,
                 source=self.file,
                 locations=locations,
@@ -352,6 +360,13 @@ class _Builder:
             )
         except PolicyError as exc:
             raise self.located(exc, exc.parameter or "") from None
+
+    def _tool(self, index: int, item: object) -> object:
+        try:
+            return _tool(item)
+        except PolicyError as exc:
+            at = child("tools", index)
+            raise self.located(exc, child(at, exc.parameter) if exc.parameter else at) from None
 
     def _requirement(self, index: int, entry: Any) -> Requirement:
         at = child("requirements", index)
@@ -428,9 +443,23 @@ def _validate_message(name: str, kind: str, value: object, fallback: str) -> str
 
 
 def _tool(item: object) -> object:
-    """A tool as ``Policy`` takes it: a name, or a ``(name, description)`` pair."""
+    """A tool as ``Policy`` takes it: a name, a ``(name, description)`` pair, or a
+    ``ToolSpec`` when it declares parameters."""
     if isinstance(item, ToolEntry):
-        return (item.name, item.description)
+        if item.parameters is None and item.input_schema is None:
+            return (item.name, item.description)
+        name = item.name if isinstance(item.name, str) else "?"
+        owner = f"tool `{name}`"
+        if item.parameters is not None and item.input_schema is not None:
+            raise PolicyError(
+                f"{owner}: give `parameters` or `input_schema`, not both",
+                parameter="parameters",
+            )
+        if item.parameters is not None:
+            params = parameters_from_spec(item.parameters, owner=owner)
+        else:
+            params = parameters_from_schema(item.input_schema, owner=owner)
+        return ToolSpec(item.name, item.description, params)
     return item
 
 

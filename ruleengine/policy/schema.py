@@ -1,4 +1,4 @@
-"""The policy files' models: which keys a TOML, YAML or JSON policy may hold (SPEC §10).
+"""The policy files' models: which keys a TOML, YAML or JSON policy may hold .
 
 These models check a file's *structure*: unknown keys (``extra="forbid"``), a missing
 ``type`` or ``target``, lists where lists belong. Values that the Python constructors check
@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, WithJsonSchema
 
 __all__ = [
+    "ArgumentsEntry",
     "AskPermissionEntry",
     "ConditionalEntry",
     "CycleGuardEntry",
@@ -57,6 +58,16 @@ class ToolEntry(_Entry):
     name: ToolName = Field(description="The tool's name, as requirements cite it.")
     description: OptionalText = Field(
         None, description="What the tool does, in words for the model."
+    )
+    parameters: Annotated[Any, WithJsonSchema({"type": "object"})] = Field(
+        None,
+        description='The tool\'s parameters, for conditions on its arguments: names to "string", '
+        '"integer", "number", "boolean", a list of literals (an enum) or ["string"].',
+    )
+    input_schema: Annotated[Any, WithJsonSchema({"type": "object"})] = Field(
+        None,
+        description="The tool's parameters as a JSON Schema of an object (instead of "
+        "`parameters`).",
     )
 
 
@@ -148,6 +159,29 @@ class AskPermissionEntry(_Requirement):
     )
 
 
+Conditions = Annotated[
+    Any,
+    WithJsonSchema({"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}),
+]
+
+
+class ArgumentsEntry(_Requirement):
+    """Conditions on a tool's arguments and the run's values (`ArgumentsRequirement`)."""
+
+    model_config = ConfigDict(title="arguments")
+
+    type: Literal["arguments"] = Field(description="`arguments`.")
+    target: ToolName = Field(description="The tool whose calls the conditions judge.")
+    allow_if: Conditions = Field(
+        None, description="A call must meet this condition (or each of these) to run."
+    )
+    deny_if: Conditions = Field(None, description="A call meeting this condition is refused.")
+    ask_if: Conditions = Field(
+        None, description="A call meeting this condition needs permission first."
+    )
+    reason: OptionalText = Field(None, description="Text for the model when a call is refused.")
+
+
 class CycleGuardEntry(_Requirement):
     """Denies a tool whose identical calls start to cycle (`CycleGuard`)."""
 
@@ -167,13 +201,15 @@ class CycleGuardEntry(_Requirement):
 
 
 RequirementEntry = Annotated[
-    ConditionalEntry | AskPermissionEntry | CycleGuardEntry, Field(discriminator="type")
+    ConditionalEntry | AskPermissionEntry | CycleGuardEntry | ArgumentsEntry,
+    Field(discriminator="type"),
 ]
 
 REQUIREMENT_MODELS: dict[str, type[_Requirement]] = {
     "conditional": ConditionalEntry,
     "ask_permission": AskPermissionEntry,
     "cycle_guard": CycleGuardEntry,
+    "arguments": ArgumentsEntry,
 }
 """The model of each requirement ``type``."""
 
@@ -204,7 +240,7 @@ class PolicyFile(_Entry):
     requirements: list[RequirementEntry] = Field(
         default_factory=list,
         description="The requirements, each a table with a `type`: `conditional`, "
-        "`ask_permission` or `cycle_guard`.",
+        "`ask_permission`, `cycle_guard` or `arguments`.",
     )
 
 

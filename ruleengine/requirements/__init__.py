@@ -1,5 +1,6 @@
 """Requirements: the base class, the decorator, the built-ins, and their monitors."""
 
+from ruleengine.requirements.arguments import ArgumentsRequirement, parameters_of
 from ruleengine.requirements.base import FunctionRequirement, Requirement, requirement
 from ruleengine.requirements.conditional import ConditionalMonitor, ConditionalRequirement
 from ruleengine.requirements.cycle import CycleGuard, CycleMonitor, canonical_arguments
@@ -7,6 +8,7 @@ from ruleengine.requirements.monitor import Monitor, replay
 from ruleengine.requirements.permission import AskPermissionRequirement, PermissionMonitor
 
 __all__ = [
+    "ArgumentsRequirement",
     "AskPermissionRequirement",
     "ConditionalMonitor",
     "ConditionalRequirement",
@@ -17,6 +19,7 @@ __all__ = [
     "PermissionMonitor",
     "Requirement",
     "canonical_arguments",
+    "parameters_of",
     "replay",
     "requirement",
 ]

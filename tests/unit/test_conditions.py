@@ -12,12 +12,9 @@ import pytest
 from pydantic import BaseModel
 
 from ruleengine.conditions import (
-    Undefined,
     _z3,
     arg,
-    bind,
     check,
-    holds,
     input_text,
     last,
     length,
@@ -29,6 +26,8 @@ from ruleengine.conditions import (
     parse,
     text,
 )
+from ruleengine.conditions.bind import bind
+from ruleengine.conditions.evaluate import Undefined, holds
 from ruleengine.conditions.regex import parse_pattern, python_pattern
 from ruleengine.conditions.terms import Term
 from ruleengine.conditions.typecheck import Scope

@@ -32,6 +32,7 @@ def test_trusted_passes_are_what_model_construct_builds() -> None:
         can_stop=True,
         tool_choice="required",
         reasons={"b": "hidden for now"},
+        conditions={},
     )
     assert trusted == constructed
     assert trusted.model_fields_set == constructed.model_fields_set == set(Pass.model_fields)

@@ -570,13 +570,14 @@ STRUCTURE = [
         "policy.json",
         '{"tools": ["a"],\n "requirements": [\n  {"target": "a"}]}',
         "policy.json:3: requirements[0]: missing key `type`",
-        "`type` is one of `conditional`, `ask_permission`, `cycle_guard`",
+        "`type` is one of `conditional`, `ask_permission`, `cycle_guard`, `arguments`",
     ),
     (
         "policy.yaml",
         "tools: [a]\nrequirements:\n  - type: condtional\n    target: a\n",
         "policy.yaml:3: requirements[0].type: unknown requirement type `condtional`",
-        "did you mean `conditional`? types: `conditional`, `ask_permission`, `cycle_guard`",
+        "did you mean `conditional`? types: `conditional`, `ask_permission`, `cycle_guard`, "
+        "`arguments`",
     ),
     (
         "policy.toml",
@@ -590,7 +591,8 @@ STRUCTURE = [
         "policy.json",
         '{"tools": [{"name": "a",\n  "descripton": "x"}]}',
         "policy.json:2: tools[0].descripton: unknown key `descripton`",
-        "did you mean `description`? a tool has `name`, `description`",
+        "did you mean `description`? a tool has `name`, `description`, `parameters`, "
+        "`input_schema`",
     ),
     (
         "policy.toml",

@@ -15,6 +15,7 @@ import pydantic
 import pytest
 
 from ruleengine import (
+    ArgumentsRequirement,
     AskPermissionRequirement,
     ConditionalRequirement,
     CycleGuard,
@@ -32,6 +33,7 @@ CONSTRUCTORS: dict[str, Any] = {
     "conditional": ConditionalRequirement,
     "ask_permission": AskPermissionRequirement,
     "cycle_guard": CycleGuard,
+    "arguments": ArgumentsRequirement,
 }
 PYTHON_ONLY = {"custom_checks", "handler"}
 
@@ -184,7 +186,7 @@ def test_requirements_are_told_apart_by_type() -> None:
     items = SCHEMA["properties"]["requirements"]["items"]
     mapping = items["discriminator"]["mapping"]
     assert items["discriminator"]["propertyName"] == "type"
-    assert set(mapping) == {"conditional", "ask_permission", "cycle_guard"}
+    assert set(mapping) == {"conditional", "ask_permission", "cycle_guard", "arguments"}
     for kind, ref in mapping.items():
         definition = resolve({"$ref": ref})
         assert definition["properties"]["type"]["const"] == kind

@@ -1,0 +1,215 @@
+"""``ArgumentsRequirement``: conditions on a tool's arguments and the run's values.
+
+``allow_if`` conditions must hold for a call to be admitted, a call meeting a ``deny_if``
+condition is refused, and a call meeting an ``ask_if`` condition needs permission first
+(others do not). Conditions are text in Python syntax or terms built with the handles of
+``ruleengine.conditions``; they are parsed when the requirement is made and typed against the
+target's parameters when it is bound to the declared tools, so every mistake is reported at
+load time. Each step it emits one ``ArgCheck`` per condition with the run's values bound; the
+reasoner allows the tool only if some arguments pass them all, and the pass admits each call
+on its own arguments (``Pass.admits``). A value the run does not have refuses the call.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ruleengine import _validate
+from ruleengine._validate import _shown
+from ruleengine.conditions.admission import ArgCheck, CheckKind
+from ruleengine.conditions.bind import bind
+from ruleengine.conditions.handles import Handle
+from ruleengine.conditions.parse import parse
+from ruleengine.conditions.terms import Arg, Term, text, walk
+from ruleengine.conditions.typecheck import Scope, check
+from ruleengine.conditions.types import (
+    Parameters,
+    ParamType,
+    ToolSpec,
+    parameters_from_model,
+    parameters_from_schema,
+    parameters_from_spec,
+)
+from ruleengine.errors import PolicyError
+from ruleengine.ir import FINAL_ANSWER
+from ruleengine.requirements._targets import as_refs, names_now, resolve
+from ruleengine.requirements.base import DEFAULT_PRIORITY, Requirement
+from ruleengine.state import RunState
+
+__all__ = ["ArgumentsRequirement", "parameters_of"]
+
+_KINDS: tuple[CheckKind, ...] = ("allow_if", "deny_if", "ask_if")
+
+
+def parameters_of(tool: object) -> Parameters | None:
+    """A declared tool's parameters, where it says them: a ``parameters`` mapping (types by
+    name, or ``ParamType`` objects), an ``input_schema`` (JSON Schema), or an ``input_model``
+    (pydantic); ``None`` when it says nothing (a tool declared by name)."""
+    if isinstance(tool, str | tuple):
+        return None
+    if isinstance(tool, ToolSpec):
+        return dict(tool.parameters) if tool.parameters is not None else None
+    name = getattr(tool, "name", "?")
+    owner = f"tool `{name}`"
+    params = getattr(tool, "parameters", None)
+    if isinstance(params, Mapping):
+        if all(isinstance(v, ParamType) for v in params.values()):
+            return dict(params)
+        return parameters_from_spec(params, owner=owner)
+    schema = getattr(tool, "input_schema", None)
+    if isinstance(schema, Mapping):
+        return parameters_from_schema(schema, owner=owner)
+    model = getattr(tool, "input_model", None)
+    if isinstance(model, type) and hasattr(model, "model_json_schema"):
+        return parameters_from_model(model, owner=owner)
+    return None
+
+
+class ArgumentsRequirement(Requirement):
+    """Conditions on the calls of one tool (see the module's docstring).
+
+    ``target`` is a tool (a name or a tool object); ``allow_if``, ``deny_if`` and ``ask_if``
+    are each a condition or a list of them (text, or a handle such as
+    ``arg.amount <= last("lookup_order").output.price``); ``reason`` is what a refused call
+    is told (by default, the conditions it failed).
+    """
+
+    def __init__(
+        self,
+        target: object,
+        *,
+        allow_if: object = None,
+        deny_if: object = None,
+        ask_if: object = None,
+        reason: str | None = None,
+        priority: int = DEFAULT_PRIORITY,
+        enabled: bool = True,
+        name: str | None = None,
+    ) -> None:
+        early_owner = _validate.owner_of(name if isinstance(name, str) else "arguments")
+        refs = as_refs(target, owner=early_owner, parameter="target")
+        if len(refs) != 1:
+            raise PolicyError(f"{early_owner}: target must be one tool", parameter="target")
+        self._target_ref = refs[0]
+        early = names_now(refs)
+        default = f"arguments({early[0] if early else '?'})"
+        super().__init__(
+            name=name if name is not None else default, priority=priority, enabled=enabled
+        )
+        owner = _validate.owner_of(self.name)
+        self.reason = _validate.optional_text(reason, name="reason", owner=owner)
+        self._written: list[tuple[CheckKind, Term]] = []
+        for kind, value in zip(_KINDS, (allow_if, deny_if, ask_if), strict=True):
+            for item in _conditions(value, owner, kind):
+                self._written.append((kind, item))
+        if not self._written:
+            raise PolicyError(
+                f"{owner}: give at least one of `allow_if`, `deny_if`, `ask_if`",
+                hint='e.g. ArgumentsRequirement("refund", allow_if="arg.amount <= 100")',
+            )
+        self._bound: tuple[tuple[CheckKind, Term], ...] | None = None
+        self._target: str | None = None
+        self._parameters: tuple[tuple[str, ParamType], ...] = ()
+        self._scope: dict[str, Parameters | None] = {}
+
+    @property
+    def target(self) -> str | None:
+        """The target tool's name, once bound (or given by name)."""
+        if self._target is not None:
+            return self._target
+        early = names_now((self._target_ref,))
+        return early[0] if early else None
+
+    @property
+    def conditions(self) -> tuple[tuple[CheckKind, str], ...]:
+        """Each condition with its kind, as text."""
+        terms = self._bound if self._bound is not None else tuple(self._written)
+        return tuple((kind, text(term)) for kind, term in terms)
+
+    def bind(self, tools: Sequence[object]) -> ArgumentsRequirement:
+        owner = _validate.owner_of(self.name)
+        tools = _validate.sequence(tools, name="tools", owner=owner)
+        target = resolve(self._target_ref, tools, owner=owner, parameter="target")
+        declared: dict[str, Parameters | None] = {}
+        for tool in tools:
+            tool_name = tool if isinstance(tool, str) else getattr(tool, "name", None)
+            if isinstance(tool, tuple) and tool:
+                tool_name = tool[0]
+            if isinstance(tool_name, str):
+                declared[tool_name] = parameters_of(tool)
+        declared.setdefault(FINAL_ANSWER, None)
+        # Bound again to the same tools by name (the checker, a policy's copy): what the
+        # first binding learnt of their parameters still holds.
+        for tool_name, known in self._scope.items():
+            if declared.get(tool_name) is None and known is not None:
+                declared[tool_name] = known
+        params = declared.get(target) or {}
+        scope = Scope(target, params, declared)
+        typed = []
+        for kind, term in self._written:
+            where = f"{owner}: {kind}"
+            if not params and any(isinstance(t, Arg) for t in walk(term)):
+                raise PolicyError(
+                    f"{where}: condition `{text(term)}` names an argument, but tool "
+                    f"`{target}` declares no parameters",
+                    hint='declare them: `parameters = { amount = "number" }` in a policy '
+                    "file, or a tool with an input model",
+                )
+            typed.append((kind, check(term, scope, where=where)))
+        bound = copy.copy(self)
+        bound._bound = tuple(typed)
+        bound._target = target
+        bound._target_ref = target
+        bound._parameters = tuple(sorted(params.items()))
+        bound._scope = declared
+        return bound
+
+    def run(self, state: RunState) -> list[ArgCheck]:
+        if self._bound is None or self._target is None:
+            raise PolicyError(
+                f"requirement `{self.name}` is not bound to its tools",
+                hint="give it to a `Reasoner`, a `Policy` or an agent, which bind it",
+            )
+        out = []
+        for kind, term in self._bound:
+            out.append(
+                ArgCheck(
+                    self._target,
+                    kind,
+                    text(term),
+                    bind(term, state),
+                    self._parameters,
+                    self.reason,
+                )
+            )
+        return out
+
+
+def _conditions(value: object, owner: str, kind: str) -> list[Term]:
+    if value is None:
+        return []
+    items: Sequence[Any]
+    if isinstance(value, str | Handle):
+        items = [value]
+    elif isinstance(value, list | tuple):
+        items = value
+    else:
+        raise PolicyError(
+            f"{owner}: {kind}=`{_shown(value)}` is not a condition",
+            hint="a condition is text such as `arg.amount <= 100`, or a list of them",
+            parameter=kind,
+        )
+    out = []
+    for item in items:
+        if isinstance(item, Handle):
+            out.append(item.term)
+        elif isinstance(item, str):
+            out.append(parse(item, where=f"{owner}: {kind}"))
+        else:
+            raise PolicyError(
+                f"{owner}: {kind} holds `{_shown(item)}`, not a condition",
+                parameter=kind,
+            )
+    return out

@@ -1,0 +1,248 @@
+"""The arguments requirement end to end in the runtime: typed against the declared tools at
+bind time, bound to the run's values each step, a tool no arguments can pass is not allowed
+(and takes part in conflicts), ``Pass.conditions`` says what a call must meet,
+``Pass.admits`` decides one call, the agent's gate admits exactly what ``admits`` admits, and
+policy files declare parameters and arguments requirements."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from agent import Admitted, Gate, Refused, tool
+from agent.tools import FinalAnswerTool
+from backends import ToolCall
+from ruleengine import (
+    ArgumentsRequirement,
+    ConditionalRequirement,
+    ConflictError,
+    Policy,
+    PolicyError,
+    Reasoner,
+    RunState,
+)
+from ruleengine.conditions import arg, last
+from ruleengine.conditions.types import ToolSpec, parameters_from_spec
+
+LOOKUP = ToolSpec("lookup_order", None, parameters_from_spec({"order_id": "string"}, owner="t"))
+REFUND = ToolSpec(
+    "refund", None, parameters_from_spec({"order_id": "string", "amount": "number"}, owner="t")
+)
+LIMIT = ArgumentsRequirement(
+    "refund",
+    allow_if=[
+        arg.amount <= last("lookup_order").output.price,
+        "arg.order_id == last('lookup_order').arguments.order_id",
+    ],
+    reason="refund at most the price of the order you looked up",
+    name="refund-limit",
+)
+LOOKED_UP = RunState.from_trace(
+    [{"tool": "lookup_order", "arguments": {"order_id": "o1"}, "output": {"price": 80}}]
+)
+
+
+def test_a_tool_whose_run_values_are_missing_is_not_allowed_and_says_why() -> None:
+    p = Reasoner([LOOKUP, REFUND], [LIMIT]).decide()
+    assert "refund" not in p.allowed
+    assert p.reasons["refund"] == "refund at most the price of the order you looked up"
+    assert p.admits("refund", {"order_id": "o1", "amount": 1}).ok is False
+
+
+def test_the_pass_states_the_residual_and_admits_calls_on_their_arguments() -> None:
+    p = Reasoner([LOOKUP, REFUND], [LIMIT]).decide(LOOKED_UP)
+    assert "refund" in p.allowed
+    assert p.conditions == {"refund": "arg.amount <= 80 and arg.order_id == 'o1'"}
+    assert p.admits("refund", {"order_id": "o1", "amount": 80}).ok
+    refused = p.admits("refund", {"order_id": "o1", "amount": 80.5})
+    assert not refused.ok and [v.why for v in refused.core] == ["fails"]
+    assert refused.reason is not None and refused.reason.startswith("refund at most")
+    missing = p.admits("refund", {"order_id": "o1"})
+    assert not missing.ok and "`arg.amount` is missing from the call" in str(missing.core[0])
+    assert p.admits("lookup_order", {"order_id": "x"}).ok  # no conditions on it
+    with pytest.raises(PolicyError, match="must be a mapping"):
+        p.admits("refund", "amount=1")  # type: ignore[arg-type]
+    with pytest.raises(PolicyError, match="must be a tool name"):
+        p.admits(3, {})  # type: ignore[arg-type]
+
+
+def test_conditions_on_the_only_remaining_tool_that_clash_are_a_conflict() -> None:
+    pay = ToolSpec("pay", None, parameters_from_spec({"amount": "number"}, owner="t"))
+    reqs = [
+        ArgumentsRequirement("pay", allow_if="arg.amount > 100", name="over"),
+        ArgumentsRequirement("pay", allow_if="arg.amount < 50", name="under"),
+        ConditionalRequirement("final_answer", only_after="pay", name="pay-first"),
+    ]
+    with pytest.raises(ConflictError) as caught:
+        Reasoner([pay], reqs).decide()
+    assert "no tool is left allowed" in caught.value.message
+    # Without the clash partner, the tool is allowed with its condition.
+    p = Reasoner([pay], [reqs[0], reqs[2]]).decide()
+    assert p.allowed == ("pay",) and p.conditions == {"pay": "arg.amount > 100"}
+
+
+def test_in_priority_mode_conditions_are_never_overridden() -> None:
+    pay = ToolSpec("pay", None, parameters_from_spec({"amount": "number"}, owner="t"))
+    from ruleengine import Rule, requirement
+
+    @requirement(priority=99)
+    def insist(state: RunState) -> list[Rule]:
+        return [Rule("pay")]
+
+    reqs = [
+        ArgumentsRequirement("pay", allow_if="arg.amount > 100", name="over", priority=1),
+        ArgumentsRequirement("pay", allow_if="arg.amount < 50", name="under", priority=1),
+        insist,
+    ]
+    p = Reasoner([pay], reqs, mode="priority").decide()
+    assert "pay" not in p.allowed
+    assert "no arguments satisfy" in p.reasons["pay"]
+
+
+def test_deny_if_and_ask_if() -> None:
+    reqs = [
+        ArgumentsRequirement("refund", deny_if="arg.amount > 1000", ask_if="arg.amount > 100"),
+    ]
+    p = Reasoner([LOOKUP, REFUND], reqs).decide()
+    assert p.conditions == {"refund": "not (arg.amount > 1000)"}
+    assert p.admits("refund", {"order_id": "o", "amount": 50}).ask == ()
+    assert p.admits("refund", {"order_id": "o", "amount": 500}).ask == ("arguments(refund)",)
+    assert not p.admits("refund", {"order_id": "o", "amount": 5000}).ok
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({}, "give at least one of `allow_if`, `deny_if`, `ask_if`"),
+        ({"allow_if": 3}, "allow_if=`3` is not a condition"),
+        ({"allow_if": ["arg.amount > 1", 3]}, "allow_if holds `3`, not a condition"),
+        ({"deny_if": "arg.amount >"}, "not valid syntax"),
+    ],
+)
+def test_bad_construction_is_named(kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(PolicyError, match="requirement `") as caught:
+        ArgumentsRequirement("refund", **kwargs)
+    assert message in caught.value.message
+
+
+def test_binding_types_the_conditions_against_the_declared_tools() -> None:
+    with pytest.raises(PolicyError, match="`refund` has no parameter `amout`"):
+        Reasoner([LOOKUP, REFUND], [ArgumentsRequirement("refund", allow_if="arg.amout < 1")])
+    with pytest.raises(PolicyError, match="declares no parameters"):
+        Reasoner(["refund"], [ArgumentsRequirement("refund", allow_if="arg.amount < 1")])
+    with pytest.raises(PolicyError, match="unknown tool `lookup`"):
+        Reasoner(
+            [REFUND], [ArgumentsRequirement("refund", allow_if="last('lookup').output.x == 1")]
+        )
+    unbound = ArgumentsRequirement("refund", allow_if="arg.amount < 1")
+    with pytest.raises(PolicyError, match="is not bound to its tools"):
+        unbound.run(RunState())
+
+
+def test_a_tool_with_an_input_model_declares_its_parameters() -> None:
+    @tool
+    def transfer(iban: str, amount: float) -> str:
+        """Send money."""
+        return "sent"
+
+    req = ArgumentsRequirement(transfer, allow_if="arg.iban.startswith('CH')", name="swiss")
+    p = Reasoner([transfer], [req]).decide()
+    assert p.conditions == {"transfer": "arg.iban.startswith('CH')"}
+    gate = Gate({"transfer": transfer, "final_answer": FinalAnswerTool()}, None)
+    ok = gate.admit(ToolCall("1", "transfer", {"iban": "CH93", "amount": 5}), p, RunState())
+    assert isinstance(ok, Admitted)
+    no = gate.admit(ToolCall("2", "transfer", {"iban": "DE89", "amount": 5}), p, RunState())
+    assert isinstance(no, Refused)
+    assert "allow_if `arg.iban.startswith('CH')` of `swiss` fails" in no.reason
+
+
+amounts = st.one_of(
+    st.integers(-1000, 1000), st.floats(-1000, 1000, allow_nan=False).map(lambda f: round(f, 2))
+)
+
+
+@given(amounts, st.sampled_from(["o1", "o2"]), st.integers(0, 200))
+def test_the_gate_admits_exactly_what_admits_admits(amount: float, order: str, price: int) -> None:
+    @tool
+    def refund(order_id: str, amount: float) -> str:
+        """Refund."""
+        return "ok"
+
+    @tool
+    def lookup_order(order_id: str) -> dict[str, int]:
+        """Look up."""
+        return {"price": price}
+
+    state = RunState.from_trace(
+        [{"tool": "lookup_order", "arguments": {"order_id": "o1"}, "output": {"price": price}}]
+    )
+    p = Reasoner([lookup_order, refund], [LIMIT]).decide(state)
+    gate = Gate(
+        {"refund": refund, "lookup_order": lookup_order, "final_answer": FinalAnswerTool()}, None
+    )
+    verdict = gate.admit(ToolCall("1", "refund", {"order_id": order, "amount": amount}), p, state)
+    expected = p.admits("refund", {"order_id": order, "amount": amount}).ok
+    assert isinstance(verdict, Admitted) == expected
+    assert expected == (order == "o1" and amount <= price)
+
+
+def test_a_policy_file_declares_parameters_and_arguments_requirements(tmp_path: Path) -> None:
+    path = tmp_path / "refunds.toml"
+    path.write_text(
+        """
+[[tools]]
+name = "lookup_order"
+parameters = { order_id = "string" }
+
+[[tools]]
+name = "refund"
+[tools.input_schema]
+type = "object"
+required = ["order_id", "amount"]
+properties.order_id.type = "string"
+properties.amount.type = "number"
+
+[[requirements]]
+type = "arguments"
+name = "refund-limit"
+target = "refund"
+allow_if = "arg.amount <= last('lookup_order').output.price"
+deny_if = ["arg.amount <= 0"]
+""",
+        encoding="utf-8",
+    )
+    policy = Policy.load(str(path))
+    p = policy.reasoner().decide(LOOKED_UP)
+    assert p.conditions == {"refund": "arg.amount <= 80 and not (arg.amount <= 0)"}
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (
+            '[[tools]]\nname = "r"\nparameters = { a = "float" }\n',
+            "p.toml:3: tools[0].parameters: tool `r`: parameter `a`: type `float` is not one of",
+        ),
+        (
+            '[[tools]]\nname = "r"\nparameters = { a = "string" }\n'
+            '[[requirements]]\ntype = "arguments"\ntarget = "r"\nallow_if = "arg.b == 1"\n',
+            "`r` has no parameter `b`",
+        ),
+        (
+            '[[tools]]\nname = "r"\nparameters = { a = "string" }\n'
+            '[[requirements]]\ntype = "arguments"\ntarget = "r"\nallow_if = "eval(arg.a)"\n',
+            "`eval(...)` is not part of the language",
+        ),
+    ],
+)
+def test_policy_file_mistakes_are_located(tmp_path: Path, body: str, message: str) -> None:
+    path = tmp_path / "p.toml"
+    path.write_text(body, encoding="utf-8")
+    with pytest.raises(PolicyError) as caught:
+        Policy.load(str(path))
+    shown = str(caught.value)
+    assert message in shown and "p.toml:" in shown
