@@ -1,9 +1,10 @@
-"""The ``ruleengine`` command: ``check``, ``explain``, ``diff``, ``schema`` and ``bench``.
+"""The ``ruleengine`` command: ``check``, ``explain``, ``diff``, ``test``, ``schema``, ``bench``.
 
 Arguments and exit codes only: the checker lives in ``ruleengine.check``, the renderers in
-``ruleengine.check.render``, the bench loop in ``ruleengine.check.bench``. Exit codes: 0
-clean (or equivalent), 1 findings at or above ``--fail-on`` (policies that differ, a trace
-the runtime refuses), 2 bad input (one line on stderr, ``ruleengine: <message>``, and a
+``ruleengine.check.render``, policy test cases in ``ruleengine.check.cases``, the bench loop
+in ``ruleengine.check.bench``. Exit codes: 0 clean (or equivalent, every case passed), 1
+findings at or above ``--fail-on`` (policies that differ, a trace the runtime refuses, a
+case that failed), 2 bad input (one line on stderr, ``ruleengine: <message>``, and a
 ``  hint:`` line when there is one), 3 an internal error (a bug: the traceback follows),
 4 the output could not be written (one line on stderr), 130 interrupted, 141 the reader of
 stdout went away.
@@ -15,31 +16,36 @@ import argparse
 import contextlib
 import difflib
 import gc
-import json
 import math
 import os
 import sys
 import traceback
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any, NoReturn
 
 from ruleengine.check import TraceStep, check_policy, diff_policies, replay
 from ruleengine.check.bench import MAX_STEPS, MAX_WALKS, bench
+from ruleengine.check.cases import json_results, load_cases, run_cases, text_results
 from ruleengine.check.render import (
+    FORMATS,
+    CheckOutput,
     Progress,
-    sarif_log,
+    Unchecked,
+    json_explain,
+    json_text,
     text_bench,
     text_diff,
     text_explain,
-    text_report,
 )
 from ruleengine.check.report import DiffReport, Report
+from ruleengine.check.sources import STDIN, is_directory, load_each
 from ruleengine.check.supervise import stopped_check, stopped_diff, supervised
 from ruleengine.check.trace import parse_trace, permissions
 from ruleengine.errors import PolicyError, RuleEngineError
 from ruleengine.policy import Policy
-from ruleengine.policy.load import FORMATS, MAX_BYTES, load_bytes, policy_files, read_bounded
+from ruleengine.policy.load import FORMATS as POLICY_FORMATS
+from ruleengine.policy.load import read_bounded
 
 __all__ = ["main", "run"]
 
@@ -47,10 +53,6 @@ EXIT_OK, EXIT_FINDINGS, EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_OUTPUT = 0, 1, 2, 3,
 EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 130, 141  # 128 + SIGINT, 128 + SIGPIPE, as shells say
 PROGRESS_AFTER = "RULEENGINE_PROGRESS_AFTER"
 """Environment variable: seconds before the progress line appears on a terminal (default 1)."""
-STDIN = "-"
-"""The ``POLICY`` that reads the policy from stdin (in the format ``--stdin-format`` names)."""
-STDIN_SOURCE = "<stdin>"
-"""How reports and errors name the policy read from stdin."""
 MAX_TRACE_BYTES = 1024 * 1024
 """``--trace-file`` files larger than this are refused (1 MB)."""
 
@@ -62,6 +64,11 @@ class UsageError(Exception):
         super().__init__(message)
         self.message = message
         self.hint = hint
+
+
+class Reported(Exception):
+    """Bad input already reported on stderr (each policy that did not load has its line):
+    exit 2 with nothing more to say."""
 
 
 class OutputError(Exception):
@@ -158,11 +165,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = _parse(_parser(), sys.argv[1:] if argv is None else list(argv))
         if args.command is None:
             raise UsageError(
-                "give a command: `check`, `explain`, `diff`, `schema` or `bench`",
+                "give a command: `check`, `explain`, `diff`, `test`, `schema` or `bench`",
                 hint="see `ruleengine --help`",
             )
         code: int = args.run(args)
         return code
+    except Reported:
+        return EXIT_BAD_INPUT
     except UsageError as exc:
         return _fail(exc.message, exc.hint)
     except RuleEngineError as exc:
@@ -215,36 +224,54 @@ def _fail(message: str, hint: str | None) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    policies = _load_all(args.policies, args.stdin_format, directories=True)
+    """Every policy checked, each reported in ``--format``. In text, a policy that does not
+    load stops the command before any check (each one gets its line on stderr); in the
+    machine formats it is reported in the output too, and the others are still checked."""
+    text = args.format == "text"
+    loaded = _load_each(args.policies, args.stdin_format, directories=True)
+    if text and any(isinstance(policy, PolicyError) for _, policy in loaded):
+        raise Reported
     # Several policies (or a directory, however many files it holds): one line each.
-    compact = len(policies) > 1 or any(_is_directory(s) for s in args.policies)
-    checked = []
-    for policy in policies:
-        with Progress(f"checking {policy.source}", after=_progress_after()) as progress:
-            report = supervised(
-                partial(
-                    check_policy,
-                    policy,
-                    max_iterations=args.max_iterations,
-                    timeout=_ahead(args.timeout),
-                    max_states=args.max_states,
-                    engine=args.engine,
-                ),
-                model=Report,
-                stopped=stopped_check(policy.source),
-                timeout=args.timeout,
-                max_memory=args.max_memory,
-                on_status=progress.update,
-            )
-        checked.append((report, policy))
-        if args.format == "json":
-            _print_json(report.model_dump(mode="json"), compact=compact)
-        elif args.format == "text":
-            _write(text_report(report, policy) + ("\n" if policy is not policies[-1] else ""))
-    if args.format == "sarif":
-        _print_json(sarif_log(checked), compact=False)
-    failing = any(report.at_or_above(args.fail_on) for report, _ in checked)
+    several = len(loaded) > 1 or any(is_directory(s) for s in args.policies)
+    output = CheckOutput(args.format, _write, several=several)
+    failing = False
+    for source, policy in loaded:
+        if isinstance(policy, PolicyError):
+            output.failed(Unchecked.of(source, policy))
+            continue
+        try:
+            report = _check_one(policy, args)
+        except RuleEngineError as exc:
+            if text:
+                raise
+            _fail(exc.message, exc.hint)
+            output.failed(Unchecked.of(source, exc, policy))
+            continue
+        output.report(report, policy)
+        failing = failing or bool(report.at_or_above(args.fail_on))
+    output.close()
+    if output.unchecked:
+        return EXIT_BAD_INPUT
     return EXIT_FINDINGS if failing else EXIT_OK
+
+
+def _check_one(policy: Policy, args: argparse.Namespace) -> Report:
+    with Progress(f"checking {policy.source}", after=_progress_after()) as progress:
+        return supervised(
+            partial(
+                check_policy,
+                policy,
+                max_iterations=args.max_iterations,
+                timeout=_ahead(args.timeout),
+                max_states=args.max_states,
+                engine=args.engine,
+            ),
+            model=Report,
+            stopped=stopped_check(policy.source),
+            timeout=args.timeout,
+            max_memory=args.max_memory,
+            on_status=progress.update,
+        )
 
 
 def _explain(args: argparse.Namespace) -> int:
@@ -257,8 +284,12 @@ def _explain(args: argparse.Namespace) -> int:
     trace, finish = _trace(args, policy)
     outcomes = replay(policy.reasoner(), trace)
     asking = permissions(policy.requirements, trace)
-    text, runs = text_explain(policy, trace, outcomes, finish=finish, asking=asking)
-    _write(text)
+    if args.format == "json":
+        data, runs = json_explain(policy, trace, outcomes, finish=finish, asking=asking)
+        _print_json(data, compact=False)
+    else:
+        text, runs = text_explain(policy, trace, outcomes, finish=finish, asking=asking)
+        _write(text)
     return EXIT_OK if runs else EXIT_FINDINGS
 
 
@@ -281,6 +312,20 @@ def _diff(args: argparse.Namespace) -> int:
         _write(text_diff(report))
     # Equal passes with different budgets still differ: a run of one stops sooner.
     return EXIT_OK if report.equivalent and report.budget is None else EXIT_FINDINGS
+
+
+def _test(args: argparse.Namespace) -> int:
+    if args.cases == STDIN:
+        raise UsageError(
+            "test: CASES: `-`: the cases are read from a file", hint="name the cases file"
+        )
+    (policy,) = _load_all([args.policy], args.stdin_format)
+    results = run_cases(policy, load_cases(args.cases, policy))
+    if args.format == "json":
+        _print_json(json_results(results), compact=False)
+    else:
+        _write(text_results(results))
+    return EXIT_FINDINGS if results.failed else EXIT_OK
 
 
 def _schema(args: argparse.Namespace) -> int:
@@ -321,88 +366,25 @@ def _parse(parser: _Parser, argv: list[str]) -> argparse.Namespace:
     return args
 
 
-def _load(source: str) -> Policy:
-    """The policy ``source`` names; ``module:attr`` imports with the current directory on the
-    import path, as ``python -m`` has it (a console script's path starts at its own dir)."""
-    if ":" in source and os.getcwd() not in sys.path and "" not in sys.path:
-        sys.path.insert(0, os.getcwd())
-    return Policy.load(source)
-
-
-def _load_all(
-    sources: Sequence[str], stdin_format: str | None, *, directories: bool = False
-) -> list[Policy]:
-    """Every policy, or the first load error (every source is tried, each error reported).
-    ``-`` is stdin, read in ``stdin_format``; with ``directories``, a directory stands for
-    the policy files in it (``policy_files``)."""
-    _check_stdin(sources, stdin_format)
-    policies: list[Policy] = []
-    failed: PolicyError | None = None
-    for source in _expanded(sources, directories):
-        try:
-            if isinstance(source, PolicyError):
-                raise source
-            policies.append(_load_stdin(stdin_format) if source == STDIN else _load(source))
-        except PolicyError as exc:
-            if failed is not None:
-                _fail(failed.message, failed.hint)
-            failed = exc
-    if failed is not None:
-        raise failed
+def _load_all(sources: Sequence[str], stdin_format: str | None) -> list[Policy]:
+    """Every policy, or ``Reported`` when some did not load (each has had its line)."""
+    loaded = _load_each(sources, stdin_format)
+    policies = [p for _, p in loaded if isinstance(p, Policy)]
+    if len(policies) < len(loaded):
+        raise Reported
     return policies
 
 
-def _expanded(sources: Sequence[str], directories: bool) -> Iterator[str | PolicyError]:
-    """The sources, each directory (with ``directories``) replaced by its policy files, or
-    by the error listing it gave."""
-    for source in sources:
-        if not (directories and _is_directory(source)):
-            yield source
-            continue
-        try:
-            yield from policy_files(source)
-        except PolicyError as exc:
-            yield exc
-
-
-def _is_directory(source: str) -> bool:
-    return source != STDIN and os.path.isdir(source)
-
-
-def _check_stdin(sources: Sequence[str], stdin_format: str | None) -> None:
-    """``-`` at most once, and ``--stdin-format`` exactly when it is there."""
-    count = sum(1 for s in sources if s == STDIN)
-    if count > 1:
-        raise UsageError("`-` is given twice: stdin holds one policy")
-    if count == 1 and stdin_format is None:
-        raise UsageError(
-            "`-`: a policy read from stdin needs `--stdin-format`",
-            hint="add `--stdin-format toml` (or `yaml`, `json`)",
-        )
-    if count == 0 and stdin_format is not None:
-        raise UsageError(
-            "--stdin-format: no POLICY is `-`",
-            hint="`--stdin-format` says how to read the policy given as `-` (stdin)",
-        )
-
-
-def _load_stdin(stdin_format: str | None) -> Policy:
-    """The policy on stdin, in ``stdin_format`` (bytes: the loader decodes UTF-8 itself)."""
-    # INVARIANT: `_check_stdin` refused a `-` without its format
-    assert stdin_format is not None
-    stream = sys.stdin
-    if stream is None:
-        raise UsageError("`-`: stdin is closed", hint="pipe the policy in, or name its file")
-    try:
-        buffer = getattr(stream, "buffer", None)
-        data = (
-            buffer.read(MAX_BYTES + 1)
-            if buffer is not None
-            else stream.read(MAX_BYTES + 1).encode("utf-8")
-        )
-    except OSError as exc:
-        raise UsageError(f"`-`: cannot read stdin: {exc.strerror or exc}") from None
-    return load_bytes(data, format=stdin_format, source=STDIN_SOURCE, policy_class=Policy)
+def _load_each(
+    sources: Sequence[str], stdin_format: str | None, *, directories: bool = False
+) -> list[tuple[str, Policy | PolicyError]]:
+    """Each source's policy, or its error (on stderr at once, one line each)."""
+    return load_each(
+        sources,
+        stdin_format,
+        directories=directories,
+        on_error=lambda error: _fail(error.message, error.hint),
+    )
 
 
 def _trace(args: argparse.Namespace, policy: Policy) -> tuple[list[TraceStep], bool]:
@@ -432,10 +414,7 @@ def _read_trace_file(path: str) -> str:
 
 
 def _print_json(data: object, *, compact: bool) -> None:
-    if compact:
-        _write(json.dumps(data, ensure_ascii=False, separators=(",", ":")))
-    else:
-        _write(json.dumps(data, ensure_ascii=False, indent=2))
+    _write(json_text(data, compact=compact))
 
 
 def _write(text: str) -> None:
@@ -551,6 +530,13 @@ def _parser() -> _Parser:
         "a shortest history after which two policies' passes differ, or a proof they never do",
         _diff_arguments,
     )
+    _add(
+        commands,
+        "test",
+        _test,
+        "run a policy's test cases: traces, and the passes expected along them",
+        _test_arguments,
+    )
     _add(commands, "schema", _schema, "print the JSON Schema of policy files", lambda p: None)
     _add(
         commands,
@@ -570,9 +556,60 @@ def _add(
     summary: str,
     arguments: Callable[[_Parser], None],
 ) -> None:
-    sub = commands.add_parser(name, help=summary, description=summary[0].upper() + summary[1:])
+    sub = commands.add_parser(
+        name,
+        help=summary,
+        description=summary[0].upper() + summary[1:],
+        epilog=_epilog(name),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     arguments(sub)
     sub.set_defaults(run=run)
+
+
+_EXITS = {
+    "check": (
+        "no finding at or above --fail-on, in any policy",
+        "a finding at or above --fail-on, in some policy",
+        "bad input, or a policy that does not load (all but text check the others)",
+    ),
+    "explain": ("every step was allowed", "a step the runtime would refuse, or no pass", None),
+    "diff": ("equivalent passes and equal budgets", "the passes or the budgets differ", None),
+    "test": ("every case passed", "a case failed", "bad input: in the policy or the cases file"),
+    "schema": ("done", None, None),
+    "bench": ("done", None, None),
+}
+_EXAMPLES = {
+    "check": "ruleengine check policies/ --format github\n"
+    "ruleengine check policy.toml --format sarif > ruleengine.sarif",
+    "explain": "ruleengine explain policy.toml --trace search,fetch:error,final_answer\n"
+    "ruleengine explain policy.toml --trace-file trace.json --format json",
+    "diff": "ruleengine diff old.toml new.toml --format json\n"
+    "git show main:policy.toml | ruleengine diff - policy.toml --stdin-format toml",
+    "test": "ruleengine test policy.toml policy.cases.toml\n"
+    "ruleengine test policy.yaml policy.cases.yaml --format json",
+    "schema": "ruleengine schema > policy.schema.json\nruleengine schema | head -3",
+    "bench": "ruleengine bench policy.toml --walks 200\n"
+    "ruleengine bench policy.toml --seed 7 --format json",
+}
+"""Two command lines per command, one a line."""
+
+
+def _epilog(name: str) -> str:
+    """The exit codes of command ``name``, and two examples."""
+    ok, found, bad = _EXITS[name]
+    codes = [
+        ("0", ok),
+        *([("1", found)] if found else []),
+        ("2", bad or "bad input"),
+        ("3", "an internal error: a bug in ruleengine (the traceback is printed)"),
+        ("4", "the output could not be written"),
+        ("130", "interrupted"),
+        ("141", "the reader of stdout went away"),
+    ]
+    lines = ["exit codes:", *(f"  {code:<4} {meaning}" for code, meaning in codes)]
+    lines += ["", "examples:", *(f"  {e}" for e in _EXAMPLES[name].splitlines())]
+    return "\n".join(lines)
 
 
 def _check_arguments(p: _Parser) -> None:
@@ -586,10 +623,11 @@ def _check_arguments(p: _Parser) -> None:
     )
     p.add_argument(
         "--format",
-        choices=("text", "json", "sarif"),
+        choices=FORMATS,
         default="text",
         help="text for people (default), json (one object per policy: one line each for "
-        "several policies or a directory), sarif (one log)",
+        "several policies or a directory), sarif (one log), concise (PATH:LINE:COL: SEVERITY:"
+        " MESSAGE [ID] per finding, for editors), github (workflow annotations)",
     )
     p.add_argument(
         "--fail-on",
@@ -627,6 +665,19 @@ def _explain_arguments(p: _Parser) -> None:
         metavar="PATH",
         help="read the steps from a file holding a JSON list, as --trace takes it",
     )
+    p.add_argument("--format", choices=("text", "json"), default="text", help="default: text")
+    _stdin_format(p)
+
+
+def _test_arguments(p: _Parser) -> None:
+    p.add_argument("policy", metavar="POLICY", help=_ONE_POLICY)
+    p.add_argument(
+        "cases",
+        metavar="CASES",
+        help="a .toml, .yaml, .yml or .json file of named cases: a trace each, and the "
+        "passes expected at chosen steps",
+    )
+    p.add_argument("--format", choices=("text", "json"), default="text", help="default: text")
     _stdin_format(p)
 
 
@@ -660,7 +711,7 @@ _ONE_POLICY = "a policy file, - (stdin, with --stdin-format), or module:attr"
 def _stdin_format(p: _Parser) -> None:
     p.add_argument(
         "--stdin-format",
-        choices=tuple(FORMATS),
+        choices=tuple(POLICY_FORMATS),
         help="the format of the policy given as - (read from stdin): toml, yaml or json",
     )
 

@@ -104,7 +104,7 @@ BAD_INPUT: list[tuple[tuple[str, ...], str]] = [
     (("schema", "extra"), "extra"),
     (("check", CLEAN, "--time-out", "5"), "unknown option `--time-out`"),
     (("check", "--time-out", "5", CLEAN), "unknown option `--time-out`"),
-    (("explain", CLEAN, "--format", "json"), "unknown option `--format`"),
+    (("explain", CLEAN, "--fail-on", "error"), "unknown option `--fail-on`"),
     (("explain", CLEAN, CLEAN), "unexpected argument"),
     (("--verison",), "unknown option `--verison`"),
     (("chekc", CLEAN), "unknown command `chekc`"),
@@ -601,15 +601,15 @@ def test_a_bad_policy_on_stdin_is_named_stdin(text: str, fmt: str, needles: tupl
             "did you mean `--timeout`? see `ruleengine check --help`",
         ),
         (
-            ("explain", CLEAN, "--format", "json"),
-            "`--format` is an option of `check`, `diff`, `bench`; see `ruleengine explain --help`",
+            ("explain", CLEAN, "--fail-on", "error"),
+            "`--fail-on` is an option of `check`; see `ruleengine explain --help`",
         ),
         (("explain", CLEAN, CLEAN), "see `ruleengine explain --help`"),
         (("--verison",), "did you mean `--version`? see `ruleengine --help`"),
         (
             ("chekc", CLEAN),
-            "did you mean `check`? the commands are `check`, `explain`, `diff`, `schema`, "
-            "`bench`: see `ruleengine --help`",
+            "did you mean `check`? the commands are `check`, `explain`, `diff`, `test`, "
+            "`schema`, `bench`: see `ruleengine --help`",
         ),
     ],
 )
