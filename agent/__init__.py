@@ -27,12 +27,15 @@ from agent.handoff import HandoffInput, HandoffTool
 from agent.memory import Memory
 from agent.permission import PermissionListener, ask, terminal_handler
 from agent.runner import RequirementAgent
+from agent.stream import AnswerDelta, AnswerDiscarded, RunStream, StreamItem
 from agent.tools import FinalAnswerInput, FinalAnswerTool, Tool, tool
 from agent.trajectory import TrajectoryLogger
 
 __all__ = [
     "Admitted",
     "AgentOutput",
+    "AnswerDelta",
+    "AnswerDiscarded",
     "ConflictEvent",
     "Deny",
     "Emitter",
@@ -57,7 +60,9 @@ __all__ = [
     "RetryLimitError",
     "RunFinishEvent",
     "RunStartEvent",
+    "RunStream",
     "StepStartEvent",
+    "StreamItem",
     "Tool",
     "ToolArgumentsError",
     "ToolDeniedEvent",

@@ -3,7 +3,8 @@
 Every event is a frozen dataclass with a ``kind`` (``"tool.start"``, ``"run.finish"``, …),
 the ``run_id`` of the run that emitted it and its ``path``: the names of the agents from the
 outermost run down, so the events of an agent called as a tool of another (a handoff) nest
-under the outer run. Kinds are namespaced (``run``, ``step``, ``model``, ``tool``) and a
+under the outer run. Each carries its ``timestamp``: when it was made, in ``time.time()``
+seconds. Kinds are namespaced (``run``, ``step``, ``model``, ``tool``) and a
 listener registers for one kind, a namespace (``"tool.*"``) or everything (``"*"``).
 
 Listeners are functions of the event, sync or async. Per emitter they run in the order they
@@ -27,6 +28,7 @@ from __future__ import annotations
 import inspect
 import logging
 import threading
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, get_args
@@ -102,6 +104,9 @@ class _Event:
     """Agent names from the outermost run down to the emitting one."""
     iteration: int
     """The model round the event belongs to (1-based; 0 before the first)."""
+    timestamp: float = field(default_factory=time.time, compare=False)
+    """When the event was made: seconds since the epoch, as ``time.time()`` gives them (not
+    compared: two events that say the same thing are equal whenever they were made)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -21,6 +21,11 @@ asked again (a retry).
 
 A reply with no call goes to the text rescue (``agent/rescue.py``): a ``final_answer`` call
 when stopping is allowed, else a retry. The run ends when ``final_answer`` has run.
+
+A streamed run (``agent.run_stream``) is this loop with a ``stream`` sink: each reply is read
+with ``llm.stream`` instead of ``llm.complete`` — the same reply, so the same admissions —
+and the pieces of it that may be the answer go to the sink as they come (``AnswerDraft``,
+``agent/stream.py``), taken back when the reply turns out not to be the answer.
 """
 
 from __future__ import annotations
@@ -56,15 +61,18 @@ from agent.gate import Admitted, Refused
 from agent.permission import PermissionListener
 from agent.prompt import plan_tools, step_note
 from agent.rescue import Rescued, Retry, call_a_tool, rescue
+from agent.stream import AnswerDelta, AnswerDiscarded, AnswerDraft, Sink
 from agent.tools import render_output
 from backends import (
     AnyToolCall,
     AssistantMessage,
+    BackendError,
     CapabilityError,
     ChatRequest,
     ChatResponse,
     Message,
     ResponseFormat,
+    StreamEnd,
     SystemMessage,
     ToolCall,
     ToolChoiceNone,
@@ -111,6 +119,7 @@ class RunLoop:
         run_id: str,
         path: tuple[str, ...],
         parent: Frame | None,
+        stream: Sink | None = None,
     ) -> None:
         self.agent = agent
         self.prompt = prompt
@@ -134,6 +143,10 @@ class RunLoop:
         """The conflict the run ended on (``on_conflict="answer"``), once there is one."""
         self._decided: tuple[tuple[int, int], Pass] | None = None  # the pass of which state
         self._conflict_pass: Pass | None = None
+        self.stream = stream
+        """Where a streamed run hands the answer's pieces (``None``: the run is not streamed,
+        or it is nested in a streamed one, whose answer it is not)."""
+        self._draft: AnswerDraft | None = None  # what the streamed reply showed of an answer
 
     # -- the run ------------------------------------------------------------------------------
 
@@ -220,12 +233,21 @@ class RunLoop:
                 retries_here = await self._retry(response, retries_here, pass_, note=True)
                 continue
             self.history.append(response.message)
-            if response.tool_calls:
-                handled = await self._gate_batch(response.tool_calls)
-            else:
-                handled = await self._answer_in_text(response)
+            try:
+                if response.tool_calls:
+                    handled = await self._gate_batch(response.tool_calls)
+                else:
+                    handled = await self._answer_in_text(response)
+            except Exception as exc:
+                await self._drop_draft(f"the reply was not the answer: {_why(exc)}")
+                raise
             if handled.answered:
                 return True
+            await self._drop_draft(
+                handled.retry.reason
+                if handled.retry is not None
+                else "the reply was not the answer"
+            )
             if handled.stepped:
                 return False  # the round is over (its refused calls were answered with why)
             # Nothing of the reply was used: the model is asked again, under the pass of the
@@ -322,7 +344,10 @@ class RunLoop:
         self.last_request = request
         await self.emit(ModelRequestEvent(**self._where(), request=request))
         try:
-            response = await self.agent.llm.complete(request)
+            if self.stream is None:
+                response = await self.agent.llm.complete(request)
+            else:
+                response = await self._streamed(request, pass_)
         except CapabilityError as exc:
             # The backend could not get a usable reply out of the server: ask again.
             opening = "Your reply did not call a tool."
@@ -330,6 +355,53 @@ class RunLoop:
         self.usage = self.usage + response.usage
         await self.emit(ModelResponseEvent(**self._where(), response=response))
         return response
+
+    async def _streamed(self, request: ChatRequest, pass_: Pass) -> ChatResponse:
+        """The reply, read as it streams (the one ``complete`` gives); the pieces that may be
+        the answer go to the stream as they come. A stream that fails takes them back."""
+        draft = AnswerDraft(pass_.can_stop and self.agent.expected_output is None)
+        self._draft = draft
+        response: ChatResponse | None = None
+        events = self.agent.llm.stream(request)
+        try:
+            async for event in events:
+                if isinstance(event, StreamEnd):
+                    response = event.response
+                elif response is None:
+                    await self._show(draft.feed(event, self._where()))
+            if response is None:
+                raise BackendError(
+                    f"the model's stream ended without the reply (`StreamEnd`):"
+                    f" `{self.agent.llm!r:.60}`"
+                )
+        except Exception as exc:
+            await self._drop_draft(f"the reply failed: {_why(exc)}")
+            raise
+        finally:
+            close = getattr(events, "aclose", None)
+            if close is not None:
+                with anyio.CancelScope(shield=True):  # the connection closes, even when cancelled
+                    await close()
+        return response
+
+    async def _show(self, items: Sequence[AnswerDelta | AnswerDiscarded]) -> None:
+        for item in items:
+            # INVARIANT: only a streamed run has a draft, so pieces to show
+            assert self.stream is not None
+            await self.stream(item)
+
+    async def _drop_draft(self, reason: str) -> None:
+        """The streamed reply was not the answer: take back what it showed of one."""
+        draft, self._draft = self._draft, None
+        if draft is not None:
+            await self._show(draft.drop(reason, self._where()))
+
+    async def _settle_draft(self, answer: Any) -> None:
+        """The answer was given: complete what the stream showed of it, exactly."""
+        if self.stream is None:
+            return
+        draft, self._draft = self._draft, None
+        await self._show((draft or AnswerDraft(False)).settle(answer, self._where()))
 
     async def _retry(self, retry: Retry, retries_here: int, pass_: Pass, *, note: bool) -> int:
         retries_here += 1
@@ -474,6 +546,7 @@ class RunLoop:
         if not final:
             return _Attempt("ran")
         self.answer = output
+        await self._settle_draft(output)
         await self.emit(FinalAnswerEvent(**self._where(), answer=output, rescued=rescued))
         return _Attempt("answered")
 
@@ -570,6 +643,13 @@ def _refused_retry(refused: Sequence[tuple[AnyToolCall, str]]) -> Retry:
 
 class _TimedOut(TimeoutError):
     """A tool ran past its ``timeout`` (raised here, so that it becomes an ``error`` step)."""
+
+
+def _why(exc: Exception) -> str:
+    """An error in a few words: its type and the first line of its message."""
+    text = exc.message if isinstance(exc, AgentError) else str(exc)
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
 
 
 def _failure(name: str, exc: Exception) -> str:

@@ -10,7 +10,10 @@ request → gate → execute → record.
 from __future__ import annotations
 
 import asyncio
+import copy
+import inspect
 import json
+import os
 import threading
 import uuid
 from collections.abc import Callable, Sequence
@@ -27,12 +30,14 @@ from agent.loop import RunLoop
 from agent.memory import Memory
 from agent.permission import PermissionListener
 from agent.prompt import system_prompt
+from agent.stream import RunStream, Sink, streaming
 from agent.tools import FinalAnswerTool, Tool, tool
-from backends import ChatModel
+from backends import ChatModel, ToolDefinition
 from ruleengine import (
     FINAL_ANSWER,
     AskPermissionRequirement,
     CycleGuard,
+    Policy,
     PolicyError,
     Reasoner,
     Requirement,
@@ -44,6 +49,9 @@ __all__ = ["AgentOutput", "RequirementAgent"]
 
 OutputT = TypeVar("OutputT")
 ModelT = TypeVar("ModelT", bound=BaseModel)
+
+DEFAULT_MAX_ITERATIONS = 20
+"""A run's budget of model rounds when neither ``run`` nor the agent's policy says."""
 
 
 class RequirementAgent(Generic[OutputT]):
@@ -154,6 +162,11 @@ class RequirementAgent(Generic[OutputT]):
         self.on_conflict: OnConflict = on_conflict
         """What a run does when the requirements conflict: ``"raise"`` the ``ConflictError``,
         or ``"answer"``: the model gives a final answer from the conflict's explanation."""
+        self.max_iterations: int = DEFAULT_MAX_ITERATIONS
+        """The model rounds a run may take when ``run`` is not told (``from_policy``: the
+        policy's ``max_iterations``)."""
+        self.policy: Policy | None = None
+        """The policy the agent runs, when it was made by ``from_policy``."""
         if memory is not None and not isinstance(memory, Memory):
             raise PolicyError(f"memory=`{memory!r:.60}` is not a `Memory`", parameter="memory")
         self.memory = memory
@@ -187,30 +200,110 @@ class RequirementAgent(Generic[OutputT]):
         names = [t.name for t in self.tools]
         return f"RequirementAgent(name={self.name!r}, tools={names!r})"
 
+    @classmethod
+    def from_policy(
+        cls,
+        policy: Policy | str | os.PathLike[str],
+        tools: Sequence[Tool | Callable[..., Any]],
+        llm: ChatModel,
+        **options: Any,
+    ) -> RequirementAgent[Any]:
+        """An agent that runs exactly ``policy``: its tools, requirements, mode and budget.
+
+        ``policy`` is a ``Policy``, a policy file's path, or ``module:attr`` (``Policy.load``
+        reads them). ``tools`` implement the policy's tools, one each, in any order: the agent
+        declares them in the policy's order. A policy tool left out, or a tool the policy does
+        not declare, is a ``PolicyError`` naming them. A tool's own description is the one the
+        model reads; a tool without one takes the policy's. The policy's ``max_iterations``
+        becomes the agent's, the default budget of ``run``.
+
+        ``options`` are the constructor's other keyword arguments (``name``, ``memory``,
+        ``on_conflict``, …); ``mode`` is the policy's. ``tool_call_checker`` defaults to
+        ``False``: the agent adds no cycle guard the policy does not declare.
+        """
+        loaded = _load_policy(policy)
+        given = _policy_options(options, loaded)
+        declared = _policy_tools(loaded, tools)
+        agent: RequirementAgent[Any] = cls(
+            llm, declared, list(loaded.requirements), mode=loaded.mode, **given
+        )
+        agent.max_iterations = loaded.max_iterations
+        agent.policy = loaded
+        return agent
+
     # -- running ----------------------------------------------------------------------------
 
     async def run(
         self,
         prompt: str,
         *,
-        max_iterations: int = 20,
+        max_iterations: int | None = None,
         max_retries_per_step: int = 3,
         total_max_retries: int = 20,
     ) -> AgentOutput[OutputT]:
         """Run the agent on ``prompt`` until ``final_answer`` runs.
 
         ``max_iterations`` bounds the model rounds that reach the gate (``MaxIterationsError``
-        past it); ``max_retries_per_step`` and ``total_max_retries`` bound the replies that
-        could not be used and were asked again (``RetryLimitError``). A ``ConflictError``
+        past it; ``None``: the agent's ``max_iterations``, 20 unless its policy says another);
+        ``max_retries_per_step`` and ``total_max_retries`` bound the replies that could not be
+        used and were asked again (``RetryLimitError``). A ``ConflictError``
         (the requirements contradict each other) ends the run as it is, with its core, unless
         the agent answers conflicts (``on_conflict="answer"``).
         """
-        validate.text(prompt, name="prompt", owner="run")
-        limits = Limits(
-            validate.integer(max_iterations, name="max_iterations", owner="run", least=1),
-            validate.integer(max_retries_per_step, name="max_retries_per_step", owner="run"),
-            validate.integer(total_max_retries, name="total_max_retries", owner="run"),
+        limits = self._limits(
+            "run", prompt, max_iterations, max_retries_per_step, total_max_retries
         )
+        return await self._run(prompt, limits)
+
+    def run_stream(
+        self,
+        prompt: str,
+        *,
+        max_iterations: int | None = None,
+        max_retries_per_step: int = 3,
+        total_max_retries: int = 20,
+    ) -> RunStream[OutputT]:
+        """``run``, streamed: ``async with agent.run_stream(prompt) as stream: async for item
+        in stream: ...``.
+
+        The same run as ``run`` (the same options, checks and errors, the same gate and
+        events); the items are its events, as a listener of every kind registered last hears
+        them, and the final answer's text as the model writes it (``AnswerDelta``, taken back
+        by ``AnswerDiscarded`` when a reply turns out not to be the answer). The stream ends
+        with the ``run.finish`` event, then raises what ``run`` would raise; ``stream.output``
+        is the ``AgentOutput``. Leaving the block early cancels the run (see docs/agent.md).
+        """
+        limits = self._limits(
+            "run_stream", prompt, max_iterations, max_retries_per_step, total_max_retries
+        )
+        return RunStream(lambda sink: self._run(prompt, limits, sink))
+
+    def _limits(
+        self,
+        owner: str,
+        prompt: object,
+        max_iterations: object,
+        max_retries_per_step: object,
+        total_max_retries: object,
+    ) -> Limits:
+        """The options of ``run`` and ``run_stream``, checked (``owner`` names the method)."""
+        validate.text(prompt, name="prompt", owner=owner)
+        return Limits(
+            validate.integer(
+                self.max_iterations if max_iterations is None else max_iterations,
+                name="max_iterations",
+                owner=owner,
+                least=1,
+            ),
+            validate.integer(max_retries_per_step, name="max_retries_per_step", owner=owner),
+            validate.integer(total_max_retries, name="total_max_retries", owner=owner),
+        )
+
+    async def _run(
+        self, prompt: str, limits: Limits, stream: Sink | None = None
+    ) -> AgentOutput[OutputT]:
+        """One run, for ``run`` and ``run_stream`` alike (``stream``: where a streamed run
+        hands its items)."""
         parent = CURRENT.get()
         if parent is not None and parent.thread != threading.get_ident():
             parent = None  # another event loop: the run cannot nest in the outer one
@@ -224,7 +317,11 @@ class RequirementAgent(Generic[OutputT]):
                 if parent is not None
                 else RunEvents(((self.emitter, 0),), background)
             )
-            loop = RunLoop(self, prompt, limits, events, run_id=run_id, path=path, parent=parent)
+            if stream is not None:
+                events = streaming(events, stream)
+            loop = RunLoop(
+                self, prompt, limits, events, run_id=run_id, path=path, parent=parent, stream=stream
+            )
             try:
                 output = await loop.execute()
             except Exception as exc:  # raised after the background listeners finished
@@ -238,7 +335,7 @@ class RequirementAgent(Generic[OutputT]):
         self,
         prompt: str,
         *,
-        max_iterations: int = 20,
+        max_iterations: int | None = None,
         max_retries_per_step: int = 3,
         total_max_retries: int = 20,
     ) -> AgentOutput[OutputT]:
@@ -268,7 +365,7 @@ class RequirementAgent(Generic[OutputT]):
         name: str | None = None,
         description: str | None = None,
         *,
-        max_iterations: int = 20,
+        max_iterations: int | None = None,
         max_retries_per_step: int = 3,
         total_max_retries: int = 20,
     ) -> HandoffTool:
@@ -276,13 +373,13 @@ class RequirementAgent(Generic[OutputT]):
 
         The outer agent's requirements decide when it may be called; this agent's own
         requirements govern its run; a failed run is an ``error`` step; its events nest under
-        the outer step.
+        the outer step. ``max_iterations=None``: this agent's ``max_iterations``.
         """
         return HandoffTool(
             self,
             name=name,
             description=description,
-            max_iterations=max_iterations,
+            max_iterations=self.max_iterations if max_iterations is None else max_iterations,
             max_retries_per_step=max_retries_per_step,
             total_max_retries=total_max_retries,
         )
@@ -390,3 +487,94 @@ def _cycle_guard(checker: object, requirements: Sequence[Requirement]) -> CycleG
     if guards:
         return guards[0]
     return CycleGuard() if checker else None
+
+
+# -- from_policy ------------------------------------------------------------------------------
+
+_POLICY_HINT = (
+    "give a `Policy`, a policy file's path (`.toml`, `.yaml`, `.json`), or `module:attr`"
+    " naming a `Policy`"
+)
+_FROM_THE_POLICY = {
+    "requirements": "add them to the policy, and check it again (`ruleengine check`)",
+    "mode": "change the policy's `mode`, and check it again (`ruleengine check`)",
+    "max_iterations": "change the policy's `max_iterations`, or give `run` a `max_iterations`",
+}
+
+
+def _load_policy(policy: object) -> Policy:
+    if isinstance(policy, Policy):
+        return policy
+    if isinstance(policy, str) and not policy.strip():
+        raise PolicyError("from_policy: `policy` is empty", hint=_POLICY_HINT, parameter="policy")
+    if not isinstance(policy, str | os.PathLike):
+        raise PolicyError(
+            f"from_policy: policy=`{policy!r:.60}` is not a policy",
+            hint=_POLICY_HINT,
+            parameter="policy",
+        )
+    return Policy.load(policy)
+
+
+def _policy_options(options: dict[str, Any], policy: Policy) -> dict[str, Any]:
+    """The constructor's keyword arguments ``from_policy`` passes on, checked by name."""
+    accepted = [
+        name
+        for name, parameter in inspect.signature(RequirementAgent.__init__).parameters.items()
+        if parameter.kind is parameter.KEYWORD_ONLY and name not in _FROM_THE_POLICY
+    ]
+    for name in options:
+        if name in _FROM_THE_POLICY:
+            raise PolicyError(
+                f"from_policy: `{name}` {'come' if name == 'requirements' else 'comes'} from"
+                f" the policy ({policy.source})",
+                hint=_FROM_THE_POLICY[name],
+                parameter=name,
+            )
+        if name not in accepted:
+            raise PolicyError(
+                f"from_policy: unknown option `{name}`",
+                hint="options: " + ", ".join(f"`{n}`" for n in sorted(accepted)),
+                parameter=name,
+            )
+    return {"tool_call_checker": False, **options}
+
+
+def _policy_tools(policy: Policy, tools: object) -> list[Tool]:
+    """``tools`` in the policy's order; a tool left out or not declared is a ``PolicyError``."""
+    given = {t.name: t for t in _tools(tools)}
+    missing = [name for name in policy.tools if name not in given]
+    undeclared = [name for name in given if name not in policy.tools]
+    if missing or undeclared:
+        parts = []
+        if missing:
+            parts.append("missing: " + ", ".join(f"`{n}`" for n in missing))
+        if undeclared:
+            parts.append("undeclared: " + ", ".join(f"`{n}`" for n in undeclared))
+        raise PolicyError(
+            f"from_policy: the tools do not match the policy ({policy.source}): "
+            + "; ".join(parts),
+            hint="give one tool for each tool the policy declares ("
+            + ", ".join(f"`{n}`" for n in policy.tools)
+            + "), and no other",
+            parameter="tools",
+        )
+    # Parameters: a policy declares a tool's name and description only (`ToolEntry` in
+    # ruleengine/policy/schema.py). Once it can declare a tool's parameters, compare them here
+    # with `given[name].definition.parameters`, and raise a `PolicyError` naming the tool.
+    declared = []
+    for name in policy.tools:
+        item = given[name]
+        description = policy.descriptions.get(name)
+        if description and not item.description.strip():
+            item = _described(item, description)
+        declared.append(item)
+    return declared
+
+
+def _described(item: Tool, description: str) -> Tool:
+    """A copy of ``item`` whose description (for the model) is ``description``."""
+    described = copy.copy(item)
+    described.description = description
+    described.definition = ToolDefinition(item.name, description, item.input_model)
+    return described

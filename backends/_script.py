@@ -20,6 +20,10 @@ raises it), or a dict with these keys, all optional:
 ``body``            any JSON value, sent verbatim as the reply body
 ``delay``           seconds to wait before answering
 ``disconnect``      ``true``: close the connection without an answer
+``drop_after``      a streamed answer breaks off after this many ``data:`` payloads: the
+                    connection drops mid-stream (a request that is not streamed gets no answer)
+``end_after``       a streamed answer ends cleanly after this many payloads, without the rest
+                    (no finish reason, no ``[DONE]``): a truncated event stream
 
 Both owners render an entry into chat completions JSON here and read it back through
 ``_wire``, so a script means the same thing offline and over HTTP.
@@ -74,6 +78,8 @@ _KEYS = (
     "body",
     "delay",
     "disconnect",
+    "drop_after",
+    "end_after",
 )
 _NO_BODY = object()
 _PIECE = 12  # characters per streamed piece: several chunks even for short replies
@@ -115,11 +121,23 @@ class Reply:
     delay: float = 0.0
     disconnect: bool = False
     exception: BaseException | None = None
+    drop_after: int | None = None
+    end_after: int | None = None
 
     @property
     def has_body(self) -> bool:
         """Whether the entry gives a verbatim body."""
         return self.body is not _NO_BODY
+
+    @property
+    def cut(self) -> tuple[int, Literal["drop", "end"]] | None:
+        """Where a streamed answer stops early, and how: the connection drops, or the stream
+        ends cleanly; ``None`` when it is sent whole."""
+        if self.drop_after is not None:
+            return self.drop_after, "drop"
+        if self.end_after is not None:
+            return self.end_after, "end"
+        return None
 
 
 def read_entry(entry: object, where: str, *, exceptions: bool = True) -> Reply:
@@ -157,6 +175,8 @@ def read_entry(entry: object, where: str, *, exceptions: bool = True) -> Reply:
         body=_body(entry, where),
         delay=_delay(entry.get("delay", 0), where),
         disconnect=_flag(entry.get("disconnect", False), where, "disconnect"),
+        drop_after=_cut(entry, where, "drop_after"),
+        end_after=_cut(entry, where, "end_after"),
     )
 
 
@@ -287,6 +307,17 @@ def _delay(value: object, where: str, *, key: str = "delay") -> float:
     return float(value)
 
 
+def _cut(entry: Mapping[str, Any], where: str, key: str) -> int | None:
+    value = entry.get(key)
+    if value is None:
+        return None
+    if "drop_after" in entry and "end_after" in entry:
+        raise PolicyError(f"{where}: `drop_after` and `end_after` exclude each other")
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise PolicyError(f"{where}: `{key}` must be a whole number ≥ 0: got `{value!r:.80}`")
+    return value
+
+
 def _flag(value: object, where: str, key: str) -> bool:
     if not isinstance(value, bool):
         raise PolicyError(f"{where}: `{key}` must be true or false: got `{value!r:.80}`")
@@ -412,7 +443,9 @@ def render_chunks(reply: Reply, *, model: str, ids: Iterator[int]) -> list[str]:
         return ['["not", "a", "chunk"]']
     if reply.malformed in ("no_choices", "empty_choices"):
         return [json.dumps({**_envelope(model, "chat.completion.chunk"), "choices": []})]
-    chunks = [_chunk(model, {"role": "assistant", "content": ""})]
+    # The first chunk's `content` is `""` when the reply has text, `null` when it has none.
+    opening = "" if reply.text is not None else None
+    chunks = [_chunk(model, {"role": "assistant", "content": opening})]
     for piece in _pieces(reply.text or ""):
         chunks.append(_chunk(model, {"content": piece}))
     for piece in _pieces(reply.refusal or ""):

@@ -25,7 +25,12 @@ from backends.base import (
     ToolCallDelta,
     Usage,
 )
-from backends.errors import ArgumentsError, BackendStatusError, BadResponseError
+from backends.errors import (
+    ArgumentsError,
+    BackendConnectionError,
+    BackendStatusError,
+    BadResponseError,
+)
 from backends.messages import (
     AnyToolCall,
     AssistantMessage,
@@ -420,7 +425,7 @@ class StreamAssembler:
     """Turns streamed chunk objects into events, and the whole stream into one reply."""
 
     def __init__(self) -> None:
-        self._text: list[str] = []
+        self._text: list[str] | None = None  # `None` until a `content` text came, even ""
         self._refusal: list[str] = []
         self._calls: dict[int, dict[str, Any]] = {}
         self._finish: object = None
@@ -466,9 +471,12 @@ class StreamAssembler:
                 f"stream chunk {self._chunks}: `delta` is not an object", hint=_SHAPE_HINT
             )
         events: list[StreamEvent] = []
-        if isinstance(delta.get("content"), str) and delta["content"]:
-            self._text.append(delta["content"])
-            events.append(TextDelta(delta["content"]))
+        if isinstance(delta.get("content"), str):
+            # An empty `content` still says the reply has text (`""`, as `complete` reads it).
+            self._text = self._text if self._text is not None else []
+            if delta["content"]:
+                self._text.append(delta["content"])
+                events.append(TextDelta(delta["content"]))
         if isinstance(delta.get("refusal"), str) and delta["refusal"]:
             self._refusal.append(delta["refusal"])
             events.append(RefusalDelta(delta["refusal"]))
@@ -495,15 +503,25 @@ class StreamAssembler:
         return ToolCallDelta(index=index, id=new_id, name=new_name, arguments=text)
 
     def finish(self) -> ChatResponse:
-        """The whole reply, parsed exactly as a non-streamed one."""
+        """The whole reply, parsed exactly as a non-streamed one.
+
+        A stream that ends before its finish reason came was cut off (the connection closed
+        early, or a proxy ended it): what arrived is not the reply, and is not passed on as one.
+        """
         if not self._seen_choice:
             raise BadResponseError(
                 "the server's stream ended without a choice",
                 hint="the model produced no reply: retry, or read the server's log",
             )
+        if self._finish is None:
+            raise BackendConnectionError(
+                f"the server's stream ended before the reply did (after {self._chunks} chunks,"
+                " with no finish reason): the connection was cut",
+                hint="the reply is incomplete and was not used: retry the request",
+            )
         message: dict[str, Any] = {
             "role": "assistant",
-            "content": "".join(self._text) if self._text else None,
+            "content": "".join(self._text) if self._text is not None else None,
             "refusal": "".join(self._refusal) or None,
         }
         if self._calls:

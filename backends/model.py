@@ -143,8 +143,11 @@ class BaseChatModel(abc.ABC):
             attempt = plan(request, capabilities)
             sent = _Sent()
             try:
-                async for event in self._send_rung(attempt, streaming, sent):
-                    yield event
+                # Closed as soon as this generator is (a consumer that stops early), not when
+                # the garbage collector finds it: its stream holds a connection.
+                async with aclosing(self._send_rung(attempt, streaming, sent)) as events:
+                    async for event in events:
+                        yield event
             except BackendStatusError as error:
                 blamed = None if sent.started else _rejected_feature(error, attempt.features)
                 if blamed is None:

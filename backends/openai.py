@@ -55,6 +55,8 @@ __all__ = ["OpenAIChatModel"]
 _log = logging.getLogger("backends.openai")
 _T = TypeVar("_T")
 
+# The HTTP client libraries whose errors, escaping a stream unwrapped, mean the body broke off.
+_TRANSPORT_MODULES = frozenset({"httpx", "httpx2", "httpcore", "httpcore2", "h11"})
 # Local servers ignore the key, but the SDK insists on one.
 _NO_KEY = "no-key"
 _SECRET_WINDOW = 8  # a fragment of the key this long is masked too (servers echo parts)
@@ -159,8 +161,15 @@ class OpenAIChatModel(BaseChatModel):
                         yield event
         except json.JSONDecodeError as error:
             raise chunk_not_json(self._scrub(error.doc)) from error
+        except self._openai.APIConnectionError as error:  # the body broke off mid-stream
+            raise self._broken_off(error) from error
         except self._openai.OpenAIError as error:
             raise self._translate(error, retries=0) from error
+        except Exception as error:
+            # Older SDKs let the HTTP client's own errors out of a stream unwrapped.
+            if type(error).__module__.split(".")[0] not in _TRANSPORT_MODULES:
+                raise
+            raise self._broken_off(error) from error
         yield StreamEnd(assembler.finish())
 
     # -- helpers ---------------------------------------------------------------------------
@@ -284,6 +293,28 @@ class OpenAIChatModel(BaseChatModel):
         translated.message = self._scrub(translated.message)
         translated.args = (translated.message,)
         return translated
+
+    def _broken_off(self, error: Exception) -> BackendConnectionError:
+        """The error for a stream that broke off after it started. It is not retried: what
+        was passed on cannot be taken back."""
+        self._scrub_exception(error)
+        cause = error.__cause__ if isinstance(error.__cause__, Exception) else error
+        where = self.base_url or "the OpenAI API"
+        hint = "the reply is incomplete and was not used: retry the request"
+        timed_out = (
+            isinstance(error, self._openai.APITimeoutError) or "Timeout" in type(cause).__name__
+        )
+        if timed_out:
+            limit = f" for {self.timeout:g} s" if self.timeout is not None else ""
+            return BackendTimeoutError(
+                f"`{where}` stopped sending mid-stream{limit}: the reply is incomplete", hint=hint
+            )
+        reason = " ".join(str(cause).split()).rstrip(".") or type(cause).__name__
+        return BackendConnectionError(
+            f"the stream from `{where}` broke off before the reply ended:"
+            f" `{self._scrub(reason):.200}`",
+            hint=hint,
+        )
 
     def _scrub(self, text: str) -> str:
         """``text`` with the API key, and any long enough piece of it, masked."""

@@ -123,16 +123,23 @@ class ScriptedChatModel(BaseChatModel):
         return parse_completion(decode_body(text))
 
     async def send_stream(self, request: ChatRequest) -> AsyncGenerator[StreamEvent, None]:
-        """Answer with the next entry as a stream of chunks."""
+        """Answer with the next entry as a stream of chunks (cut short where it says so)."""
         reply = await self._next(request, stream=True)
         assembler = StreamAssembler()
-        for data in render_chunks(reply, model=self._model, ids=self._ids):
+        payloads = render_chunks(reply, model=self._model, ids=self._ids)
+        cut = reply.cut
+        for data in payloads if cut is None else payloads[: cut[0]]:
             try:
                 chunk = json.loads(data)
             except ValueError as error:
                 raise chunk_not_json(data) from error
             for event in assembler.feed(chunk):
                 yield event
+        if cut is not None and cut[1] == "drop":
+            raise BackendConnectionError(
+                f"the scripted server dropped the connection mid-stream, after {cut[0]} chunks",
+                hint="the reply is incomplete and was not used",
+            )
         yield StreamEnd(assembler.finish())
 
     async def _next(self, request: ChatRequest, *, stream: bool) -> Reply:
@@ -159,7 +166,7 @@ class ScriptedChatModel(BaseChatModel):
             await anyio.sleep(reply.delay)
         if reply.exception is not None:
             raise reply.exception
-        if reply.disconnect:
+        if reply.disconnect or (reply.cut is not None and not stream):
             raise BackendConnectionError(
                 "the scripted server closed the connection without an answer"
             )

@@ -2,10 +2,11 @@
 
 It answers ``POST /v1/chat/completions`` (and ``/chat/completions``) from a script, like
 ``ScriptedChatModel`` and with the same entries, in JSON or as server-sent events; it can
-answer HTTP errors with ``Retry-After``, send malformed bodies, wait, drop the connection, and
-act as a server that rejects ``tool_choice`` or ``response_format`` with a 400 or ignores
-``tool_choice``. It records every request it received. The real ``openai`` client talks to it
-through ``base_url``: nothing is patched.
+answer HTTP errors with ``Retry-After``, send malformed bodies, wait, drop the connection
+(before an answer, or in the middle of a stream), cut a stream short, and act as a server
+that rejects ``tool_choice`` or ``response_format`` with a 400 or ignores ``tool_choice``.
+It records every request it received. The real ``openai`` client talks to it through
+``base_url``: nothing is patched.
 
 It is built on the standard library's ``http.server`` (no dependency to install for users'
 tests) and serves from a background thread::
@@ -290,7 +291,8 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.delay and owner._stopping.wait(reply.delay):
             self.close_connection = True
             return
-        if reply.disconnect:
+        streaming = body.get("stream") is True
+        if reply.disconnect or (reply.cut is not None and not streaming):
             self.close_connection = True
             return
         if reply.error is not None:
@@ -300,21 +302,30 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(reply.error.status, error_body(reply.error), extra)
             return
         model = owner._model_for(body)
-        if body.get("stream") is True:
-            self._stream(render_chunks(reply, model=model, ids=owner._ids))
+        if streaming:
+            self._stream(render_chunks(reply, model=model, ids=owner._ids), reply.cut)
             return
         content_type, text = render_body(reply, model=model, ids=owner._ids)
         self._send(200, content_type, text.encode())
 
-    def _stream(self, payloads: list[str]) -> None:
+    def _stream(self, payloads: list[str], cut: tuple[int, str] | None) -> None:
+        """Server-sent events in a chunked body, as servers send them; ``cut``: after how many
+        payloads the stream stops early, and whether the connection drops (the body never
+        ends) or the body ends cleanly without the rest."""
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
         self.send_header("Connection", "close")
         self.end_headers()
         self.close_connection = True
-        for payload in [*payloads, "[DONE]"]:
-            self.wfile.write(f"data: {payload}\n\n".encode())
+        sent = [*payloads, "[DONE]"] if cut is None else payloads[: cut[0]]
+        for payload in sent:
+            data = f"data: {payload}\n\n".encode()
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+            self.wfile.flush()
+        if cut is None or cut[1] == "end":
+            self.wfile.write(b"0\r\n\r\n")  # the body's end
             self.wfile.flush()
 
     def _json(self, status: int, value: object, headers: Mapping[str, str] | None = None) -> None:

@@ -310,6 +310,32 @@ async def test_an_error_event_in_a_stream() -> None:
         await stream(model(server), ask())
 
 
+async def test_a_stream_cut_off_mid_way_is_a_connection_error(sleeps: Sleeps) -> None:
+    text = "a streamed answer that the server cuts off in the middle"
+    script = [
+        {"text": text, "drop_after": 3},  # the connection drops: the chunked body never ends
+        {"text": text, "end_after": 3},  # the event stream ends early, without a finish
+    ]
+    with OpenAICompatibleServer(script, api_key=KEY) as server:
+        llm = model(server, sleeps)
+        seen: list[StreamEvent] = []
+        with pytest.raises(BackendConnectionError) as dropped:
+            async for event in llm.stream(ask()):
+                seen.append(event)
+        with pytest.raises(BackendConnectionError) as ended:
+            await stream(llm, ask())
+    # the pieces before the cut were passed on as they came; no reply followed them
+    assert seen == [TextDelta(text[:12]), TextDelta(text[12:24])]
+    assert "broke off before the reply ended" in dropped.value.message
+    assert dropped.value.__cause__ is not None
+    assert "ended before the reply did" in ended.value.message
+    for error in (dropped.value, ended.value):
+        assert error.hint == "the reply is incomplete and was not used: retry the request"
+        assert KEY not in str(error)
+    # a stream that broke off after it started is not retried: what was passed on stays
+    assert sleeps == [] and len(server.requests) == 2
+
+
 # -- retries and timeouts ----------------------------------------------------------------------
 
 

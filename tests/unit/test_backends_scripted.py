@@ -238,6 +238,9 @@ async def test_a_scripted_reply_streams() -> None:
         ([{"delay": "1s"}], "`delay` must be seconds"),
         ([{"usage": {"tokens": 3}}], "`usage` must be a dict"),
         ([{"disconnect": "yes"}], "`disconnect` must be true or false"),
+        ([{"drop_after": -1}], "`drop_after` must be a whole number ≥ 0"),
+        ([{"end_after": 1.5}], "`end_after` must be a whole number ≥ 0"),
+        ([{"drop_after": 1, "end_after": 2}], "`drop_after` and `end_after` exclude each other"),
         ([{"text": 5}], "`text` must be text"),
     ],
 )
@@ -266,3 +269,22 @@ def test_repr() -> None:
 async def test_a_bad_request_is_a_usage_error() -> None:
     with pytest.raises(PolicyError, match="`request` must be a ChatRequest"):
         await ScriptedChatModel(["x"]).complete("hello")  # type: ignore[arg-type]
+
+
+async def test_a_scripted_stream_cut_off_mid_way() -> None:
+    text = "a reply long enough to be cut off in the middle"
+    llm = ScriptedChatModel(
+        [{"text": text, "drop_after": 3}, {"text": text, "end_after": 3}, {"drop_after": 0}]
+    )
+    seen: list[object] = []
+    with pytest.raises(BackendConnectionError, match="dropped the connection mid-stream"):
+        async for event in llm.stream(ask()):
+            seen.append(event)
+    # what came before the drop was passed on as it came; no reply was
+    assert seen and all(isinstance(e, TextDelta) for e in seen)
+    assert "".join(e.text for e in seen) == text[: len(seen) * 12]  # type: ignore[union-attr]
+    with pytest.raises(BackendConnectionError, match="ended before the reply did"):
+        [event async for event in llm.stream(ask())]
+    # a request that is not streamed gets no answer at all
+    with pytest.raises(BackendConnectionError, match="without an answer"):
+        await llm.complete(ask())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import http.client
 import json
 import socket
 import threading
@@ -273,3 +274,31 @@ def test_bad_options_are_refused() -> None:
         OpenAICompatibleServer(model="")
     with pytest.raises(PolicyError, match="a list of entries or a function"):
         OpenAICompatibleServer(5)  # type: ignore[arg-type]
+
+
+def test_a_stream_cut_short() -> None:
+    entries = [
+        {"text": "streamed text cut short", "drop_after": 2},
+        {"text": "streamed text cut short", "end_after": 2},
+        {"text": "not streamed", "drop_after": 2},
+    ]
+    with OpenAICompatibleServer(entries) as server:
+        # dropped: the chunked body never ends
+        request = urllib.request.Request(
+            server.base_url + "/chat/completions",
+            data=json.dumps({**BODY, "stream": True}).encode(),
+            method="POST",
+        )
+        with urllib.request.urlopen(request, timeout=5) as answer:
+            assert answer.headers["Transfer-Encoding"] == "chunked"
+            with pytest.raises(http.client.IncompleteRead) as caught:
+                answer.read()
+        assert caught.value.partial.decode().count("data: ") == 2
+        # ended: a complete body, two payloads and nothing else (no finish, no `[DONE]`)
+        status, _, text = post(server, {**BODY, "stream": True})
+        payloads = [line for line in text.splitlines() if line]
+        assert status == 200 and len(payloads) == 2 and "[DONE]" not in text
+        assert all(json.loads(p.removeprefix("data: "))["choices"] for p in payloads)
+        # a request that is not streamed gets no answer
+        with pytest.raises((urllib.error.URLError, ConnectionError, OSError)):
+            post(server, BODY)

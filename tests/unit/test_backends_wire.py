@@ -12,6 +12,7 @@ from pydantic import BaseModel
 
 from backends import (
     AssistantMessage,
+    BackendConnectionError,
     BadResponseError,
     ChatRequest,
     InvalidToolCall,
@@ -390,3 +391,27 @@ def test_malformed_streams_are_clear_errors(chunks: list[object], fragment: str)
             assembler.feed(piece)
         assembler.finish()
     assert fragment in caught.value.message
+
+
+def test_a_stream_that_ends_before_its_finish_reason_was_cut_off() -> None:
+    # The connection closed (or a proxy ended the stream) mid-reply: what came is not a reply.
+    assembler = StreamAssembler()
+    for piece in [chunk({"role": "assistant", "content": ""}), chunk({"content": "Half an ans"})]:
+        assembler.feed(piece)
+    with pytest.raises(BackendConnectionError) as caught:
+        assembler.finish()
+    assert "ended before the reply did (after 2 chunks" in caught.value.message
+    assert "not used" in (caught.value.hint or "")
+
+
+def test_an_empty_text_streams_as_the_reply_complete_reads() -> None:
+    # `content: ""` says the reply has text, empty; `content: null` that it has none.
+    for opening, text in (("", ""), (None, None)):
+        assembler = StreamAssembler()
+        assembler.feed(chunk({"role": "assistant", "content": opening}))
+        assembler.feed(chunk({}, "stop"))
+        streamed = assembler.finish()
+        whole = parse_completion(
+            {"choices": [{"message": {"role": "assistant", "content": opening}}]}
+        )
+        assert streamed.text == whole.text == text
