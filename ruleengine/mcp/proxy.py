@@ -1,0 +1,638 @@
+"""The enforcing MCP proxy: an MCP server that fronts an upstream MCP server and lets through only
+the tool calls a policy allows.
+
+The upstream is started as a subprocess (``CMD ARGS``, over stdio). Clients connect to the proxy
+over stdio (one client: the proxy's own stdin and stdout) or over streamable HTTP on
+127.0.0.1. Each client session has its own history: a ``RunState`` whose steps are the calls
+that ran in that session, and every ``tools/call`` is decided against the pass of that state,
+with the policy's one ``Reasoner``:
+
+- a tool the policy does not declare, a call the pass does not allow (not allowed, hidden, or
+  another tool forced), a conflict or a failure to decide: a tool error result
+  (``isError: true``) whose text says why; nothing runs and nothing is recorded;
+- a tool an ask-permission requirement covers: the client is asked with an MCP elicitation (a
+  form with one yes/no field), when it declared the capability; a refusal, a dismissal, a
+  failed question or no answer within the requirement's ``timeout`` is a ``denied`` step (as in
+  the agent); a client that cannot be asked gets a tool error saying so, and no step;
+- an allowed call is forwarded, and the upstream's result comes back unchanged: a step with
+  status ``ok``, or ``error`` when the result is a tool error. A JSON-RPC error from the
+  upstream comes back as the same error (an ``error`` step);
+- once the upstream has exited, the call in flight and every later one get a tool error
+  naming it.
+
+Calls of one session are decided and run one at a time, in the order they arrive, so each is
+decided against every call before it. ``tools/list`` lists the upstream's tools unchanged (as
+it listed them at startup). ``final_answer`` is not an MCP tool: when a session ends is the
+client's business. The proxy speaks the protocol era with sessions (the initialize handshake):
+its enforcement is per session, and the stateless 2026-07-28 era has none; clients that
+negotiate (as the SDK's do by default) fall back to it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import sys
+import time
+from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
+from contextlib import asynccontextmanager
+from importlib import metadata
+from pathlib import Path
+from typing import Any, TypeAlias
+
+import anyio
+import anyio.abc
+from mcp import MCPError, types
+from mcp.server import Server
+from mcp.server.context import ServerRequestContext
+from mcp.server.runner import serve_loop
+from mcp.server.stdio import stdio_server
+from mcp.server.streamable_http_manager import DEFAULT_SESSION_IDLE_TIMEOUT
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from ruleengine.errors import ConflictError, PolicyError, RuleEngineError
+from ruleengine.ir import FINAL_ANSWER
+from ruleengine.mcp.connection import (
+    MCPServerError,
+    ServerConnection,
+    connect_stdio,
+    describe_exception,
+    error_result,
+    sole_exception,
+)
+from ruleengine.mcp.content import result_output, result_text
+from ruleengine.passes import Pass
+from ruleengine.policy import Policy
+from ruleengine.requirements import AskPermissionRequirement
+from ruleengine.state import RunState, Step
+
+__all__ = ["EnforcingProxy", "enforcing_proxy", "refusal", "serve"]
+
+_log = logging.getLogger("ruleengine.mcp")
+
+_Context: TypeAlias = ServerRequestContext[Any, Any]
+
+SESSION_HEADER = "mcp-session-id"
+"""The HTTP header naming a streamable HTTP session."""
+
+_SESSION_HEADER_BYTES = SESSION_HEADER.encode("ascii")
+
+_FORGET_AFTER = DEFAULT_SESSION_IDLE_TIMEOUT + 60.0
+"""Seconds without a request after which an HTTP session's history is dropped: the SDK's
+session manager has ended the session by then (it ends one idle for its idle timeout)."""
+
+_APPROVAL_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "approve": {
+            "type": "boolean",
+            "title": "Allow this call",
+            "description": "Let the tool run with these arguments",
+            "default": True,
+        }
+    },
+}
+"""The form of a permission question: accepting it with ``approve`` true (or left out) allows
+the call."""
+
+_SHUTDOWN_WAIT = 10.0
+"""Seconds the HTTP server gets to shut down gracefully before it is forced to."""
+
+
+class _Session:
+    """One client session: its history, the lock that runs its calls one at a time, and (over
+    HTTP) how many requests of it are in flight and since when it has had none."""
+
+    def __init__(self) -> None:
+        self.state = RunState()
+        self.lock = anyio.Lock()
+        self.in_flight = 0
+        self.idle_since = time.monotonic()
+
+    def record(self, step: Step) -> None:
+        steps = (*self.state.steps, step)
+        # Each call is a round of its own: the iteration counter counts the recorded calls.
+        self.state = RunState(steps=steps, iteration=len(steps))
+
+
+class EnforcingProxy:
+    """Enforces ``policy`` on the tool calls of every client session, in front of ``upstream``.
+
+    Build it with ``enforcing_proxy`` (which starts the upstream), then serve clients with
+    ``serve_stdio``, ``serve_http``, ``serve_streams`` (one session over a pair of SDK
+    streams) or ``http_app`` (the ASGI app, to run under a server of your choice).
+    """
+
+    def __init__(self, policy: Policy, upstream: ServerConnection) -> None:
+        if not isinstance(policy, Policy):
+            raise PolicyError(
+                f"EnforcingProxy: policy=`{policy!r:.60}` is not a `Policy`",
+                hint="load one with `Policy.load(path)`, or use `enforcing_proxy`",
+                parameter="policy",
+            )
+        self.policy = policy
+        """The policy enforced."""
+        self.upstream = upstream
+        """The connection to the upstream server."""
+        self.reasoner = policy.reasoner()
+        """Decides every session's passes (one reasoner; each session has its own state)."""
+        self.permissions = tuple(
+            r for r in self.reasoner.requirements if isinstance(r, AskPermissionRequirement)
+        )
+        """The ask-permission requirements: asked through MCP elicitation."""
+        names = [t.name for t in upstream.tools]
+        declared = set(policy.tools)
+        self.undeclared: tuple[str, ...] = tuple(n for n in names if n not in declared)
+        """Upstream tools the policy does not declare: their calls are refused."""
+        self.missing: tuple[str, ...] = tuple(t for t in policy.tools if t not in set(names))
+        """Tools the policy declares that the upstream does not have."""
+        self._upstream_tools = frozenset(names)
+
+    def __repr__(self) -> str:
+        return f"EnforcingProxy(policy={self.policy.source!r}, upstream={self.upstream.label!r})"
+
+    def warn(self) -> None:
+        """Log (``ruleengine.mcp``, warning) what the policy and the upstream disagree on."""
+        if self.undeclared:
+            _log.warning(
+                "the upstream MCP server `%s` has tools the policy %s does not declare: %s;"
+                " their calls will be refused",
+                self.upstream.label,
+                self.policy.source,
+                ", ".join(f"`{n}`" for n in self.undeclared),
+            )
+        if self.missing:
+            _log.warning(
+                "the policy %s declares tools the upstream MCP server `%s` does not have: %s",
+                self.policy.source,
+                self.upstream.label,
+                ", ".join(f"`{n}`" for n in self.missing),
+            )
+
+    # -- serving ------------------------------------------------------------------------------
+
+    async def serve_streams(self, read_stream: Any, write_stream: Any) -> None:
+        """Serve one client session over a pair of SDK streams until the client leaves.
+
+        ``read_stream`` and ``write_stream`` are what an SDK transport gives a server (as
+        ``mcp.server.stdio.stdio_server`` does), or the server's ends of a pair of memory
+        streams. Every call of this method is a session of its own.
+        """
+        session = _Session()
+        server = self._server(lambda ctx: session)
+        await serve_loop(
+            server,
+            read_stream,
+            write_stream,
+            lifespan_state={},
+            init_options=server.create_initialization_options(),
+        )
+
+    async def serve_stdio(self) -> None:
+        """Serve the one client on our stdin and stdout, until it closes stdin."""
+        async with stdio_server() as (read_stream, write_stream):
+            await self.serve_streams(read_stream, write_stream)
+
+    def http_app(self) -> ASGIApp:
+        """The streamable HTTP app (endpoint ``/mcp``): each HTTP session is a session.
+
+        Its lifespan runs the SDK's session manager: run it under an ASGI server that runs
+        lifespans. It accepts only requests addressed to 127.0.0.1 or localhost.
+        """
+        sessions = _HTTPSessions()
+        server = self._server(sessions.of)
+        app = server.streamable_http_app(host="127.0.0.1")
+        return sessions.track(app)
+
+    async def serve_http(
+        self,
+        port: int = 0,
+        *,
+        task_status: anyio.abc.TaskStatus[int] = anyio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Serve streamable HTTP on ``http://127.0.0.1:PORT/mcp`` until cancelled.
+
+        ``port`` 0 lets the system choose a free one. The port is bound before anything else
+        happens, and reported through ``task_status`` (``port = await tg.start(proxy.serve_http)``):
+        from then on, clients may connect. A port that cannot be bound is a ``PolicyError``.
+        """
+        import uvicorn
+
+        if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+            raise PolicyError(
+                f"port=`{port!r:.20}` must be a port number from 0 to 65535 (0: a free one)",
+                parameter="port",
+            )
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            listener.bind(("127.0.0.1", port))
+            listener.listen(128)
+            listener.setblocking(False)
+        except OSError as error:
+            listener.close()
+            raise PolicyError(
+                f"cannot serve on 127.0.0.1:{port}: {error.strerror or error}",
+                hint="choose another port, or 0 for a free one",
+                parameter="port",
+            ) from None
+        bound: int = listener.getsockname()[1]
+        config = uvicorn.Config(
+            self.http_app(),
+            log_level="warning",
+            lifespan="on",
+            timeout_graceful_shutdown=2,
+        )
+        server = uvicorn.Server(config)
+        done = anyio.Event()
+
+        async def run() -> None:
+            try:
+                # Shielded: cancelling us asks uvicorn to stop (below), so that its shutdown
+                # (the session manager's included) runs instead of being cut short.
+                with anyio.CancelScope(shield=True):
+                    await server.serve(sockets=[listener])
+            finally:
+                listener.close()
+                done.set()
+
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(run)
+            task_status.started(bound)
+            try:
+                await done.wait()
+            finally:
+                server.should_exit = True
+                with anyio.CancelScope(shield=True):
+                    with anyio.move_on_after(_SHUTDOWN_WAIT):
+                        await done.wait()
+                    server.force_exit = True
+                    await done.wait()
+
+    # -- one call -----------------------------------------------------------------------------
+
+    def _server(self, session_of: Callable[[_Context], _Session | None]) -> Server[Any]:
+        """An SDK server whose ``tools/call`` runs in the session ``session_of`` finds."""
+        tools = list(self.upstream.tools)
+
+        async def list_tools(
+            ctx: _Context, params: types.PaginatedRequestParams | None
+        ) -> types.ListToolsResult:
+            return types.ListToolsResult(tools=tools)
+
+        async def call_tool(
+            ctx: _Context, params: types.CallToolRequestParams
+        ) -> types.CallToolResult:
+            session = session_of(ctx)
+            if session is None:
+                return error_result(
+                    f"`{params.name}` did not run: the proxy keeps each session's history, and"
+                    " this request belongs to no session; connect with the initialize handshake"
+                )
+            return await self._call(session, params.name, params.arguments or {}, ctx)
+
+        server: Server[Any] = Server(
+            "ruleengine-mcp-proxy",
+            version=_version(),
+            instructions=self.upstream.client.instructions,
+            on_list_tools=list_tools,
+            on_call_tool=call_tool,
+        )
+        # The sessionless 2026-07-28 era starts with `server/discover`: not offering it makes
+        # clients that negotiate fall back to the initialize handshake, which has sessions.
+        server.add_request_handler("server/discover", types.RequestParams, _no_discover)
+        return server
+
+    async def _call(
+        self, session: _Session, name: str, arguments: Mapping[str, Any], ctx: _Context
+    ) -> types.CallToolResult:
+        """Decide, maybe ask about, forward and record one call of ``session``."""
+        async with session.lock:
+            refused = self._precheck(name)
+            if refused is not None:
+                return error_result(refused)
+            try:
+                pass_ = await self.reasoner.adecide(session.state)
+            except ConflictError as error:
+                return error_result(
+                    f"`{name}` did not run: the policy's requirements conflict: {error.message}"
+                )
+            except RuleEngineError as error:
+                return error_result(
+                    f"`{name}` did not run: the policy could not decide: {error.message}"
+                )
+            if name not in pass_.allowed:
+                _log.info("refused `%s`: %s", name, pass_.reasons.get(name, "not allowed"))
+                return error_result(refusal(name, pass_, offered=self._upstream_tools))
+            denied = await self._ask(session, name, arguments, ctx)
+            if denied is not None:
+                return error_result(denied)
+            return await self._forward(session, name, arguments)
+
+    def _precheck(self, name: str) -> str | None:
+        """Why a call of ``name`` is refused before any decision, if it is."""
+        lost = self.upstream.lost
+        if lost is not None:
+            return f"`{name}` did not run: {lost.message}"
+        if name == FINAL_ANSWER:
+            return (
+                f"`{FINAL_ANSWER}` is not an MCP tool: the session ends when the client stops"
+                " calling tools"
+            )
+        if name not in self._upstream_tools:
+            return f"`{name}` did not run: the upstream MCP server has no tool `{name}`"
+        if name not in self.policy.tools:
+            return (
+                f"`{name}` did not run: the policy {self.policy.source} does not declare it,"
+                " and the proxy refuses the tools its policy does not name"
+            )
+        return None
+
+    async def _ask(
+        self, session: _Session, name: str, arguments: Mapping[str, Any], ctx: _Context
+    ) -> str | None:
+        """``None`` when no ask-permission requirement stops the call, else why it did not run
+        (a refusal is recorded as a ``denied`` step; a client that cannot be asked is not)."""
+        for requirement in self.permissions:
+            if not requirement.enabled or requirement.always_allow:
+                continue
+            if not requirement.covers(name):
+                continue
+            remembered = requirement.remembered(name, session.state)
+            if remembered is True:
+                continue
+            if remembered is False:
+                reason: str | None = f"the user refused `{name}`"
+            elif not _can_elicit(ctx):
+                return (
+                    f"`{name}` did not run: the policy asks the user before `{name}` runs, and"
+                    " this client cannot be asked (it did not declare the MCP elicitation"
+                    " capability)"
+                )
+            else:
+                reason = await _elicit(requirement, name, arguments, ctx)
+            if reason is not None:
+                text = f"`{name}` did not run: {reason}"
+                session.record(
+                    Step(tool=name, arguments=dict(arguments), status="denied", error=text)
+                )
+                return text
+        return None
+
+    async def _forward(
+        self, session: _Session, name: str, arguments: Mapping[str, Any]
+    ) -> types.CallToolResult:
+        """Run the call upstream, record it, and give its result back unchanged."""
+        try:
+            result = await self.upstream.call(name, arguments)
+        except MCPServerError as error:
+            _log.error("%s", error.message)
+            session.record(
+                Step(tool=name, arguments=dict(arguments), status="error", error=error.message)
+            )
+            return error_result(f"`{name}` did not run to the end: {error.message}")
+        except MCPError as error:
+            session.record(
+                Step(
+                    tool=name,
+                    arguments=dict(arguments),
+                    status="error",
+                    error=f"`{name}` failed: {describe_exception(error)}",
+                )
+            )
+            raise
+        except anyio.get_cancelled_exc_class():
+            # The client gave up on the call: it may have run upstream. It counts as an attempt.
+            session.record(
+                Step(
+                    tool=name,
+                    arguments=dict(arguments),
+                    status="error",
+                    error=f"`{name}` was cancelled while it ran",
+                )
+            )
+            raise
+        if result.is_error:
+            text = result_text(result) or f"`{name}` failed"
+            session.record(Step(tool=name, arguments=dict(arguments), status="error", error=text))
+        else:
+            session.record(Step(tool=name, arguments=dict(arguments), output=result_output(result)))
+        return result
+
+
+def refusal(name: str, pass_: Pass, *, offered: Collection[str] | None = None) -> str:
+    """Why ``pass_`` does not let ``name`` run, as the client reads it: the pass's reason, and
+    what may be called instead (among ``offered``, when given: the tools that exist)."""
+    text = f"`{name}` did not run: it is not allowed at this step"
+    reason = pass_.reasons.get(name)
+    if reason:
+        text += f" ({reason})"
+    if pass_.forced == FINAL_ANSWER:
+        return text + "; the policy allows no more tool calls in this session"
+    if pass_.forced is not None and pass_.forced != name:
+        return f"{text}; call `{pass_.forced}` now"
+    others = [
+        t
+        for t in pass_.allowed
+        if t not in (name, FINAL_ANSWER) and (offered is None or t in offered)
+    ]
+    if others:
+        return text + "; allowed now: " + ", ".join(f"`{t}`" for t in others)
+    return text + "; no tool may be called now in this session"
+
+
+def _can_elicit(ctx: _Context) -> bool:
+    """Whether the client declared form elicitation (an empty ``elicitation`` means form)."""
+    capabilities = ctx.session.client_capabilities
+    elicitation = capabilities.elicitation if capabilities is not None else None
+    if elicitation is None:
+        return False
+    return elicitation.form is not None or elicitation.url is None
+
+
+async def _elicit(
+    requirement: AskPermissionRequirement,
+    name: str,
+    arguments: Mapping[str, Any],
+    ctx: _Context,
+) -> str | None:
+    """Ask the client whether ``name`` may run: ``None`` if approved, else why not (fails
+    closed: an error, a dismissal or no answer in time is a refusal)."""
+    shown = json.dumps(dict(arguments), ensure_ascii=False, default=str)
+    message = f"The policy asks before `{name}` runs. Allow this call?\nArguments: {shown}"
+    timeout = requirement.timeout
+    answer: types.ElicitResult | None = None
+    try:
+        with anyio.move_on_after(timeout) as scope:
+            answer = await ctx.session.elicit_form(
+                message, _APPROVAL_SCHEMA, related_request_id=ctx.request_id
+            )
+    except Exception as error:
+        return f"asking about `{name}` failed ({describe_exception(error)}), so it was refused"
+    if scope.cancelled_caught or answer is None:
+        return f"no answer about `{name}` within {timeout:g} s, so it was refused"
+    if answer.action == "accept":
+        approve = (answer.content or {}).get("approve", True)
+        return None if approve is True else f"the user refused `{name}`"
+    if answer.action == "cancel":
+        return f"the user dismissed the question about `{name}`, so it was refused"
+    return f"the user refused `{name}`"
+
+
+async def _no_discover(ctx: _Context, params: types.RequestParams) -> types.DiscoverResult:
+    raise MCPError(code=types.METHOD_NOT_FOUND, message="Method not found", data="server/discover")
+
+
+def _version() -> str:
+    try:
+        return metadata.version("ruleengine")
+    except metadata.PackageNotFoundError:  # pragma: no cover - a bare checkout
+        return "0"
+
+
+class _HTTPSessions:
+    """The HTTP sessions' histories, by session id, dropped when a session ends.
+
+    ``track`` wraps the app to see every request of a session: a history is dropped when the
+    client ends the session (``DELETE``), or once the session has had no request in flight for
+    longer than the SDK's session manager keeps an idle session.
+    """
+
+    def __init__(self) -> None:
+        self._sessions: dict[str, _Session] = {}
+
+    def __len__(self) -> int:
+        return len(self._sessions)
+
+    def of(self, ctx: _Context) -> _Session | None:
+        headers = getattr(ctx.request, "headers", None)
+        key = headers.get(SESSION_HEADER) if headers is not None else None
+        if not isinstance(key, str) or not key:
+            return None
+        return self._get(key)
+
+    def _get(self, key: str) -> _Session:
+        session = self._sessions.get(key)
+        if session is None:
+            session = self._sessions[key] = _Session()
+        return session
+
+    def _prune(self) -> None:
+        now = time.monotonic()
+        stale = [
+            key
+            for key, session in self._sessions.items()
+            if session.in_flight == 0 and now - session.idle_since > _FORGET_AFTER
+        ]
+        for key in stale:
+            del self._sessions[key]
+
+    def track(self, app: ASGIApp) -> ASGIApp:
+        async def tracked(scope: Scope, receive: Receive, send: Send) -> None:
+            key = _session_id(scope)
+            if key is None:
+                await app(scope, receive, send)
+                return
+            self._prune()
+            session = self._get(key)
+            session.in_flight += 1
+            status: list[int] = []
+
+            async def watch(message: Message) -> None:
+                if message["type"] == "http.response.start":
+                    status.append(int(message["status"]))
+                await send(message)
+
+            try:
+                await app(scope, receive, watch)
+            finally:
+                session.in_flight -= 1
+                session.idle_since = time.monotonic()
+                ended = scope.get("method") == "DELETE" and status and status[0] < 300
+                if ended or (status and status[0] == 404):
+                    # Ended by the client, or unknown to the session manager: no history.
+                    self._sessions.pop(key, None)
+
+        return tracked
+
+
+def _session_id(scope: Scope) -> str | None:
+    if scope.get("type") != "http":
+        return None
+    for header, value in scope.get("headers", ()):
+        if header == _SESSION_HEADER_BYTES:
+            text: str = value.decode("latin-1")
+            return text or None
+    return None
+
+
+@asynccontextmanager
+async def enforcing_proxy(
+    policy: Policy | str | os.PathLike[str],
+    command: str,
+    args: Sequence[str] = (),
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: str | Path | None = None,
+) -> AsyncIterator[EnforcingProxy]:
+    """Load ``policy`` (a ``Policy`` or a file), start the upstream ``command args`` over stdio,
+    and give the proxy; the upstream is stopped when the block ends.
+
+    The upstream inherits our environment, with ``env`` over it, and our stderr. What the
+    policy and the upstream disagree on is logged as warnings (``ruleengine.mcp``). Raises
+    ``PolicyError`` for a policy that does not load, ``MCPServerError`` for an upstream that
+    does not start.
+    """
+    loaded = Policy.load(policy)
+    environment = {**os.environ, **(env or {})}
+    async with connect_stdio(command, args, env=environment, cwd=cwd) as upstream:
+        proxy = EnforcingProxy(loaded, upstream)
+        proxy.warn()
+        yield proxy
+
+
+def serve(
+    policy: Policy | str | os.PathLike[str],
+    command: str,
+    args: Sequence[str] = (),
+    *,
+    http_port: int | None = None,
+) -> int:
+    """Run the proxy: ``policy`` enforced in front of ``command args``; the exit code.
+
+    Without ``http_port`` it serves one client on stdin and stdout until the client closes
+    stdin; with one, streamable HTTP on ``http://127.0.0.1:PORT/mcp`` (0: a free port) until
+    interrupted, announcing the URL on stderr. Raises ``PolicyError`` (the policy does not
+    load, or the port cannot be bound) or ``MCPServerError`` (the upstream does not start): bad
+    input for the command line.
+    """
+    _announce_warnings()
+
+    async def main() -> None:
+        async with enforcing_proxy(policy, command, args) as proxy:
+            if http_port is None:
+                await proxy.serve_stdio()
+                return
+            async with anyio.create_task_group() as tasks:
+                port = await tasks.start(proxy.serve_http, http_port)
+                print(f"ruleengine mcp-proxy: serving http://127.0.0.1:{port}/mcp", file=sys.stderr)
+
+    try:
+        anyio.run(main)
+    except BaseExceptionGroup as group:
+        error = sole_exception(group)
+        if error is group:
+            raise
+        raise error from error.__cause__
+    return 0
+
+
+def _announce_warnings() -> None:
+    """Make sure the proxy's warnings reach stderr (stdout may be the MCP channel)."""
+    if not _log.handlers and not logging.getLogger().handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("ruleengine mcp-proxy: %(levelname)s: %(message)s"))
+        _log.addHandler(handler)
+        _log.setLevel(logging.WARNING)
