@@ -333,6 +333,21 @@ def _schema(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _mcp_proxy(args: argparse.Namespace) -> int:
+    upstream = list(args.upstream)
+    if upstream[:1] == ["--"]:
+        upstream = upstream[1:]
+    if not upstream:
+        raise UsageError(
+            "mcp-proxy: name the upstream server's command after `--`",
+            "e.g. ruleengine mcp-proxy policy.toml -- python server.py",
+        )
+    # Imported here: the command line works without the `mcp` extra.
+    from ruleengine.mcp.proxy import serve
+
+    return serve(args.policy, upstream[0], upstream[1:], http_port=args.http)
+
+
 def _bench(args: argparse.Namespace) -> int:
     (policy,) = _load_all([args.policy], args.stdin_format)
     with Progress(f"benchmarking {policy.source}", after=_progress_after()):
@@ -437,7 +452,30 @@ def _progress_after() -> float:
     return seconds if math.isfinite(seconds) and seconds >= 0 else 1.0
 
 
+def _mcp_proxy_arguments(p: _Parser) -> None:
+    p.add_argument("policy", help="the policy file to enforce")
+    p.add_argument(
+        "--http",
+        type=_port,
+        metavar="PORT",
+        help="serve streamable HTTP on 127.0.0.1:PORT instead of stdio (0: a free port)",
+    )
+    p.add_argument(
+        "upstream",
+        nargs=argparse.REMAINDER,
+        metavar="-- CMD [ARGS...]",
+        help="the upstream MCP server's command, after `--`",
+    )
+
+
 # -- argument types ----------------------------------------------------------------------------
+
+
+def _port(text: str) -> int:
+    value = _int(text)
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"`{text}` is not a port (0 to 65535)")
+    return value
 
 
 def _positive_int(text: str) -> int:
@@ -540,6 +578,13 @@ def _parser() -> _Parser:
     _add(commands, "schema", _schema, "print the JSON Schema of policy files", lambda p: None)
     _add(
         commands,
+        "mcp-proxy",
+        _mcp_proxy,
+        "serve an MCP server's tools with a policy enforced on every call",
+        _mcp_proxy_arguments,
+    )
+    _add(
+        commands,
         "bench",
         _bench,
         "measure a policy's per-step decision cost on random walks",
@@ -577,6 +622,7 @@ _EXITS = {
     "diff": ("equivalent passes and equal budgets", "the passes or the budgets differ", None),
     "test": ("every case passed", "a case failed", "bad input: in the policy or the cases file"),
     "schema": ("done", None, None),
+    "mcp-proxy": ("the client closed the session", None, "bad input, or the upstream failed"),
     "bench": ("done", None, None),
 }
 _EXAMPLES = {
@@ -589,6 +635,8 @@ _EXAMPLES = {
     "test": "ruleengine test policy.toml policy.cases.toml\n"
     "ruleengine test policy.yaml policy.cases.yaml --format json",
     "schema": "ruleengine schema > policy.schema.json\nruleengine schema | head -3",
+    "mcp-proxy": "ruleengine mcp-proxy policy.toml -- python server.py\n"
+    "ruleengine mcp-proxy policy.toml --http 8765 -- npx some-mcp-server",
     "bench": "ruleengine bench policy.toml --walks 200\n"
     "ruleengine bench policy.toml --seed 7 --format json",
 }

@@ -609,7 +609,7 @@ def test_a_bad_policy_on_stdin_is_named_stdin(text: str, fmt: str, needles: tupl
         (
             ("chekc", CLEAN),
             "did you mean `check`? the commands are `check`, `explain`, `diff`, `test`, "
-            "`schema`, `bench`: see `ruleengine --help`",
+            "`schema`, `mcp-proxy`, `bench`: see `ruleengine --help`",
         ),
     ],
 )

@@ -331,3 +331,19 @@ async def test_serve_runs_the_proxy_over_stdio_with_a_policy_file(tmp_path: Path
         assert refused.is_error and "needs `lookup` first" in text_of(refused)
         assert text_of(await client.call_tool("lookup", {"query": "x"})) == "found x"
         assert text_of(await client.call_tool("send", {"to": "bob"})) == "sent to bob"
+
+
+async def test_the_command_line_runs_the_proxy(tmp_path: Path) -> None:
+    """``ruleengine mcp-proxy POLICY -- CMD ARGS``: the command the docs show."""
+    policy_file = tmp_path / "policy.toml"
+    policy_file.write_text(
+        f'tools = {list(TOOLS)!r}\n\n[[requirements]]\ntype = "conditional"\n'
+        'target = "send"\nonly_after = ["lookup"]\n'.replace("'", '"'),
+        encoding="utf-8",
+    )
+    cli = ["-m", "ruleengine", "mcp-proxy", str(policy_file), "--", sys.executable, *UPSTREAM]
+    async with Client(StdioServerParameters(command=sys.executable, args=cli)) as client:
+        refused = await client.call_tool("send", {"to": "bob"})
+        assert refused.is_error and "needs `lookup` first" in text_of(refused)
+        assert text_of(await client.call_tool("lookup", {"query": "x"})) == "found x"
+        assert text_of(await client.call_tool("send", {"to": "bob"})) == "sent to bob"
