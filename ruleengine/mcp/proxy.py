@@ -326,6 +326,16 @@ class EnforcingProxy:
             if name not in pass_.allowed:
                 _log.info("refused `%s`: %s", name, pass_.reasons.get(name, "not allowed"))
                 return error_result(refusal(name, pass_, offered=self._upstream_tools))
+            admission = pass_.admits(name, arguments)
+            if not admission.ok:
+                _log.info("refused `%s`: %s", name, admission.reason)
+                return error_result(f"`{name}` did not run: {admission.reason}")
+            if admission.ask:
+                asking = ", ".join(f"`{r}`" for r in admission.ask)
+                return error_result(
+                    f"`{name}` did not run: {asking} asks for permission for these arguments,"
+                    " and the proxy cannot ask about a call's arguments yet"
+                )
             denied = await self._ask(session, name, arguments, ctx)
             if denied is not None:
                 return error_result(denied)

@@ -347,3 +347,22 @@ async def test_the_command_line_runs_the_proxy(tmp_path: Path) -> None:
         assert refused.is_error and "needs `lookup` first" in text_of(refused)
         assert text_of(await client.call_tool("lookup", {"query": "x"})) == "found x"
         assert text_of(await client.call_tool("send", {"to": "bob"})) == "sent to bob"
+
+
+async def test_conditions_on_arguments_are_enforced_per_call(upstream: ServerConnection) -> None:
+    """The proxy admits exactly what the pass admits: a call whose arguments fail an
+    ``allow_if`` is refused naming the condition, one that meets it passes through."""
+    from ruleengine import ArgumentsRequirement
+    from ruleengine.conditions.types import ToolSpec, parameters_from_spec
+
+    send = ToolSpec("send", None, parameters_from_spec({"to": "string"}, owner="tool `send`"))
+    tools = [send if t == "send" else t for t in TOOLS]
+    only_ours = ArgumentsRequirement("send", allow_if="arg.to.endswith('@ours.com')", name="ours")
+    enforced = Policy(tools, [ConditionalRequirement("send", only_after=["lookup"]), only_ours])
+    async with session(EnforcingProxy(enforced, upstream)) as client:
+        await client.call_tool("lookup", {"query": "x"})
+        refused = await client.call_tool("send", {"to": "eve@evil.com"})
+        assert refused.is_error
+        assert "allow_if `arg.to.endswith('@ours.com')` of `ours` fails" in text_of(refused)
+        sent = await client.call_tool("send", {"to": "bob@ours.com"})
+        assert (sent.is_error, text_of(sent)) == (False, "sent to bob@ours.com")
