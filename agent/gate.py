@@ -11,8 +11,8 @@ first of a reply, a later one of a parallel batch, a text answer turned into a
 3. the pass does not allow it (``final_answer``: stopping is not allowed yet);
 4. its arguments fail the tool's input model, or the conditions the pass puts on them
    (``Pass.admits``: an ``allow_if`` that fails, a ``deny_if`` that holds, a value the run
-   does not have; an ``ask_if`` that holds is refused too, for now: the agent cannot yet ask
-   about a single call's arguments, and a call that needs permission does not run without it);
+   does not have; an ``ask_if`` that holds is asked about after the gate, by the
+   requirement's permission listener, as ask-permission requirements are);
 5. the repeat check (the cycle guard's) says it would repeat the same call once too often —
    unless the pass allows nothing else, in which case the check *yields*, as the cycle guard
    does, and the admission says so.
@@ -94,12 +94,6 @@ class Gate:
         admission = pass_.admits(name, validated.model_dump(mode="python"))
         if not admission.ok:
             return Refused(f"`{name}` did not run: {admission.reason}")
-        if admission.ask:
-            asking = ", ".join(f"`{r}`" for r in admission.ask)
-            return Refused(
-                f"`{name}` did not run: {asking} asks for permission for these arguments, "
-                "and this agent cannot ask about a call's arguments yet"
-            )
         if self._would_cycle(state.steps, name, call.arguments):
             if any(other != name for other in pass_.allowed):
                 return Refused(self._cycle_reason(state, name, call.arguments))

@@ -19,7 +19,7 @@ import anyio
 import anyio.to_thread
 
 from agent.events import Deny, ToolStartEvent
-from ruleengine import AskPermissionRequirement, PolicyError, RunState
+from ruleengine import ArgumentsRequirement, AskPermissionRequirement, PolicyError, RunState
 from ruleengine.requirements.permission import PermissionHandler
 
 __all__ = ["PermissionListener", "ask", "check_permission", "terminal_handler"]
@@ -47,8 +47,29 @@ async def check_permission(
     remembered = requirement.remembered(tool, state)
     if remembered is not None:
         return None if remembered else Deny(f"the user refused `{tool}`")
-    handler: PermissionHandler = requirement.handler or terminal_handler
-    timeout = requirement.timeout
+    return await _asked(
+        requirement.handler or terminal_handler, requirement.timeout, tool, arguments
+    )
+
+
+async def check_arguments_permission(
+    requirement: ArgumentsRequirement, event: ToolStartEvent
+) -> Deny | None:
+    """``None`` when the call may run without asking (no ``ask_if`` of ``requirement`` holds
+    for its arguments) or the handler approved it, else ``Deny``."""
+    if not requirement.enabled:
+        return None
+    if requirement.name not in event.pass_.admits(event.tool, event.arguments).ask:
+        return None
+    handler = requirement.handler or terminal_handler
+    return await _asked(handler, requirement.timeout, event.tool, event.arguments)
+
+
+async def _asked(
+    handler: PermissionHandler, timeout: float | None, tool: str, arguments: Mapping[str, Any]
+) -> Deny | None:
+    """The handler's answer about one call: ``None`` to run it, else ``Deny`` (fail closed:
+    a refusal, a handler that raises, times out, or answers something other than a bool)."""
     answer: object = None
     try:
         # `move_on_after`, not `fail_after`: a `TimeoutError` the handler raises itself is a
@@ -109,18 +130,25 @@ async def _call_handler(
 
 
 class PermissionListener:
-    """The blocking ``tool.start`` listener of one ``AskPermissionRequirement``.
+    """The blocking ``tool.start`` listener of one ``AskPermissionRequirement``, or of one
+    ``ArgumentsRequirement`` with ``ask_if`` conditions (it asks when one holds for the call's
+    arguments).
 
     Holds only the requirement: what a run remembers is read from the event's state.
     """
 
-    def __init__(self, requirement: AskPermissionRequirement) -> None:
-        if not isinstance(requirement, AskPermissionRequirement):
-            raise PolicyError(f"`{requirement!r}` is not an `AskPermissionRequirement`")
+    def __init__(self, requirement: AskPermissionRequirement | ArgumentsRequirement) -> None:
+        if not isinstance(requirement, AskPermissionRequirement | ArgumentsRequirement):
+            raise PolicyError(
+                f"`{requirement!r}` is not an `AskPermissionRequirement` nor an "
+                "`ArgumentsRequirement`"
+            )
         self.requirement = requirement
         """The requirement whose covered tools this listener asks about."""
 
     async def __call__(self, event: ToolStartEvent) -> Deny | None:
+        if isinstance(self.requirement, ArgumentsRequirement):
+            return await check_arguments_permission(self.requirement, event)
         return await check_permission(self.requirement, event.tool, event.arguments, event.state)
 
     def __repr__(self) -> str:

@@ -35,6 +35,7 @@ from agent.tools import FinalAnswerTool, Tool, tool
 from backends import ChatModel, ToolDefinition
 from ruleengine import (
     FINAL_ANSWER,
+    ArgumentsRequirement,
     AskPermissionRequirement,
     CycleGuard,
     Policy,
@@ -192,7 +193,9 @@ class RequirementAgent(Generic[OutputT]):
         self.emitter = Emitter()
         """Where listeners attach: ``agent.emitter.on("tool.start", ...)``."""
         for req in self.reasoner.requirements:
-            if isinstance(req, AskPermissionRequirement):
+            if isinstance(req, AskPermissionRequirement) or (
+                isinstance(req, ArgumentsRequirement) and req.asks
+            ):
                 self.emitter.on("tool.start", PermissionListener(req), blocking=True, nested=False)
         self._prompts: dict[tuple[str, ...], str] = {}
 

@@ -180,6 +180,9 @@ class ArgumentsEntry(_Requirement):
         None, description="A call meeting this condition needs permission first."
     )
     reason: OptionalText = Field(None, description="Text for the model when a call is refused.")
+    timeout: Seconds = Field(
+        None, description="Seconds the handler has to answer an `ask_if`; no answer refuses."
+    )
 
 
 class CycleGuardEntry(_Requirement):

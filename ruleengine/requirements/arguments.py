@@ -36,6 +36,7 @@ from ruleengine.errors import PolicyError
 from ruleengine.ir import FINAL_ANSWER
 from ruleengine.requirements._targets import as_refs, names_now, resolve
 from ruleengine.requirements.base import DEFAULT_PRIORITY, Requirement
+from ruleengine.requirements.permission import PermissionHandler
 from ruleengine.state import RunState
 
 __all__ = ["ArgumentsRequirement", "parameters_of"]
@@ -73,7 +74,9 @@ class ArgumentsRequirement(Requirement):
     ``target`` is a tool (a name or a tool object); ``allow_if``, ``deny_if`` and ``ask_if``
     are each a condition or a list of them (text, or a handle such as
     ``arg.amount <= last("lookup_order").output.price``); ``reason`` is what a refused call
-    is told (by default, the conditions it failed).
+    is told (by default, the conditions it failed). An agent asks ``handler`` (as
+    ``AskPermissionRequirement`` asks its own, within ``timeout`` seconds) before a call that
+    meets an ``ask_if`` condition runs; a refusal is a ``denied`` step.
     """
 
     def __init__(
@@ -84,6 +87,8 @@ class ArgumentsRequirement(Requirement):
         deny_if: object = None,
         ask_if: object = None,
         reason: str | None = None,
+        handler: PermissionHandler | None = None,
+        timeout: float | None = None,
         priority: int = DEFAULT_PRIORITY,
         enabled: bool = True,
         name: str | None = None,
@@ -100,6 +105,17 @@ class ArgumentsRequirement(Requirement):
         )
         owner = _validate.owner_of(self.name)
         self.reason = _validate.optional_text(reason, name="reason", owner=owner)
+        if handler is not None and not callable(handler):
+            raise PolicyError(
+                f"{owner}: handler=`{handler!r:.60}` is not callable", parameter="handler"
+            )
+        self.handler: PermissionHandler | None = handler
+        """Answers an ``ask_if`` question (``handler(tool, arguments)``, sync or async);
+        ``None``: the agent's default, a terminal prompt."""
+        if timeout is not None:
+            _validate.number(timeout, name="timeout", owner=owner)
+        self.timeout = timeout
+        """Seconds a handler has to answer; no answer is a refusal."""
         self._written: list[tuple[CheckKind, Term]] = []
         for kind, value in zip(_KINDS, (allow_if, deny_if, ask_if), strict=True):
             for item in _conditions(value, owner, kind):
@@ -113,6 +129,11 @@ class ArgumentsRequirement(Requirement):
         self._target: str | None = None
         self._parameters: tuple[tuple[str, ParamType], ...] = ()
         self._scope: dict[str, Parameters | None] = {}
+
+    @property
+    def asks(self) -> bool:
+        """Whether it has an ``ask_if`` condition (the agent then asks before such calls)."""
+        return any(kind == "ask_if" for kind, _ in self._written)
 
     @property
     def target(self) -> str | None:

@@ -457,3 +457,62 @@ def test_one_requirement_object_serves_concurrent_runs():
     anyio.run(main)
     assert results == {"1": "ok", "2": "denied", "3": "ok"}
     assert sorted(refunded) == ["1", "3"]
+
+
+# -- ask_if: permission for some arguments ----------------------------------------------------
+
+
+@tool
+def pay(order: str, amount: float) -> str:
+    """Pay an order back."""
+    refunded.append(f"{order}:{amount:g}")
+    return "paid"
+
+
+def test_ask_if_asks_only_for_the_calls_whose_arguments_meet_it():
+    from ruleengine import ArgumentsRequirement
+
+    handler = Recorder({"pay": False})
+    big = ArgumentsRequirement("pay", ask_if="arg.amount > 100", handler=handler, name="big")
+    script = [
+        reply(call("pay", order="1", amount=50)),
+        reply(call("pay", order="2", amount=500)),
+        answer(),
+    ]
+    agent = RequirementAgent(ScriptedChatModel(script), [lookup, pay], [big])
+    out = run(agent)
+    assert [(s.tool, s.status) for s in out.steps] == [
+        ("pay", "ok"),
+        ("pay", "denied"),
+        (FINAL_ANSWER, "ok"),
+    ]
+    assert handler.calls == [("pay", {"order": "2", "amount": 500.0})]
+    assert out.steps[1].error == "`pay` did not run: the user refused `pay`"
+    assert refunded == ["1:50"]
+
+
+def test_ask_if_approved_runs_and_a_failing_allow_if_never_asks():
+    from ruleengine import ArgumentsRequirement
+
+    handler = Recorder()
+    reqs = [
+        ArgumentsRequirement("pay", ask_if="arg.amount > 100", handler=handler, name="big"),
+        ArgumentsRequirement("pay", allow_if="arg.amount <= 1000", name="cap"),
+    ]
+    script = [
+        reply(call("pay", order="1", amount=5000)),
+        reply(call("pay", order="2", amount=500)),
+        answer(),
+    ]
+    out = run(RequirementAgent(ScriptedChatModel(script), [lookup, pay], reqs))
+    # The refused call is not a step (the gate refused it); the asked one ran.
+    assert [(s.tool, s.status) for s in out.steps] == [("pay", "ok"), (FINAL_ANSWER, "ok")]
+    assert handler.calls == [("pay", {"order": "2", "amount": 500.0})]
+    assert refunded == ["2:500"]
+
+
+def test_a_permission_listener_takes_only_permission_requirements():
+    from agent.permission import PermissionListener
+
+    with pytest.raises(PolicyError, match="is not an `AskPermissionRequirement` nor"):
+        PermissionListener("pay")  # type: ignore[arg-type]
