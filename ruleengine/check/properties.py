@@ -5,57 +5,57 @@ last state; a forced-tie's core is the tied forcing rules. The other findings ge
 *requirement-level* core: requirements for which the finding holds when the policy keeps
 only them, and disappears when any one of them is dropped (``requirement_core``), each
 checked by running the same engine on the smaller system.
+
+This module orders the findings (``findings``), runs their core searches in lanes, and
+owns the requirement-level core search and the questions it asks of subsystems. The
+findings' wording and the conflict findings are ``conflicts``'; the guesses a core search
+starts from are ``guesses``'; the histories that refute a finding on a subsystem, and grow
+a core search's pool, are ``counterexamples``'.
 """
 
 from __future__ import annotations
 
 import time
-from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from functools import partial, reduce
-from itertools import islice
 from operator import or_
-from typing import Any, Protocol
+from typing import Any
 
 from ruleengine._search import quickxplain
 from ruleengine.check.analysis import Analysis, Witness
-from ruleengine.check.bounds import distances
-from ruleengine.check.explicit import (
-    allows,
-    analyse,
-    asking_of,
-    decide,
-    live_at,
-    reaches,
-    walk,
+from ruleengine.check.conflicts import _after, _deadlock, _finding, _forced_conflict, _steps, _tie
+from ruleengine.check.counterexamples import (
+    _blocker,
+    _example_of,
+    _first_key,
+    _guided,
+    _search,
+    _shows,
+)
+from ruleengine.check.counterexamples import _variants as _variants
+from ruleengine.check.guesses import (
+    _between,
+    _cones,
+    _dependencies,
+    _lengthening,
+    _mentioning,
+    _mentions_of,
+    _singled_out,
+    _watched,
+    cone_of,
 )
 from ruleengine.check.lanes import run_jobs
 from ruleengine.check.progress import note as note_progress
 from ruleengine.check.relaxed import Relaxed
-from ruleengine.check.report import FINDING_IDS, SEVERITY, Finding, FindingId, TraceStep
-from ruleengine.check.system import Component, Event, State, System
-from ruleengine.errors import ConflictError
-from ruleengine.ir import FINAL_ANSWER, Forced
+from ruleengine.check.report import FINDING_IDS, Finding
+from ruleengine.check.system import Checked, Event, System
+from ruleengine.ir import FINAL_ANSWER
 from ruleengine.passes import CoreEntry
-from ruleengine.reasoner import Reasoner
 from ruleengine.requirements.base import Requirement
-from ruleengine.rules import Emitted
 
 __all__ = ["Engine", "findings", "requirement_core", "requirement_entry"]
-
-
-class Checked(Protocol):
-    """What findings read of a system (``System``, or ``ConcreteSystem`` for bounded search)."""
-
-    reasoner: Reasoner
-    tools: tuple[str, ...]
-    requirements: tuple[Requirement, ...]
-
-    @property
-    def components(self) -> Sequence[Component]: ...
-
-    def subsystem(self, keep: Sequence[str]) -> Any: ...
-
+# _variants is imported as itself (re-exported): it is still reached through this module,
+# which defined it before the split.
 
 LATE = "the time limit ran out"
 """What a core question asked past the deadline records in ``cut``."""
@@ -237,82 +237,6 @@ def _in_lanes(
 
 _Done = tuple["tuple[Finding, frozenset[str]] | None", list[str]]
 """A job's result, and the answers cut short while it ran."""
-
-
-def _finding(
-    finding_id: FindingId,
-    message: str,
-    *,
-    witness: Witness | None = None,
-    core: Sequence[CoreEntry] = (),
-    tool: str | None = None,
-    requirement: str | None = None,
-    min_steps: int | None = None,
-) -> Finding:
-    # Opaque checks branch both ways, so the explored states include every history any check
-    # functions allow: "never" verdicts (dead-tool, dead-requirement, budget, and no-finish's
-    # "cannot finish from here") hold whatever the checks answer. Only reaching a state, or a
-    # state's verdict, can need particular check values: that is the witness's to say.
-    trace = tuple(TraceStep(tool=t, status=s) for t, s in witness.trace) if witness else ()
-    return Finding(
-        id=finding_id,
-        severity=SEVERITY[finding_id],
-        tool=tool,
-        requirement=requirement,
-        message=message,
-        trace=trace,
-        core=tuple(core),
-        depends_on_custom_checks=witness is not None and witness.depends_on_checks,
-        min_steps=min_steps,
-    )
-
-
-def _steps(n: int) -> str:
-    return f"{n} step{'s' if n != 1 else ''}"
-
-
-def _after(witness: Witness) -> str:
-    n = len(witness.trace)
-    return "at the first step" if n == 0 else f"after {_steps(n)}"
-
-
-def _deadlock(system: Checked, witness: Witness) -> Finding:
-    exc = _conflict_of(system, witness.records)
-    core = exc.core
-    names = sorted({f"`{c.requirement}`" for c in core})
-    who = ", ".join(names) + (" leave" if len(names) > 1 else " leaves")
-    return _finding(
-        "deadlock",
-        f"{_after(witness)} no tool is allowed: {who} nothing to call",
-        witness=witness,
-        core=core,
-    )
-
-
-def _forced_conflict(system: Checked, tool: str, witness: Witness) -> Finding:
-    core = forced_core(system, witness.records, tool)
-    return _finding(
-        "forced-conflict",
-        f"{_after(witness)} the hard force on `{tool}` cannot be honoured",
-        witness=witness,
-        core=core,
-        tool=tool,
-    )
-
-
-def _tie(system: Checked, witness: Witness) -> Finding:
-    outcome = system.reasoner.resolve(witness.records)
-    tie = outcome.forced_tie
-    # INVARIANT: the engine reported a tie at this state.
-    assert tie is not None
-    tools = " and ".join(f"`{t}`" for t in tie.tools)
-    return _finding(
-        "forced-tie",
-        f"{_after(witness)} {tools} are forced at the same priority {tie.priority}: "
-        f"`{tie.tools[0]}` wins by declared order",
-        witness=witness,
-        core=tie.rules,
-    )
 
 
 def _no_finish(
@@ -544,42 +468,6 @@ def _never_live(name: str) -> Callable[[Analysis], bool]:
 # -- cores -------------------------------------------------------------------------------------
 
 
-def _conflict_of(system: Checked, records: tuple[Emitted, ...]) -> ConflictError:
-    try:
-        system.reasoner.resolve(records)
-    except ConflictError as exc:
-        # Kept as a value: drop the traceback, whose frames would tie the caller's locals
-        # (BDD nodes and their manager among them) into a reference cycle.
-        return exc.with_traceback(None)
-    raise AssertionError("the engine's witness state does not conflict")  # pragma: no cover
-
-
-def forced_core(system: Checked, records: tuple[Emitted, ...], tool: str) -> tuple[CoreEntry, ...]:
-    """A minimal core at a forced-conflict state that contains the violated force on ``tool``.
-
-    Either ``tool`` cannot be honoured against the other rules (the core of the rules with
-    no other hard force), or it clashes only with another hard force: then the two forces
-    are a core on their own (two hard forces on different tools never hold together).
-    """
-    forces = [e for e in records if isinstance(e.item, Forced)]
-    others = [e for e in forces if e.item.tool != tool]  # type: ignore[union-attr]
-    alone = tuple(e for e in records if e not in others)
-    try:
-        system.reasoner.resolve(alone)
-    except ConflictError as exc:
-        return tuple(exc.core)
-    own = next(e for e in forces if e.item.tool == tool)  # type: ignore[union-attr]
-    # In priority mode a lower-priority force is overridden, not clashing: pair the force
-    # with the first other force (highest priority, then tool order) it really clashes with.
-    order = sorted(others, key=lambda e: (-e.priority, system.tools.index(e.item.tool)))  # type: ignore[union-attr]
-    for other in order:
-        try:
-            system.reasoner.resolve((own, other))
-        except ConflictError as exc:
-            return tuple(exc.core)
-    return tuple(_conflict_of(system, records).core)  # pragma: no cover - a pair always clashes
-
-
 def requirement_core(
     system: Checked,
     holds: Callable[[Analysis], bool],
@@ -737,156 +625,13 @@ QUICK_STATES = 64
 """States a core question first explores explicitly: enough to settle small subsystems
 exactly, or to refute the finding with a witness, before any full analysis."""
 
-
 EXAMPLES = 16
 """Histories that refuted a finding on earlier subsystems, replayed on the next one."""
-
-
-def _shows(sub: System, trace: tuple[Event, ...], focus: str) -> bool:
-    """Whether ``trace``, replayed on ``sub`` (every step allowed when taken, under some
-    check values), ends where the focused "never" finding fails: ``final_answer`` allowed
-    within the budget (``finish:N``), the tool allowed (``tool:T``), the requirement live
-    (``live:R``)."""
-    kind, _, subject = focus.partition(":")
-    if kind == "finish":
-        return len(trace) <= int(subject) and reaches(sub, trace, FINAL_ANSWER)
-    if kind == "tool":
-        return reaches(sub, trace, subject)
-    if kind != "live":
-        return False
-    state = walk(sub, trace)
-    if state is None:
-        return False
-    asking = asking_of(sub)
-    return any(
-        live_at(sub, records, decide(sub, records), {subject}, asking)
-        for records, _ in sub.variants(state)
-    )
-
-
-def _guided(system: Checked, focus: str | None) -> bool:
-    """Whether a core search for ``focus`` may grow its pool from counterexamples: a
-    "never" finding (a dead tool or requirement, no finish in time) on a ``System``."""
-    return isinstance(system, System) and _first_key(focus) is not None
-
-
-def _first_key(focus: str | None) -> str | None:
-    """The key of ``Analysis.firsts`` that refutes the "never" finding ``focus`` (None:
-    ``focus`` is none: the whole analysis, or no-finish)."""
-    if focus is None or not focus.startswith(("tool:", "live:", "finish:")):
-        return None
-    return "finish" if focus.startswith("finish:") else focus
-
-
-def _example_of(analysis: Analysis, focus: str) -> tuple[Event, ...] | None:
-    """The explicit search's first history refuting the "never" finding ``focus``."""
-    key = _first_key(focus)
-    trace = None if key is None else analysis.firsts.get(key)
-    if trace is not None and key == "finish" and len(trace) > int(focus[7:]):
-        return None  # the first stop comes after the budget: none within it
-    return trace
-
-
-def _blocker(
-    system: System,
-    kept: frozenset[str],
-    rest: Sequence[str],
-    trace: tuple[Event, ...],
-    focus: str,
-) -> str | None:
-    """The first of ``rest`` that, with ``kept`` and the ones before it, stops ``trace``
-    from refuting ``focus`` where the whole policy stops it (``_stop_point``). None if
-    ``kept`` stops it there already, or ``rest`` does not. Cost: one decision per step of
-    ``trace`` and check valuation, and per valuation and requirement of ``rest`` with
-    records there."""
-    point = _stop_point(system, trace, focus)
-    if point is None:
-        return None
-    variants, stops = point
-
-    def stopped(chosen: set[str]) -> bool:
-        # Stopped when no values of the opaque checks let the history through.
-        return all(
-            stops(tuple(e for e in records if e.requirement in chosen)) for records in variants
-        )
-
-    chosen = set(kept)
-    if stopped(chosen):
-        return None  # the pool stops it already: the history was not the pool's
-    emitting = {e.requirement for records in variants for e in records}
-    for name in rest:
-        if name not in emitting:
-            continue  # emits nothing there: changes nothing
-        chosen.add(name)
-        if stopped(chosen):
-            return name
-    return None
-
-
-Stops = Callable[[tuple[Emitted, ...]], bool]
-"""Whether records decided at a state stop a history there."""
-
-
-def _stop_point(
-    system: System, trace: tuple[Event, ...], focus: str
-) -> tuple[list[tuple[Emitted, ...]], Stops] | None:
-    """Where the whole policy stops ``trace`` from refuting ``focus``, as the records of
-    that state under each value of the opaque checks, and what stops it: at the first step
-    it allows under no values, "the step is not allowed"; else at the end, "the tool is
-    not allowed", "the requirement is not live" or "no stop". None when a state on the way
-    has more than ``GROW_VARIANTS`` sets of records (many opaque checks: the scan would
-    cost a decision per set and requirement)."""
-    state = system.initial
-    for tool, status in trace:
-        variants = _variants(system, state)
-        if variants is None:
-            return None
-        stops = _not_allowing(system, tool)
-        if all(stops(records) for records in variants):
-            return variants, stops
-        state = system.successor(state, (tool, status))
-    kind, _, subject = focus.partition(":")
-    variants = _variants(system, state)
-    if variants is None:
-        return None
-    if kind == "live":
-        return variants, _not_live(system, subject)
-    return variants, _not_allowing(system, FINAL_ANSWER if kind == "finish" else subject)
-
-
-GROW_VARIANTS = 16
-"""Sets of records (values of the opaque checks) a state may have for a core search's
-growth to walk through it."""
-
-
-def _variants(system: System, state: State) -> list[tuple[Emitted, ...]] | None:
-    """The sets of records ``state`` emits, or None past ``GROW_VARIANTS``."""
-    found = [records for records, _ in islice(system.variants(state), GROW_VARIANTS + 1)]
-    return found if len(found) <= GROW_VARIANTS else None
-
-
-def _not_allowing(system: System, tool: str) -> Stops:
-    return lambda records: not allows(decide(system, records), tool)
-
-
-def _not_live(system: System, name: str) -> Stops:
-    asking = asking_of(system)
-    return lambda records: not live_at(system, records, decide(system, records), {name}, asking)
-
 
 REFUTE_STATES = 4096
 """States a core search's growth explores for the first history refuting the finding on a
 pool, once the engine has found the finding refuted there (rather than giving up and turning
 to the larger guesses, whose systems at 50 tools may cost more than the whole policy)."""
-
-
-def _search(sub: System, focus: str | None, max_states: int, deadline: float | None) -> Analysis:
-    """A breadth-first explicit search of ``sub`` for the question ``focus`` (liveness only
-    of its requirement, if any), stopping at the first history refuting a "never" finding
-    (``_first_key``), after ``max_states`` states, or at ``deadline``."""
-    live = focus[5:] if focus is not None and focus.startswith("live:") else False
-    until = _first_key(focus)
-    return analyse(sub, max_states=max_states, deadline=deadline, live=live, until=until)
 
 
 def _quick(sub: System, names: frozenset[str], focus: str | None, cache: CoreCache) -> Analysis:
@@ -937,216 +682,6 @@ def _holds(
         return analysis.depth_done >= int(focus[7:]) and holds(analysis), analysis.example
     # An analysis cut short answers "no": nothing is dropped on partial evidence.
     return False, None
-
-
-def _cones(system: Checked, tools: set[str], *, forcing: bool) -> list[frozenset[str]]:
-    """Guesses from small to large for findings whose cause is usually local (a dead tool or
-    requirement): the requirements around ``tools`` one, two and three rounds out, then the
-    whole cone of influence."""
-    local = tools - {FINAL_ANSWER}
-    near = [_around(system, local, rounds) for rounds in (1, 2, 3)] if local else []
-    return [*near, cone_of(system, tools, forcing=forcing)]
-
-
-def _around(system: Checked, tools: set[str], rounds: int) -> frozenset[str]:
-    """The requirements within ``rounds`` of ``tools``, where a requirement touches the tools
-    its rules mention and the tools whose calls change its view, and ``final_answer`` links
-    nothing (every requirement that prevents a stop mentions it)."""
-    mentions: dict[str, frozenset[str]] = getattr(system, "mentions", {})
-    touches, links = _watched(system), _watched(system, linking=True)
-    for name, mentioned in mentions.items():
-        touches.setdefault(name, set()).update(mentioned)
-        links.setdefault(name, set()).update(mentioned)
-    chosen: set[str] = set()
-    reach = set(tools)
-    for _ in range(rounds):
-        added = {n for n, ts in touches.items() if n not in chosen and ts & reach}
-        if not added:
-            break
-        chosen |= added
-        for name in added:
-            reach |= links[name] - {FINAL_ANSWER}
-    return frozenset(chosen)
-
-
-Dependency = tuple[str, str, str]
-"""A requirement, a tool its rules mention, and a tool whose calls change its view."""
-
-
-def _dependencies(system: Checked) -> list[Dependency]:
-    """Per component (a requirement tabulated as factors has one per factor), each tool its
-    rules mention paired with each tool that moves its view; global views (see
-    ``_watched``) give none."""
-    out: list[Dependency] = []
-    for comp in system.components:
-        if comp.is_global(_callable_count(system)):
-            continue
-        mentioned = sorted(comp.mentions - {FINAL_ANSWER})
-        name = comp.requirement.name
-        out.extend((name, m, w) for m in mentioned for w in comp.watched if m != w)
-    return out
-
-
-def _callable_count(system: Checked) -> int:
-    return sum(t != FINAL_ANSWER for t in system.tools)
-
-
-def _between(system: Checked, name: str, dependencies: list[Dependency]) -> list[frozenset[str]]:
-    """Guesses for why requirement ``name`` is never live: the requirements on chains of
-    dependencies from the tools it mentions and from the tools it watches to a common tool.
-
-    A component that watches `w` and mentions `m` makes `m` depend on `w` ("`a` only after
-    `b`": `a` on `b`; "`c` only before `a`": `c` on `a`). "`c` only before `a`" is never
-    live when `a` needs `b` first and `c` is given up once `b` ran: `a` and `c` both depend
-    on `b`. The guesses: the requirements on the shortest such pairs of chains, then on
-    pairs one link longer."""
-    edges = [(other, m, w) for other, m, w in dependencies if other != name]
-    mine = [(m, w) for other, m, w in dependencies if other == name]
-    ends = ({m for m, _ in mine}, {w for _, w in mine})
-    if not mine:
-        return []
-
-    def forward(start: set[str]) -> dict[str, int]:
-        dist = dict.fromkeys(start, 0)
-        frontier, d = set(start), 0
-        while frontier:
-            d += 1
-            frontier = {w for _, m, w in edges if m in frontier} - dist.keys()
-            dist.update(dict.fromkeys(frontier, d))
-        return dist
-
-    def backward(goal: str) -> dict[str, int]:
-        dist = {goal: 0}
-        frontier, d = {goal}, 0
-        while frontier:
-            d += 1
-            frontier = {m for _, m, w in edges if w in frontier} - dist.keys()
-            dist.update(dict.fromkeys(frontier, d))
-        return dist
-
-    near = (forward(ends[0]), forward(ends[1]))
-    common = near[0].keys() & near[1].keys()
-    if not common:
-        return []
-    out: list[frozenset[str]] = []
-    least = min(near[0][t] + near[1][t] for t in common)
-    for slack in (0, 1):
-        on: set[str] = set()
-        for goal in common:
-            if near[0][goal] + near[1][goal] > least + slack:
-                continue
-            back = backward(goal)
-            for dist in near:
-                # An edge on a shortest chain from this end to ``goal``.
-                on |= {
-                    other
-                    for other, m, w in edges
-                    if m in dist and w in back and dist[m] + 1 + back[w] == dist[goal]
-                }
-        if on and frozenset(on) not in out:
-            out.append(frozenset(on))
-    return out
-
-
-def _lengthening(system: Checked) -> list[frozenset[str]]:
-    """Guesses for a budget's core: the requirements that make a run long.
-
-    The requirements that keep a run from stopping at first (a minimum of calls) and those
-    that hard-force a tool; then, until nothing changes, those that deny at first a tool the
-    chosen ones need called or force (an "only after"), whose prerequisites — the tools
-    they watch — are then needed too. The first guess stops before that closure; the second
-    is the closure. (On the benchmark's `mixed-20-40-8`, the budget holds with the first
-    guess's 13 requirements, and its core has 4; searched among all 40, it had 12.)"""
-    comps = [c for c in system.components if not c.requirement.yielding]
-    chosen: set[str] = set()
-    needed: set[str] = set()
-    for comp in comps:
-        bound = distances(comp, system.tools)
-        forced = comp.hard_forces
-        if bound.steps[0] > 0 or forced:
-            chosen.add(comp.requirement.name)
-            needed |= forced | {t for t, calls in bound.calls.items() if calls[0] > 0}
-    if not chosen:
-        return []
-    out = [frozenset(chosen)]
-    changed = True
-    while changed:
-        changed = False
-        for comp in comps:
-            if comp.requirement.name not in chosen and comp.denied(0) & needed:
-                chosen.add(comp.requirement.name)
-                needed |= set(comp.watched) - {FINAL_ANSWER}
-                changed = True
-    out.append(frozenset(chosen))
-    return out
-
-
-def _mentioning(system: Checked, tools: Iterable[str]) -> frozenset[str]:
-    """The requirements whose rules mention one of ``tools``."""
-    wanted = set(tools)
-    mentions: dict[str, frozenset[str]] = getattr(system, "mentions", {})
-    return frozenset(name for name, mentioned in mentions.items() if mentioned & wanted)
-
-
-def _mentions_of(system: Checked, name: str) -> frozenset[str]:
-    mentions: dict[str, frozenset[str]] = getattr(system, "mentions", {})
-    return mentions.get(name, frozenset())
-
-
-def _watched(system: Checked, *, linking: bool = False) -> dict[str, set[str]]:
-    """Per requirement, the tools whose calls change its view. With ``linking``, not those
-    of a global view (one that most tools move: a step counter, the last tool called): it
-    would link every tool to every other, and a guess grown along links would be the whole
-    policy. (A fresh copy: callers add to it. A system without components has none.)"""
-    known: dict[bool, dict[str, frozenset[str]]] = getattr(system, "watching", {linking: {}})
-    return {name: set(tools) for name, tools in known[linking].items()}
-
-
-def _singled_out(system: Checked) -> dict[str, set[str]]:
-    """Per requirement, the tools whose calls move one of its views otherwise than most
-    tools do: all the tools a local view watches; for a global view (a step counter, the
-    last tool called), those outside the class that most of its tools share (the trigger of
-    a force after a tool, the target a count watches), which the view waits for. A view
-    that tells most tools apart (the cycle guard's history) singles out none."""
-    out: dict[str, set[str]] = {}
-    comps: Sequence[Component] = getattr(system, "components", ())
-    callable_count = _callable_count(system)
-    for comp in comps:
-        mine = out.setdefault(comp.requirement.name, set())
-        watched = comp.watched
-        if not comp.is_global(callable_count):
-            mine.update(watched)
-            continue
-        common, size = Counter(comp.classes[t] for t in watched).most_common(1)[0]
-        if size * 2 > len(watched):
-            mine.update(t for t in watched if comp.classes[t] != common)
-    return out
-
-
-def cone_of(system: Checked, tools: set[str], *, forcing: bool) -> frozenset[str]:
-    """The requirements that can influence ``tools``: those whose rules mention them, then,
-    transitively, those whose rules mention a tool the former watch (a call that changes
-    their view); with ``forcing``, every requirement that forces a tool (a forced tool
-    excludes all others). A cone-of-influence guess for a requirement-level core: checked,
-    never trusted."""
-    mentions: dict[str, frozenset[str]] = getattr(system, "mentions", {})
-    watched = _watched(system, linking=True)
-    forcers: frozenset[str] = getattr(system, "forcing", frozenset())
-    chosen: set[str] = set(forcers) if forcing else set()
-    reach = set(tools)
-    changed = True
-    while changed:
-        changed = False
-        for name, mentioned in mentions.items():
-            if name not in chosen and mentioned & reach:
-                chosen.add(name)
-                changed = True
-        for name in list(chosen):
-            new = watched.get(name, set()) - reach
-            if new:
-                reach |= new
-                changed = True
-    return frozenset(chosen)
 
 
 def requirement_entry(req: Requirement) -> CoreEntry:

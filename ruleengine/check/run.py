@@ -22,9 +22,9 @@ from ruleengine.check.analysis import Analysis
 from ruleengine.check.concrete import ConcreteSystem, analyse_concrete
 from ruleengine.check.explicit import analyse
 from ruleengine.check.progress import note as note_progress
-from ruleengine.check.properties import Checked, findings
+from ruleengine.check.properties import findings
 from ruleengine.check.report import Report, Stats
-from ruleengine.check.system import System, Unexplorable, symbolic_problem
+from ruleengine.check.system import Checked, System, Unexplorable, symbolic_problem
 from ruleengine.errors import PolicyError
 from ruleengine.passes import Mode
 from ruleengine.requirements.base import Requirement

@@ -16,6 +16,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from itertools import product
+from typing import Any, Protocol
 
 from ruleengine.errors import PolicyError
 from ruleengine.ir import FINAL_ANSWER
@@ -27,6 +28,7 @@ from ruleengine.rules import Emitted, literals_of, lower
 from ruleengine.state import STATUSES, Status
 
 __all__ = [
+    "Checked",
     "Component",
     "Event",
     "State",
@@ -426,6 +428,19 @@ class System:
         return {
             name: views[0] if len(views) == 1 else tuple(views) for name, views in parts.items()
         }
+
+
+class Checked(Protocol):
+    """What findings read of a system (``System``, or ``ConcreteSystem`` for bounded search)."""
+
+    reasoner: Reasoner
+    tools: tuple[str, ...]
+    requirements: tuple[Requirement, ...]
+
+    @property
+    def components(self) -> Sequence[Component]: ...
+
+    def subsystem(self, keep: Sequence[str]) -> Any: ...
 
 
 def _monitor(requirement: Requirement) -> Monitor | None:

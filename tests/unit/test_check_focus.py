@@ -16,7 +16,8 @@ import pytest
 
 from ruleengine import ConditionalRequirement as C
 from ruleengine.check import check, properties, symbolic
-from ruleengine.check.symbolic import EARLY_LAYERS, analyse_symbolic
+from ruleengine.check.symbolic import analyse_symbolic
+from ruleengine.check.symbolic_layers import EARLY_LAYERS
 from ruleengine.check.system import System
 
 CHAIN = ["a", "b", "c", "d", "e"]

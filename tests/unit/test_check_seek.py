@@ -25,7 +25,8 @@ from ruleengine.check import check, symbolic
 from ruleengine.check.bounds import UNREACHABLE, Distances, distances
 from ruleengine.check.explicit import Outcome, analyse, callable_at, decide, reaches, walk
 from ruleengine.check.seek import Estimates, seek
-from ruleengine.check.symbolic import EARLY_LAYERS, analyse_symbolic
+from ruleengine.check.symbolic import analyse_symbolic
+from ruleengine.check.symbolic_layers import EARLY_LAYERS
 from ruleengine.check.system import Component, Event, State, System
 from ruleengine.requirements import ConditionalRequirement as C
 from ruleengine.rules import Emitted

@@ -1,0 +1,423 @@
+"""The symbolic engine's verdicts as sets of states, and the witnesses that show them.
+
+``Verdicts`` extends an analysis's layers (``Layers``) with what the findings are made
+of: the existential verdicts (a deadlock, a forced conflict, a forced tie, the first
+finishing depth), the states that can still finish (``_can_finish``, for no-finish and
+for a path within the budget), and where each requirement can be live (``_unmasked``,
+``_live_at``: the pass with and without its records). A verdict that holds somewhere gets
+a witness: the lexicographically smallest shortest trace into its set (``_witness``), found
+forward through concrete states while the layers are small, else back through preimages.
+Which of these an analysis computes, and the liveness decided at concrete states, are
+``symbolic``'s.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable
+
+from ruleengine.aggregate import Clash
+from ruleengine.check.analysis import Witness
+from ruleengine.check.explicit import Outcome, callable_at, decide
+from ruleengine.check.symbolic_encoding import (
+    _FACT_TABLES,
+    EncodingBase,
+    Node,
+    _decided,
+    _differ,
+)
+from ruleengine.check.symbolic_layers import Layers, _Cluster, _Group
+from ruleengine.check.system import Event, State, System
+from ruleengine.passes import Pass
+from ruleengine.requirements.permission import AskPermissionRequirement
+from ruleengine.rules import Emitted
+from ruleengine.state import STATUSES
+
+__all__ = ["Verdicts"]
+
+FOCUSED_WITNESS_STATES = 64
+"""``Verdicts.witness_states`` for an analysis that answers one question (a core's): its one
+witness shares the concrete search with no other."""
+
+
+class Verdicts(Layers):
+    """One symbolic analysis's verdicts over its sets of states, with their witnesses."""
+
+    def __init__(
+        self,
+        system: System,
+        enc: EncodingBase,
+        max_states: int | None,
+        deadline: float | None,
+        focus: str | None,
+        budget: int | None = None,
+        *,
+        witness_states: int,
+    ) -> None:
+        super().__init__(system, enc, max_states, deadline, focus)
+        self.budget = budget
+        self.witness_states = witness_states
+        """Up to this many states in the layers before a witness's depth, its trace is found
+        by a search of concrete states (``_forward_trace``); and up to this many states of
+        the target at that depth are listed rather than tested one by one (the engine's
+        ``WITNESS_STATES``)."""
+        self.can_finish: Node | None = None
+        self._live_where: dict[str, Node] = {}
+        self._counts: dict[str, tuple[dict[str, Node], dict[str, Node]]] | None = None
+        self._concrete: list[list[tuple[State, tuple[Event, ...]]]] = []
+        """``_concrete_layer``'s layers so far."""
+        self._reached: set[State] = set()
+        """The states in ``_concrete``."""
+
+    # -- verdicts ----------------------------------------------------------------------------
+
+    def _existential(self) -> None:
+        """Findings with a witness: conflicts, ties, the finishing depth."""
+        p, some, result = self.pass_, self.some, self.result
+        focus = self.focus
+        if focus in (None, "finish"):
+            within = self._finish_path() if focus is None else None
+            if within is not None:
+                result.finishes_within = within
+            else:
+                result.finish_depth = self._first_layer(some(p.can_stop))
+        if focus is not None:
+            return
+        inconsistent = ~p.consistent
+        deadlock = some(inconsistent & p.stuck)
+        if self._first_layer(deadlock) is not None:
+            result.deadlock = self._witness(deadlock, _conflict_kind("deadlock"))
+        forcing = inconsistent & ~p.stuck
+        for t in self.enc.tools:
+            target = some(forcing & p.hard[t])
+            if self._first_layer(target) is not None:
+                result.forced_conflicts[t] = self._witness(target, _forced_on(t))
+        tie = some(p.tie)
+        if self._first_layer(tie) is not None:
+            result.tie = self._witness(tie, _has_tie)
+
+    def _can_finish(self, finish: Node) -> Node:
+        """The reachable states from which some path of deciding states reaches ``finish``:
+        backward chaining, event-driven. Each cluster keeps the states added since it last
+        stepped back from them (its *pending* set); the cluster with the lowest index whose
+        pending set meets its range (the states one of its steps can lead to) steps back
+        from those alone, and what it adds becomes pending for every cluster whose range it
+        meets. A cluster is skipped only where its preimage must be empty, so the fixpoint
+        is the same as stepping every cluster back from everything; but a chain of steps is
+        followed link after link (300 tools chained by `only_after`: 90,000 preimages of
+        the whole set before, about one per link now). Done as soon as every deciding state
+        is in."""
+        bdd, reach = self.bdd, self.reach
+        deciding = reach & self.some(self.pass_.consistent)
+        reaches = reach & finish
+        if deciding & ~reaches == bdd.false:
+            return reaches
+        # A cluster that cannot fire in a deciding state adds nothing (and its relation is
+        # never built).
+        active = [(c, deciding & c.guard) for c in self.clusters]
+        active = [(g, where) for g, where in active if where != bdd.false]
+        ranges = [self._range(g) for g, _ in active]
+        pending = [reaches] * len(active)
+        heap = [i for i in range(len(active)) if reaches & ranges[i] != bdd.false]
+        queued = set(heap)
+        while heap:
+            i = heapq.heappop(heap)
+            queued.discard(i)
+            g, where = active[i]
+            todo, pending[i] = pending[i], bdd.false
+            self._tick()
+            new = where & self._preimage(todo & ranges[i], g) & ~reaches
+            if new == bdd.false:
+                continue
+            reaches |= new
+            if deciding & ~reaches == bdd.false:
+                return reaches  # every deciding state is in: nothing more to add
+            for j in range(len(active)):
+                if new & ranges[j] != bdd.false:  # elsewhere its preimage adds nothing
+                    pending[j] |= new
+                    if j not in queued:
+                        heapq.heappush(heap, j)
+                        queued.add(j)
+        return reaches
+
+    def _range(self, g: _Group | _Cluster) -> Node:
+        """The states one step of ``g`` can lead to (from any state its guard holds in)."""
+        if g.range is None:
+            g.range = self._image(self.bdd.true, g)
+        return g.range
+
+    def _no_finish(self) -> None:
+        bdd, p, some, reach = self.bdd, self.pass_, self.some, self.reach
+        deciding = reach & some(p.consistent)
+        reaches = self.can_finish = self._can_finish(some(p.can_stop))
+        stuck = deciding & ~reaches
+        if stuck != bdd.false:
+            # The finding at its end: the state has a pass (it is stuck, not in conflict).
+            witness = self._witness(stuck, lambda o: isinstance(o, Pass))
+            self.result.no_finish = Witness(witness.trace, (), witness.depends_on_checks)
+
+    def _finish_path(self) -> int | None:
+        """The length of some path to a state that may stop, when one within the budget is
+        found by walking forward through states that can still finish (taking the first
+        step, in declared order, to a state not visited yet). Budgets are checked against
+        it without breadth-first layers; ``finish_depth`` is only computed when this fails.
+        """
+        if self.budget is None or self.can_finish is None:
+            return None
+        system, enc = self.system, self.enc
+        finish = self.some(self.pass_.can_stop)
+        comps = system.components
+        state = system.initial
+        seen = {state}
+        for length in range(self.budget + 1):
+            if enc.holds_at(finish, comps, state):
+                return length
+            step = None
+            for tool in system.callable:
+                if not enc.holds_at(self._callable(tool), comps, state):
+                    continue
+                for status in STATUSES:
+                    after = system.successor(state, (tool, status))
+                    if after not in seen and enc.holds_at(self.can_finish, comps, after):
+                        step = after
+                        break
+                if step is not None:
+                    break
+            if step is None:
+                return None
+            seen.add(step)
+            state = step
+        return None
+
+    # -- where requirements are live ---------------------------------------------------------
+
+    def _unmasked(self, name: str) -> Node:
+        """The states (checks quantified; reachable or not) where requirement ``name``'s
+        rules change a fact the pass is made of or bid for a soft force, or everywhere when
+        it yields or asks permission. Outside them, dropping its records leaves every fact of
+        ``_pass`` as it is (another requirement denies, hides, allows, shows or hard-forces
+        the same tool there; an allow or show that clashes with nothing is no fact at all),
+        and every bid, so the pass is the same: the requirement is not live there. Far
+        cheaper than ``_live_at`` (no pass without it), and exact enough for requirements
+        masked everywhere.
+        """
+        bdd = self.bdd
+        requirement = next(
+            c.requirement for c in self.system.components if c.requirement.name == name
+        )
+        if requirement.yielding or isinstance(requirement, AskPermissionRequirement):
+            return bdd.true
+        counts = self._fact_counts()
+        out = bdd.false
+        for where in self._stated(name, "soft").values():
+            out |= where  # wherever it bids, whatever the others bid
+        for table in _FACT_TABLES:
+            at_least_two = counts[table][1]
+            for t, here in self._stated(name, table).items():
+                changed = here & ~at_least_two[t]  # no other requirement states it there
+                if table == "allow":
+                    changed &= counts["deny"][0][t]  # only a clash with a denial counts
+                elif table == "show":
+                    changed &= counts["hide"][0][t]
+                out |= changed
+        return self.some(out)
+
+    def _stated(self, name: str, table: str) -> dict[str, Node]:
+        """Per tool, where requirement ``name`` (all its factors) states the fact ``table``
+        of ``_Facts`` (tools it never states it of are left out)."""
+        out: dict[str, Node] = {}
+        for comp in self.system.components:
+            if comp.requirement.name == name:
+                for t, where in getattr(self.enc.facts(comp), table).items():
+                    out[t] = out.get(t, self.bdd.false) | where
+        return out
+
+    def _fact_counts(self) -> dict[str, tuple[dict[str, Node], dict[str, Node]]]:
+        """Per kind of fact and tool, where at least one requirement states it, and where
+        at least two do (a requirement's factors count once)."""
+        if self._counts is not None:
+            return self._counts
+        bdd, tools = self.bdd, self.enc.tools
+        names = dict.fromkeys(c.requirement.name for c in self.system.components)
+        counts: dict[str, tuple[dict[str, Node], dict[str, Node]]] = {}
+        for table in _FACT_TABLES:
+            one = dict.fromkeys(tools, bdd.false)
+            two = dict.fromkeys(tools, bdd.false)
+            for name in names:
+                for t, here in self._stated(name, table).items():
+                    two[t] |= one[t] & here
+                    one[t] |= here
+            counts[table] = (one, two)
+        self._counts = counts
+        return counts
+
+    def _sole_denier(self, name: str) -> Node:
+        """The states (checks quantified; reachable or not) where requirement ``name``
+        denies some tool that no other requirement denies there."""
+        at_least_two = self._fact_counts()["deny"][1]
+        out = self.bdd.false
+        for t, here in self._stated(name, "deny").items():
+            out |= here & ~at_least_two[t]
+        return self.some(out)
+
+    def _live_at(self, name: str) -> Node:
+        """The states (reachable or not) where requirement ``name`` is live: it changes the
+        pass, or, asking permission, the pass allows a tool it covers (SPEC §11). Memoised:
+        a core question asks it before its search and again of the reachable set."""
+        found = self._live_where.get(name)
+        if found is None:
+            found = self._live_where[name] = self._live_where_now(name)
+        return found
+
+    def _live_where_now(self, name: str) -> Node:
+        bdd, some, p = self.bdd, self.some, self.pass_
+        comps = self.system.components
+        mine = [c for c in comps if c.requirement.name == name]  # one per factor
+        requirement = mine[0].requirement
+        where = bdd.false
+        if isinstance(requirement, AskPermissionRequirement):
+            for t in self.enc.tools:
+                if requirement.covers(t):
+                    where |= some(p.allowed[t])
+        if not any(
+            any((f.deny, f.hide, f.allow, f.show, f.hard, f.soft))
+            for f in (self.enc.facts(c) for c in mine)
+        ):
+            return where  # it restricts nothing anywhere: it cannot change a pass
+        others = [c for c in comps if c.requirement.name != name]
+        without = _decided(self.enc, others, self.priorities)
+        return where | some(_differ(p, without, self.enc.tools))
+
+    # -- witnesses ---------------------------------------------------------------------------
+
+    def _witness(
+        self, target: Node, finding: Callable[[Outcome], bool] | None, depth: int | None = None
+    ) -> Witness:
+        """The lexicographically smallest shortest trace into ``target`` (over view bits);
+        ``depth``: the first layer meeting it, when the caller knows."""
+        system = self.system
+        if depth is None:
+            depth = self._first_layer(target)
+        assert depth is not None
+        trace = self._forward_trace(target, depth)
+        if trace is None:
+            trace = self._backward_trace(target, depth)
+        state = system.initial
+        depends = False
+        for event in trace:
+            outcomes = [decide(system, records) for records, _ in system.variants(state)]
+            depends = depends or not all(
+                isinstance(o, Pass) and event[0] in o.allowed for o in outcomes
+            )
+            state = system.successor(state, event)
+        records: tuple[Emitted, ...] = ()
+        if finding is not None:
+            decided = [(rs, decide(system, rs)) for rs, _ in system.variants(state)]
+            showing = [rs for rs, o in decided if finding(o)]
+            # INVARIANT: the target set holds this state under some check values.
+            assert showing
+            records = showing[0]
+            depends = depends or len(showing) < len(decided)
+        return Witness(tuple(trace), records, depends)
+
+    def _forward_trace(self, target: Node, depth: int) -> list[Event] | None:
+        """The trace of ``_witness`` by a breadth-first search of concrete states through
+        the layers (``_concrete_layer``, shared by the witnesses of an analysis), when the
+        layers before ``depth`` hold at most ``witness_states`` states (None: more). Parents
+        are expanded in the order of their traces and steps in declared order, so each
+        state is first reached by its smallest trace, as on the way back."""
+        if depth == 0:
+            return []
+        limit = self.witness_states if self.focus is None else FOCUSED_WITNESS_STATES
+        before = sum(self._count(layer) for layer in self.layers[:depth])
+        if before > limit:
+            return None
+        enc, comps = self.enc, self.system.components
+        goal = self.layers[depth] & target
+        members: set[State] | None = None
+        if self._count(goal) <= min(self.witness_states, 3 * before):
+            # Listing the target's states costs about a third of testing every step from
+            # a state before it (each listed state is built bit by bit; a test is a walk).
+            members = set(self._states(goal))
+        for state, trace in self._concrete_layer(depth - 1):
+            for event, after in self._steps_from(state):
+                # The target's states at this depth are first reached there.
+                if members is not None:
+                    if after in members:
+                        return [*trace, event]
+                elif enc.holds_at(goal, comps, after):
+                    return [*trace, event]
+        # INVARIANT: layer `depth` meets the target, and the search covered that layer.
+        raise AssertionError("no trace into the target")  # pragma: no cover
+
+    def _concrete_layer(self, d: int) -> list[tuple[State, tuple[Event, ...]]]:
+        """The states first reached after ``d`` steps, each with its smallest trace, in the
+        order of those traces (computed on demand from the layer before; with pruned
+        layers, only the states they keep)."""
+        enc, comps = self.enc, self.system.components
+        found = self._concrete
+        while len(found) <= d:
+            self._tick()
+            k = len(found)
+            if k == 0:
+                found.append([(self.system.initial, ())])
+                self._reached.add(self.system.initial)
+                continue
+            following: list[tuple[State, tuple[Event, ...]]] = []
+            for state, trace in found[k - 1]:
+                for event, after in self._steps_from(state):
+                    if after in self._reached:
+                        continue
+                    # A state first reached now is in the layer, unless the layers were
+                    # pruned (``_finish_within``): then it must be in it.
+                    if self.pruned and not enc.holds_at(self.layers[k], comps, after):
+                        continue
+                    self._reached.add(after)
+                    following.append((after, (*trace, event)))
+            found.append(following)
+        return found[d]
+
+    def _steps_from(self, state: State) -> list[tuple[Event, State]]:
+        """The states a step allowed at ``state`` (under some check values) leads to, each
+        with the first such step in declared order (``System.steps_from``)."""
+        found = self.system.steps_from(state, callable_at(self.system, state))
+        return [(event, after) for after, event in found.items()]
+
+    def _backward_trace(self, target: Node, depth: int) -> list[Event]:
+        """The trace of ``_witness`` from the states of each layer that lead into the
+        target (preimages), followed forward from the initial state."""
+        system, enc, bdd = self.system, self.enc, self.bdd
+        back = [bdd.false] * (depth + 1)
+        back[depth] = self.layers[depth] & target
+        for d in range(depth - 1, -1, -1):
+            self._tick()
+            back[d] = self.preimage(back[d + 1], self.layers[d])
+        state = system.initial
+        trace: list[Event] = []
+        comps = system.components
+        for d in range(depth):
+            chosen = next(
+                (
+                    (event, after)
+                    for event, after in self._steps_from(state)
+                    if enc.holds_at(back[d + 1], comps, after)
+                ),
+                None,
+            )
+            # INVARIANT: back[d] holds `state`, so some step leads into back[d + 1].
+            assert chosen is not None
+            trace.append(chosen[0])
+            state = chosen[1]
+        return trace
+
+
+def _conflict_kind(kind: str) -> Callable[[Outcome], bool]:
+    return lambda o: isinstance(o, Clash) and o.kind == kind
+
+
+def _forced_on(tool: str) -> Callable[[Outcome], bool]:
+    return lambda o: isinstance(o, Clash) and o.kind == "forced-conflict" and tool in o.forced
+
+
+def _has_tie(o: Outcome) -> bool:
+    return isinstance(o, Pass) and o.forced_tie is not None
