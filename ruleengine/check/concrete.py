@@ -14,6 +14,8 @@ from ruleengine.check.analysis import Analysis, Witness
 from ruleengine.check.progress import note as note_progress
 from ruleengine.check.system import Event
 from ruleengine.check.trace import emit_state
+from ruleengine.conditions.admission import ArgCheck
+from ruleengine.conditions.evaluate import Undefined
 from ruleengine.errors import ConflictError
 from ruleengine.ir import FINAL_ANSWER
 from ruleengine.passes import Mode, Pass
@@ -51,11 +53,12 @@ def analyse_concrete(
 ) -> Analysis:
     """Every history of at most ``depth`` steps, breadth-first (shortest witnesses first)."""
     result = Analysis(complete=False)
-    queue: deque[tuple[Event, ...]] = deque([()])
+    queue: deque[tuple[tuple[Event, ...], bool]] = deque([((), False)])
     seen = 0
+    guessed = False
     limit = max_states if max_states is not None else 100_000
     while queue:
-        trace = queue.popleft()
+        trace, uncertain = queue.popleft()
         seen += 1
         if seen % 64 == 0:
             note_progress(states=seen, engine="concrete")
@@ -63,15 +66,22 @@ def analyse_concrete(
             result.reason = f"the time limit ran out after {seen} histories"
             break
         state = RunState(steps=tuple(Step(tool=t, status=s) for t, s in trace))
-        records = tuple(emit_state(reasoner, state))
+        records, dropped = _without_values(tuple(emit_state(reasoner, state)))
+        # A condition reading a value a history of tool names does not hold (an output, an
+        # argument, the input) is left out: the tool counts as admissible (the search goes on
+        # as if it were), and nothing found from here on is reported, as it could hinge on
+        # the value.
+        uncertain = uncertain or dropped
+        guessed = guessed or dropped
         outcome = _decide(reasoner, records)
         if isinstance(outcome, ConflictError):
-            _conflict(result, trace, records, outcome)
+            if not uncertain:
+                _conflict(result, trace, records, outcome)
             continue
         result.allowed_tools.update(outcome.allowed)
-        if outcome.can_stop and result.finish_depth is None:
+        if outcome.can_stop and result.finish_depth is None and not uncertain:
             result.finish_depth = len(trace)
-        if result.tie is None and outcome.forced_tie is not None:
+        if result.tie is None and outcome.forced_tie is not None and not uncertain:
             result.tie = Witness(trace, records)
         if len(trace) >= depth:
             continue
@@ -82,10 +92,17 @@ def analyse_concrete(
                 if seen + len(queue) >= limit:
                     result.reason = f"the history limit ({limit}) was reached"
                     break
-                queue.append((*trace, (tool, status)))
+                queue.append(((*trace, (tool, status)), uncertain))
         if result.reason is not None:
             break
     result.states = seen
+    if guessed:
+        result.reason = (
+            (result.reason + "; " if result.reason else "")
+            + "conditions that read tool outputs, arguments or the input were not decided"
+            " (a history of tool names does not hold them): nothing that could depend on"
+            " them is reported"
+        )
     if result.reason is None:
         result.reason = (
             f"requirements without a monitor were checked on histories of at most {depth} steps"
@@ -94,6 +111,21 @@ def analyse_concrete(
     else:
         result.depth_done = len(trace) - 1 if queue else depth
     return result
+
+
+def _without_values(records: tuple[Emitted, ...]) -> tuple[tuple[Emitted, ...], bool]:
+    """``records`` without the checks whose run values a history of names cannot hold, and
+    whether there were any."""
+    kept = tuple(
+        e
+        for e in records
+        if not (
+            type(e.item) is ArgCheck
+            and isinstance(e.item.residual, Undefined)
+            and not e.item.residual.no_call
+        )
+    )
+    return kept, len(kept) != len(records)
 
 
 def _decide(reasoner: Reasoner, records: Sequence[Emitted]) -> Pass | ConflictError:

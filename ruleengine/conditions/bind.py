@@ -55,7 +55,7 @@ def _run_value(t: Term, state: RunState) -> object | Undefined:
     if isinstance(t, LastArg):
         step = _latest(state.steps, t.tool)
         if step is None:
-            return Undefined(text(t), "does not exist: the tool never succeeded")
+            return Undefined(text(t), "does not exist: the tool never succeeded", no_call=True)
         if t.name not in step.arguments:
             return Undefined(text(t), "is missing from that call")
         found: object = step.arguments[t.name]
@@ -63,7 +63,7 @@ def _run_value(t: Term, state: RunState) -> object | Undefined:
     assert isinstance(t, LastOut)
     step = _latest(state.steps, t.tool)
     if step is None:
-        return Undefined(text(t), "does not exist: the tool never succeeded")
+        return Undefined(text(t), "does not exist: the tool never succeeded", no_call=True)
     value: object = _plain(step.output)
     for key in t.keys:
         value = _step_into(value, key)

@@ -49,6 +49,10 @@ class Undefined:
     """The value, as the condition writes it (``last("lookup_order").output.price``)."""
     why: str
     """What is wrong with it (``was never called successfully``, ``is "12", not a number``)."""
+    no_call: bool = False
+    """Whether the run has no successful call of the tool at all (rather than a call without
+    the value): what a history of tool names alone, as the static checker explores, can
+    tell."""
 
     def __str__(self) -> str:
         return f"`{self.value}` {self.why}"

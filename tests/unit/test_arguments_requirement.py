@@ -246,3 +246,25 @@ def test_policy_file_mistakes_are_located(tmp_path: Path, body: str, message: st
         Policy.load(str(path))
     shown = str(caught.value)
     assert message in shown and "p.toml:" in shown
+
+
+def test_the_checker_reports_nothing_that_hinges_on_values_it_does_not_have() -> None:
+    """The bounded search explores histories of tool names: a condition reading an output
+    cannot be decided there, so a conflict that hinges on it is not reported (the runtime,
+    with the output, has none); a condition on arguments alone is decided, and a conflict it
+    causes is reported."""
+    from ruleengine.check import check_policy
+
+    forced = ConditionalRequirement("refund", force_after="lookup_order", name="refund-next")
+    hinging = Policy([LOOKUP, REFUND], [forced, LIMIT])
+    report = check_policy(hinging, timeout=30)
+    assert not report.complete
+    assert [f.id for f in report.findings if f.severity == "error"] == []
+    assert "conditions that read tool outputs" in (report.reason or "")
+    runtime = hinging.reasoner().decide(LOOKED_UP)
+    assert runtime.forced == "refund" and runtime.conditions
+
+    never = ArgumentsRequirement("refund", allow_if="arg.amount < 0 and arg.amount > 0")
+    first = ConditionalRequirement("refund", force_at_step=1, name="refund-first")
+    real = check_policy(Policy([LOOKUP, REFUND], [first, never]), timeout=30)
+    assert "forced-conflict" in [f.id for f in real.findings]
