@@ -1,8 +1,9 @@
 """The ``ruleengine`` command: ``check``, ``explain``, ``diff``, ``test``, ``schema``, ``bench``.
 
 Arguments and exit codes only: the checker lives in ``ruleengine.check``, the renderers in
-``ruleengine.check.render``, policy test cases in ``ruleengine.check.cases``, the bench loop
-in ``ruleengine.check.bench``. Exit codes: 0 clean (or equivalent, every case passed), 1
+``ruleengine.check.render`` (text) and ``ruleengine.check.formats`` (JSON, SARIF, concise,
+GitHub), policy test cases in ``ruleengine.check.cases``, the bench loop in
+``ruleengine.check.bench``. Exit codes: 0 clean (or equivalent, every case passed), 1
 findings at or above ``--fail-on`` (policies that differ, a trace the runtime refuses, a
 case that failed), 2 bad input (one line on stderr, ``ruleengine: <message>``, and a
 ``  hint:`` line when there is one), 3 an internal error (a bug: the traceback follows),
@@ -27,17 +28,8 @@ from typing import Any, NoReturn
 from ruleengine.check import TraceStep, check_policy, diff_policies, replay
 from ruleengine.check.bench import MAX_STEPS, MAX_WALKS, bench
 from ruleengine.check.cases import json_results, load_cases, run_cases, text_results
-from ruleengine.check.render import (
-    FORMATS,
-    CheckOutput,
-    Progress,
-    Unchecked,
-    json_explain,
-    json_text,
-    text_bench,
-    text_diff,
-    text_explain,
-)
+from ruleengine.check.formats import FORMATS, CheckOutput, Unchecked, json_explain, json_text
+from ruleengine.check.render import Progress, text_bench, text_diff, text_explain
 from ruleengine.check.report import DiffReport, Report
 from ruleengine.check.sources import STDIN, is_directory, load_each
 from ruleengine.check.supervise import stopped_check, stopped_diff, supervised

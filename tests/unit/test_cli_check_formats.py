@@ -13,7 +13,7 @@ import pytest
 
 from ruleengine import Policy
 from ruleengine.check.cases import is_cases_file
-from ruleengine.check.render import POLICY_ERROR, Unchecked, github_command
+from ruleengine.check.formats import POLICY_ERROR, Unchecked, github_command
 from ruleengine.check.report import FINDING_IDS
 from ruleengine.cli import main
 from ruleengine.errors import PolicyError, RequirementError
