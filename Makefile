@@ -23,6 +23,7 @@ $(STAMP): pyproject.toml | $(BIN)/python
 demo: $(STAMP)
 	$(BIN)/python examples/demo.py
 	$(BIN)/python examples/support_agent.py
+	$(BIN)/python examples/mcp_agent.py
 	$(BIN)/ruleengine check examples/policies/support_refunds.toml
 	$(BIN)/ruleengine check examples/policies/ticket_triage.toml || test $$? -eq 1
 
