@@ -26,8 +26,10 @@ from agent.gate import Admitted, Gate, Refused
 from agent.handoff import HandoffInput, HandoffTool
 from agent.memory import Memory
 from agent.permission import PermissionListener, ask, terminal_handler
+from agent.run_context import RunContext
 from agent.runner import RequirementAgent
 from agent.stream import AnswerDelta, AnswerDiscarded, RunStream, StreamItem
+from agent.templates import Templates
 from agent.tools import FinalAnswerInput, FinalAnswerTool, Tool, tool
 from agent.trajectory import TrajectoryLogger
 
@@ -58,11 +60,13 @@ __all__ = [
     "RequirementAgent",
     "RetryEvent",
     "RetryLimitError",
+    "RunContext",
     "RunFinishEvent",
     "RunStartEvent",
     "RunStream",
     "StepStartEvent",
     "StreamItem",
+    "Templates",
     "Tool",
     "ToolArgumentsError",
     "ToolDeniedEvent",

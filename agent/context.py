@@ -26,7 +26,15 @@ from agent.tools import FinalAnswerTool, Tool
 from backends import ChatModel, Message, Usage
 from ruleengine import ConflictError, Pass, Reasoner, RunState, Step
 
-__all__ = ["CURRENT", "AgentOutput", "Frame", "Limits", "OnConflict", "RunnableAgent"]
+__all__ = [
+    "CURRENT",
+    "AgentOutput",
+    "Frame",
+    "Limits",
+    "OnConflict",
+    "RunConfig",
+    "RunnableAgent",
+]
 
 OutputT = TypeVar("OutputT")
 
@@ -119,6 +127,32 @@ class RunnableAgent(Protocol):
         total_max_retries: int = ...,
     ) -> AgentOutput[Any]:
         """Run the agent on ``prompt`` until ``final_answer`` runs."""
+        ...
+
+
+class RunConfig(Protocol):
+    """What one run reads of its agent: the agent's configuration with the run's own
+    options applied (``expected_output``, ``instructions``, ``deps``; ``agent/per_run.py``)."""
+
+    name: str
+    llm: ChatModel
+    tools: tuple[Tool, ...]
+    final_tool: FinalAnswerTool
+    reasoner: Reasoner
+    gate: Gate
+    memory: Memory | None
+    expected_output: type[BaseModel] | None
+    final_answer_as_tool: bool
+    save_intermediate_steps: bool
+    on_conflict: OnConflict
+    deps: Any
+
+    def system_prompt(self, visible: Sequence[str]) -> str:
+        """The system prompt for these visible tools."""
+        ...
+
+    def step_note(self, pass_: Pass, offered: Sequence[str]) -> str:
+        """The note before a model round, for ``pass_`` with these tools offered."""
         ...
 
 

@@ -38,7 +38,7 @@ from typing import Any, Literal
 
 import anyio
 
-from agent.context import CURRENT, AgentOutput, Frame, Limits, RunnableAgent
+from agent.context import CURRENT, AgentOutput, Frame, Limits, RunConfig
 from agent.errors import MaxIterationsError, RetryLimitError
 from agent.events import (
     ConflictEvent,
@@ -59,8 +59,9 @@ from agent.events import (
 )
 from agent.gate import Admitted, Refused
 from agent.permission import PermissionListener
-from agent.prompt import plan_tools, step_note
+from agent.prompt import plan_tools
 from agent.rescue import Rescued, Retry, call_a_tool, rescue
+from agent.run_context import RunContext, entered
 from agent.stream import AnswerDelta, AnswerDiscarded, AnswerDraft, Sink
 from agent.tools import render_output
 from backends import (
@@ -111,7 +112,7 @@ class RunLoop:
 
     def __init__(
         self,
-        agent: RunnableAgent,
+        agent: RunConfig,
         prompt: str,
         limits: Limits,
         events: RunEvents,
@@ -312,7 +313,7 @@ class RunLoop:
 
     def _note(self, pass_: Pass, instruction: str | None = None) -> None:
         offered = [t.name for t in self._visible(pass_)]
-        note = step_note(pass_, offered, final_answer_as_tool=self.agent.final_answer_as_tool)
+        note = self.agent.step_note(pass_, offered)
         self.notes.add(len(self.history))
         self.history.append(UserMessage(f"{instruction}\n\n{note}" if instruction else note))
 
@@ -521,10 +522,20 @@ class RunLoop:
     ) -> _Attempt:
         tool = admitted.tool
         token = CURRENT.set(Frame(self.events, self.run_id, self.path, call.id))
+        context = RunContext(
+            deps=self.agent.deps,
+            run_id=self.run_id,
+            path=self.path,
+            prompt=self.prompt,
+            state=self.state,
+            iteration=self.iteration,
+            tool=call.name,
+            call_id=call.id,
+        )
         output: Any = None
         try:
             # `move_on_after`: a `TimeoutError` the tool raises is its own failure, not ours.
-            with anyio.move_on_after(tool.timeout) as deadline:
+            with entered(context), anyio.move_on_after(tool.timeout) as deadline:
                 output = await tool.run(admitted.input)
             if deadline.cancelled_caught:
                 raise _TimedOut(f"`{tool.name}` timed out after {tool.timeout:g} s")

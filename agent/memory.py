@@ -9,6 +9,7 @@ messages at once, under a lock.
 
 from __future__ import annotations
 
+import copy
 import threading
 from collections.abc import Iterable
 
@@ -36,6 +37,12 @@ class Memory:
         checked = _checked(messages)
         with self._lock:
             self._messages = (*self._messages, *checked)
+
+    def clone(self) -> Memory:
+        """A new memory holding the same messages, independent afterwards (``agent.clone``)."""
+        twin = copy.copy(self)  # a subclass stays itself
+        twin._lock = threading.Lock()
+        return twin
 
     def clear(self) -> None:
         """Forget everything."""

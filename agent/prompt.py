@@ -34,7 +34,14 @@ from backends import (
 )
 from ruleengine import FINAL_ANSWER, Pass
 
-__all__ = ["DEFAULT_ROLE", "plan_tools", "step_note", "system_prompt"]
+__all__ = [
+    "DEFAULT_ROLE",
+    "plan_tools",
+    "step_note",
+    "step_values",
+    "system_prompt",
+    "system_sections",
+]
 
 DEFAULT_ROLE = "You are a helpful assistant. You solve the user's task by calling tools."
 
@@ -46,33 +53,73 @@ def system_prompt(
     tools: Sequence[Tool],
     final_answer_as_tool: bool,
     answer_schema: str | None = None,
+    expected_output: str | None = None,
 ) -> str:
-    """The system prompt: the same text for the same agent and visible tools."""
-    parts = [role or DEFAULT_ROLE]
-    if instructions:
-        parts.append("# Instructions\n" + "\n".join(f"- {line}" for line in instructions))
-    listed = [t for t in tools if final_answer_as_tool or t.name != FINAL_ANSWER]
-    if listed:
-        lines = [f"- `{t.name}`: {_one_line(t.description) or 'no description'}" for t in listed]
-        parts.append("# Tools\n" + "\n".join(lines))
-    finish = (
-        "- Finish by calling `final_answer`; it is the only way to finish."
-        if final_answer_as_tool
-        else "- Finish by answering in plain text, when the note says you may."
+    """The system prompt: the same text for the same agent and visible tools.
+
+    ``expected_output`` describes the answer in words (an instruction given as the expected
+    output); ``answer_schema`` is the typed answer's JSON Schema, when the model answers in
+    text rather than with the ``final_answer`` tool.
+    """
+    section = system_sections(
+        role=role,
+        instructions=instructions,
+        tools=tools,
+        final_answer_as_tool=final_answer_as_tool,
+        answer_schema=answer_schema,
+        expected_output=expected_output,
     )
-    parts.append(
-        "# How each step works\n"
-        "- Before each of your turns, a short note says which tools you may call now, which"
-        " one you must call, and whether you may finish. Follow it: a call it does not allow"
-        " is refused and does not run.\n"
-        "- Every call is answered: with the tool's output, or with why it failed or was"
-        " refused. Take it into account before going on.\n" + finish
-    )
+    parts = [section["role"]]
+    if section["instructions"]:
+        parts.append("# Instructions\n" + section["instructions"])
+    if section["tools"]:
+        parts.append("# Tools\n" + section["tools"])
+    parts.append("# How each step works\n" + section["steps"])
+    if expected_output is not None:
+        parts.append("# Expected output\n" + expected_output)
     if answer_schema is not None:
         parts.append(
             f"# Final answer\nThe final answer is one JSON object matching: {answer_schema}"
         )
     return "\n\n".join(parts)
+
+
+def system_sections(
+    *,
+    role: str | None,
+    instructions: Sequence[str],
+    tools: Sequence[Tool],
+    final_answer_as_tool: bool,
+    answer_schema: str | None = None,
+    expected_output: str | None = None,
+) -> dict[str, str]:
+    """The parts of the system prompt, each as text (``""`` when there is none): ``role``,
+    ``instructions`` and ``tools`` (one ``- `` line each), ``finish`` (how to finish),
+    ``steps`` (how each step works, ``finish`` last), ``expected_output``, ``answer_schema``."""
+    listed = [t for t in tools if final_answer_as_tool or t.name != FINAL_ANSWER]
+    finish = (
+        "Finish by calling `final_answer`; it is the only way to finish."
+        if final_answer_as_tool
+        else "Finish by answering in plain text, when the note says you may."
+    )
+    steps = (
+        "- Before each of your turns, a short note says which tools you may call now, which"
+        " one you must call, and whether you may finish. Follow it: a call it does not allow"
+        " is refused and does not run.\n"
+        "- Every call is answered: with the tool's output, or with why it failed or was"
+        " refused. Take it into account before going on.\n- " + finish
+    )
+    return {
+        "role": role or DEFAULT_ROLE,
+        "instructions": "\n".join(f"- {line}" for line in instructions),
+        "tools": "\n".join(
+            f"- `{t.name}`: {_one_line(t.description) or 'no description'}" for t in listed
+        ),
+        "finish": finish,
+        "steps": steps,
+        "expected_output": expected_output or "",
+        "answer_schema": answer_schema or "",
+    }
 
 
 def step_note(pass_: Pass, offered: Sequence[str], *, final_answer_as_tool: bool) -> str:
@@ -108,6 +155,29 @@ def step_note(pass_: Pass, offered: Sequence[str], *, final_answer_as_tool: bool
         why = reasons.get(FINAL_ANSWER)
         note += " You cannot finish yet" + (f" ({why})." if why else ".")
     return note
+
+
+def step_values(
+    pass_: Pass, offered: Sequence[str], *, final_answer_as_tool: bool
+) -> dict[str, str]:
+    """What a step note says, each part as text (``""`` when there is none): ``note`` (the
+    whole note), ``allowed`` (the tools that may be called now), ``forced`` (the one that must
+    be), ``blocked`` (the offered tools that may not, with why), ``can_finish`` (``yes`` or
+    ``no``) and ``why_not_finish``."""
+    reasons = pass_.reasons
+    blocked = [
+        f"`{t}` ({reasons[t]})" if t in reasons else f"`{t}`"
+        for t in offered
+        if t != FINAL_ANSWER and t not in pass_.allowed
+    ]
+    return {
+        "note": step_note(pass_, offered, final_answer_as_tool=final_answer_as_tool),
+        "allowed": _listed([t for t in pass_.allowed if t != FINAL_ANSWER and t in offered]),
+        "forced": f"`{pass_.forced}`" if pass_.forced is not None else "",
+        "blocked": ", ".join(blocked),
+        "can_finish": "yes" if pass_.can_stop else "no",
+        "why_not_finish": "" if pass_.can_stop else reasons.get(FINAL_ANSWER, ""),
+    }
 
 
 def plan_tools(

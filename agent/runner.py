@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import copy
 import inspect
-import json
 import os
 import threading
 import uuid
@@ -28,9 +27,10 @@ from agent.gate import Gate
 from agent.handoff import HandoffTool
 from agent.loop import RunLoop
 from agent.memory import Memory
+from agent.per_run import RunView, answer_of, instructions_of, render_system
 from agent.permission import PermissionListener
-from agent.prompt import system_prompt
 from agent.stream import RunStream, Sink, streaming
+from agent.templates import Templates
 from agent.tools import FinalAnswerTool, Tool, tool
 from backends import ChatModel, ToolDefinition
 from ruleengine import (
@@ -82,7 +82,7 @@ class RequirementAgent(Generic[OutputT]):
         *,
         instructions: str | Sequence[str] | None = None,
         role: str | None = None,
-        expected_output: type[str] | None = None,
+        expected_output: type[str] | str | None = None,
         memory: Memory | None = None,
         tool_call_checker: bool | CycleGuard = True,
         final_answer_as_tool: bool = True,
@@ -91,6 +91,7 @@ class RequirementAgent(Generic[OutputT]):
         description: str | None = None,
         mode: Mode = "strict",
         on_conflict: OnConflict = "raise",
+        templates: Templates | None = None,
     ) -> None: ...
 
     @overload
@@ -111,6 +112,7 @@ class RequirementAgent(Generic[OutputT]):
         description: str | None = None,
         mode: Mode = "strict",
         on_conflict: OnConflict = "raise",
+        templates: Templates | None = None,
     ) -> None: ...
 
     def __init__(
@@ -121,7 +123,7 @@ class RequirementAgent(Generic[OutputT]):
         *,
         instructions: str | Sequence[str] | None = None,
         role: str | None = None,
-        expected_output: type[Any] | None = None,
+        expected_output: type[Any] | str | None = None,
         memory: Memory | None = None,
         tool_call_checker: bool | CycleGuard = True,
         final_answer_as_tool: bool = True,
@@ -130,6 +132,7 @@ class RequirementAgent(Generic[OutputT]):
         description: str | None = None,
         mode: Mode = "strict",
         on_conflict: OnConflict = "raise",
+        templates: Templates | None = None,
     ) -> None:
         if not isinstance(llm, ChatModel):
             raise PolicyError(
@@ -145,10 +148,21 @@ class RequirementAgent(Generic[OutputT]):
         """What the agent does (its description as a tool)."""
         self.role = validate.optional_text(role, name="role")
         """Who the model is, the system prompt's first line (a default when ``None``)."""
-        self.instructions = _instructions(instructions)
+        self.instructions = instructions_of(instructions)
         """The instructions listed in the system prompt."""
-        self.expected_output: type[BaseModel] | None = _expected_output(expected_output)
+        self.expected_output: type[BaseModel] | None
         """The model of a typed answer, or ``None`` for text."""
+        self.expected_output_text: str | None
+        """The answer described in words (``expected_output`` given as a text), or ``None``."""
+        self.expected_output, self.expected_output_text = answer_of(expected_output)
+        if templates is not None and not isinstance(templates, Templates):
+            raise PolicyError(
+                f"templates=`{templates!r:.60}` is not a `Templates`",
+                hint="pass `agent.Templates(system=..., step=...)`",
+                parameter="templates",
+            )
+        self.templates: Templates = templates or Templates()
+        """The text of the system prompt and the step notes (the built-in text by default)."""
         self.final_answer_as_tool = validate.flag(final_answer_as_tool, name="final_answer_as_tool")
         """Whether the model finishes by calling ``final_answer`` (else with plain text)."""
         self.save_intermediate_steps = validate.flag(
@@ -172,7 +186,8 @@ class RequirementAgent(Generic[OutputT]):
             raise PolicyError(f"memory=`{memory!r:.60}` is not a `Memory`", parameter="memory")
         self.memory = memory
         """The conversation carried from run to run, if any."""
-        self.final_tool = FinalAnswerTool(self.expected_output)
+        self._final_tools: dict[type[BaseModel] | None, FinalAnswerTool] = {}
+        self.final_tool = self.final_answer_tool(self.expected_output)
         """The ``final_answer`` tool."""
         self.tools: tuple[Tool, ...] = (*_tools(tools), self.final_tool)
         """Every tool, in declared order, ``final_answer`` last."""
@@ -190,13 +205,8 @@ class RequirementAgent(Generic[OutputT]):
         """Decides each step's pass (one per agent; it serialises its solver)."""
         self.gate = Gate({t.name: t for t in self.tools}, guard)
         """Checks every call against the pass before it runs."""
-        self.emitter = Emitter()
+        self.emitter = _emitter(self.reasoner)
         """Where listeners attach: ``agent.emitter.on("tool.start", ...)``."""
-        for req in self.reasoner.requirements:
-            if isinstance(req, AskPermissionRequirement) or (
-                isinstance(req, ArgumentsRequirement) and req.asks
-            ):
-                self.emitter.on("tool.start", PermissionListener(req), blocking=True, nested=False)
         self._prompts: dict[tuple[str, ...], str] = {}
 
     def __repr__(self) -> str:
@@ -236,15 +246,62 @@ class RequirementAgent(Generic[OutputT]):
 
     # -- running ----------------------------------------------------------------------------
 
+    @overload
     async def run(
         self,
         prompt: str,
         *,
+        expected_output: None = None,
+        instructions: str | Sequence[str] | None = None,
+        deps: Any = None,
         max_iterations: int | None = None,
         max_retries_per_step: int = 3,
         total_max_retries: int = 20,
-    ) -> AgentOutput[OutputT]:
+    ) -> AgentOutput[OutputT]: ...
+
+    @overload
+    async def run(
+        self,
+        prompt: str,
+        *,
+        expected_output: type[ModelT],
+        instructions: str | Sequence[str] | None = None,
+        deps: Any = None,
+        max_iterations: int | None = None,
+        max_retries_per_step: int = 3,
+        total_max_retries: int = 20,
+    ) -> AgentOutput[ModelT]: ...
+
+    @overload
+    async def run(
+        self,
+        prompt: str,
+        *,
+        expected_output: type[str] | str,
+        instructions: str | Sequence[str] | None = None,
+        deps: Any = None,
+        max_iterations: int | None = None,
+        max_retries_per_step: int = 3,
+        total_max_retries: int = 20,
+    ) -> AgentOutput[str]: ...
+
+    async def run(
+        self,
+        prompt: str,
+        *,
+        expected_output: type[Any] | str | None = None,
+        instructions: str | Sequence[str] | None = None,
+        deps: Any = None,
+        max_iterations: int | None = None,
+        max_retries_per_step: int = 3,
+        total_max_retries: int = 20,
+    ) -> AgentOutput[Any]:
         """Run the agent on ``prompt`` until ``final_answer`` runs.
+
+        ``expected_output`` and ``instructions`` replace the agent's for this run only
+        (``None``: the agent's): ``expected_output`` is ``str``, a pydantic model (the answer
+        is then that model), or a text describing the answer. ``deps`` is handed to the tools
+        that take a ``RunContext`` (``context.deps``).
 
         ``max_iterations`` bounds the model rounds that reach the gate (``MaxIterationsError``
         past it; ``None``: the agent's ``max_iterations``, 20 unless its policy says another);
@@ -256,16 +313,65 @@ class RequirementAgent(Generic[OutputT]):
         limits = self._limits(
             "run", prompt, max_iterations, max_retries_per_step, total_max_retries
         )
-        return await self._run(prompt, limits)
+        view = RunView(
+            self,
+            owner="run",
+            expected_output=expected_output,
+            instructions=instructions,
+            deps=deps,
+        )
+        return await self._run(prompt, limits, view)
+
+    @overload
+    def run_stream(
+        self,
+        prompt: str,
+        *,
+        expected_output: None = None,
+        instructions: str | Sequence[str] | None = None,
+        deps: Any = None,
+        max_iterations: int | None = None,
+        max_retries_per_step: int = 3,
+        total_max_retries: int = 20,
+    ) -> RunStream[OutputT]: ...
+
+    @overload
+    def run_stream(
+        self,
+        prompt: str,
+        *,
+        expected_output: type[ModelT],
+        instructions: str | Sequence[str] | None = None,
+        deps: Any = None,
+        max_iterations: int | None = None,
+        max_retries_per_step: int = 3,
+        total_max_retries: int = 20,
+    ) -> RunStream[ModelT]: ...
+
+    @overload
+    def run_stream(
+        self,
+        prompt: str,
+        *,
+        expected_output: type[str] | str,
+        instructions: str | Sequence[str] | None = None,
+        deps: Any = None,
+        max_iterations: int | None = None,
+        max_retries_per_step: int = 3,
+        total_max_retries: int = 20,
+    ) -> RunStream[str]: ...
 
     def run_stream(
         self,
         prompt: str,
         *,
+        expected_output: type[Any] | str | None = None,
+        instructions: str | Sequence[str] | None = None,
+        deps: Any = None,
         max_iterations: int | None = None,
         max_retries_per_step: int = 3,
         total_max_retries: int = 20,
-    ) -> RunStream[OutputT]:
+    ) -> RunStream[Any]:
         """``run``, streamed: ``async with agent.run_stream(prompt) as stream: async for item
         in stream: ...``.
 
@@ -279,7 +385,14 @@ class RequirementAgent(Generic[OutputT]):
         limits = self._limits(
             "run_stream", prompt, max_iterations, max_retries_per_step, total_max_retries
         )
-        return RunStream(lambda sink: self._run(prompt, limits, sink))
+        view = RunView(
+            self,
+            owner="run_stream",
+            expected_output=expected_output,
+            instructions=instructions,
+            deps=deps,
+        )
+        return RunStream(lambda sink: self._run(prompt, limits, view, sink))
 
     def _limits(
         self,
@@ -303,10 +416,10 @@ class RequirementAgent(Generic[OutputT]):
         )
 
     async def _run(
-        self, prompt: str, limits: Limits, stream: Sink | None = None
-    ) -> AgentOutput[OutputT]:
-        """One run, for ``run`` and ``run_stream`` alike (``stream``: where a streamed run
-        hands its items)."""
+        self, prompt: str, limits: Limits, view: RunView, stream: Sink | None = None
+    ) -> AgentOutput[Any]:
+        """One run, for ``run`` and ``run_stream`` alike (``view``: the agent as the run sees
+        it, with its own options; ``stream``: where a streamed run hands its items)."""
         parent = CURRENT.get()
         if parent is not None and parent.thread != threading.get_ident():
             parent = None  # another event loop: the run cannot nest in the outer one
@@ -323,7 +436,7 @@ class RequirementAgent(Generic[OutputT]):
             if stream is not None:
                 events = streaming(events, stream)
             loop = RunLoop(
-                self, prompt, limits, events, run_id=run_id, path=path, parent=parent, stream=stream
+                view, prompt, limits, events, run_id=run_id, path=path, parent=parent, stream=stream
             )
             try:
                 output = await loop.execute()
@@ -334,14 +447,56 @@ class RequirementAgent(Generic[OutputT]):
         assert output is not None
         return output
 
+    @overload
     def run_sync(
         self,
         prompt: str,
         *,
+        expected_output: None = None,
+        instructions: str | Sequence[str] | None = None,
+        deps: Any = None,
         max_iterations: int | None = None,
         max_retries_per_step: int = 3,
         total_max_retries: int = 20,
-    ) -> AgentOutput[OutputT]:
+    ) -> AgentOutput[OutputT]: ...
+
+    @overload
+    def run_sync(
+        self,
+        prompt: str,
+        *,
+        expected_output: type[ModelT],
+        instructions: str | Sequence[str] | None = None,
+        deps: Any = None,
+        max_iterations: int | None = None,
+        max_retries_per_step: int = 3,
+        total_max_retries: int = 20,
+    ) -> AgentOutput[ModelT]: ...
+
+    @overload
+    def run_sync(
+        self,
+        prompt: str,
+        *,
+        expected_output: type[str] | str,
+        instructions: str | Sequence[str] | None = None,
+        deps: Any = None,
+        max_iterations: int | None = None,
+        max_retries_per_step: int = 3,
+        total_max_retries: int = 20,
+    ) -> AgentOutput[str]: ...
+
+    def run_sync(
+        self,
+        prompt: str,
+        *,
+        expected_output: type[Any] | str | None = None,
+        instructions: str | Sequence[str] | None = None,
+        deps: Any = None,
+        max_iterations: int | None = None,
+        max_retries_per_step: int = 3,
+        total_max_retries: int = 20,
+    ) -> AgentOutput[Any]:
         """``run`` from synchronous code (starts an event loop; not from inside one)."""
         try:
             asyncio.get_running_loop()
@@ -353,9 +508,12 @@ class RequirementAgent(Generic[OutputT]):
                 hint="`await agent.run(...)` there instead",
             )
 
-        async def main() -> AgentOutput[OutputT]:
+        async def main() -> AgentOutput[Any]:
             return await self.run(
                 prompt,
+                expected_output=expected_output,
+                instructions=instructions,
+                deps=deps,
                 max_iterations=max_iterations,
                 max_retries_per_step=max_retries_per_step,
                 total_max_retries=total_max_retries,
@@ -387,6 +545,30 @@ class RequirementAgent(Generic[OutputT]):
             total_max_retries=total_max_retries,
         )
 
+    def clone(self) -> RequirementAgent[OutputT]:
+        """A new agent with this one's configuration, independent afterwards.
+
+        The clone has the same model, tools, requirements, instructions, expected output,
+        templates, budget and policy, and a reasoner, gate and emitter of its own; its
+        memory is a new ``Memory`` holding a copy of this one's messages (``None`` stays
+        ``None``). Listeners are not copied: the clone has only those the constructor adds
+        (the permission listeners of its requirements); attach yours to it as to any new
+        agent. The model and the tools are the same objects: they hold no run state.
+        """
+        twin = copy.copy(self)  # a subclass stays itself; its own attributes are shared
+        twin.memory = self.memory.clone() if self.memory is not None else None
+        twin.reasoner = Reasoner(
+            self.tools,
+            self.reasoner.requirements,
+            mode=self.reasoner.mode,
+            final_answer_as_tool=self.final_answer_as_tool,
+        )
+        twin.gate = Gate(self.gate.tools, self.gate.cycle_guard)
+        twin.emitter = _emitter(twin.reasoner)
+        twin._prompts = {}
+        twin._final_tools = dict(self._final_tools)
+        return twin
+
     # -- rendering (shared by runs: depends only on configuration) ---------------------------
 
     def system_prompt(self, visible: Sequence[str]) -> str:
@@ -394,40 +576,27 @@ class RequirementAgent(Generic[OutputT]):
         key = tuple(visible)
         found = self._prompts.get(key)
         if found is None:
-            schema = None
-            if self.expected_output is not None and not self.final_answer_as_tool:
-                schema = json.dumps(self.final_tool.definition.parameters, separators=(",", ":"))
-            found = system_prompt(
-                role=self.role,
-                instructions=self.instructions,
-                tools=[t for t in self.tools if t.name in key],
-                final_answer_as_tool=self.final_answer_as_tool,
-                answer_schema=schema,
-            )
-            self._prompts[key] = found
+            found = self._prompts[key] = render_system(self, key)
+        return found
+
+    def final_answer_tool(self, model: type[BaseModel] | None) -> FinalAnswerTool:
+        """The ``final_answer`` tool for answers of type ``model`` (``None``: text); one per
+        model, made once."""
+        found = self._final_tools.get(model)
+        if found is None:
+            found = self._final_tools[model] = FinalAnswerTool(model)
         return found
 
 
-def _instructions(value: object) -> tuple[str, ...]:
-    if value is None:
-        return ()
-    if isinstance(value, str):
-        return (value,) if value.strip() else ()
-    items = validate.sequence(value, name="instructions")
-    for item in items:
-        validate.text(item, name="an instruction")
-    return tuple(items)
-
-
-def _expected_output(value: object) -> type[BaseModel] | None:
-    if value is None or value is str:
-        return None
-    if isinstance(value, type) and issubclass(value, BaseModel):
-        return value
-    raise PolicyError(
-        f"expected_output=`{value!r:.60}` must be `str`, a pydantic model class, or None",
-        parameter="expected_output",
-    )
+def _emitter(reasoner: Reasoner) -> Emitter:
+    """A new emitter with the permission listeners of ``reasoner``'s requirements."""
+    emitter = Emitter()
+    for req in reasoner.requirements:
+        if isinstance(req, AskPermissionRequirement) or (
+            isinstance(req, ArgumentsRequirement) and req.asks
+        ):
+            emitter.on("tool.start", PermissionListener(req), blocking=True, nested=False)
+    return emitter
 
 
 def _tools(tools: object) -> tuple[Tool, ...]:

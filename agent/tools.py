@@ -17,16 +17,23 @@ import functools
 import inspect
 import json
 import re
-from collections.abc import Callable, Mapping
-from typing import Any, overload
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Annotated, Any, overload
 
 import anyio
 import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic.fields import FieldInfo
 
 from agent.errors import ToolArgumentsError
+from agent.run_context import context_parameter, current_context
 from backends import ToolDefinition
 from ruleengine import FINAL_ANSWER, PolicyError, validate
+
+if TYPE_CHECKING:
+    from docstring_parser import Docstring
+    from docstring_parser.google import GoogleParser
 
 __all__ = [
     "FINAL_ANSWER",
@@ -52,7 +59,9 @@ class Tool:
 
     ``function`` receives the validated input's fields as keyword arguments and may be sync
     or async. Subclasses may instead override ``run(input)``. ``timeout`` (seconds) bounds one
-    call; a call that runs out is an ``error`` step.
+    call; a call that runs out is an ``error`` step. ``tags`` let requirements name groups of
+    tools (``tags("read")``). A function whose first parameter is annotated ``RunContext[T]``
+    gets the run's context there (``agent/run_context.py``); it is not an argument.
     """
 
     def __init__(
@@ -63,6 +72,7 @@ class Tool:
         function: Callable[..., Any] | None = None,
         *,
         timeout: float | None = None,
+        tags: str | Sequence[str] | None = None,
     ) -> None:
         owner = f"tool `{name}`" if isinstance(name, str) and name else "tool"
         validate.text(name, name="name", owner="tool")
@@ -100,6 +110,12 @@ class Tool:
         # Builds the JSON schema once and checks the name (1-64 letters, digits, `_`, `-`).
         self.definition = ToolDefinition(name, description, self.input_model)
         """The tool as the model sees it."""
+        self.tags: tuple[str, ...] = validate.tag_names(tags, owner=owner)
+        """The tool's tags: requirements name every tool carrying one (``tags("read")``)."""
+        self.context_parameter = (
+            None if function is None else context_parameter(function, owner=owner)
+        )
+        """The function's first parameter when it asks for the ``RunContext``, else ``None``."""
 
     def validate(self, arguments: Mapping[str, Any]) -> BaseModel:
         """The arguments validated against the input model; ``ToolArgumentsError`` if not."""
@@ -116,6 +132,8 @@ class Tool:
         # INVARIANT: __init__ refuses a Tool with neither a function nor an overridden run
         assert self.function is not None
         kwargs = {name: getattr(input, name) for name in type(input).model_fields}
+        if self.context_parameter is not None:
+            kwargs[self.context_parameter] = current_context(self.name)
         return await call_function(self.function, kwargs)
 
     def __repr__(self) -> str:
@@ -227,6 +245,7 @@ def tool(
     description: str | None = None,
     input_model: type[BaseModel] | None = None,
     timeout: float | None = None,
+    tags: str | Sequence[str] | None = None,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -238,13 +257,16 @@ def tool(
     description: str | None = None,
     input_model: type[BaseModel] | None = None,
     timeout: float | None = None,
+    tags: str | Sequence[str] | None = None,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Make a ``Tool`` of a function: ``@tool`` or ``@tool(name=..., description=...)``.
 
-    The name is the function's, the description its docstring's text before an ``Args:``
+    The name is the function's, the description its docstring's text before its first
     section, and the input model is built from the signature: one field per parameter, with
     its annotation, its default, and its description from the docstring (Google ``Args:``,
-    or Sphinx ``:param x:``). Every one of them may be given explicitly instead.
+    NumPy ``Parameters``, or Sphinx ``:param x:``; see ``parse_docstring``). A pydantic
+    ``Field(description=...)`` in the signature wins over the docstring's text. Every one of
+    them may be given explicitly instead.
     """
 
     def make(fn: Callable[..., Any]) -> Tool:
@@ -263,7 +285,7 @@ def tool(
         summary, params = parse_docstring(inspect.getdoc(fn) or "")
         model = input_model or input_model_from_signature(fn, tool_name, params)
         text = description if description is not None else summary
-        return Tool(tool_name, text, model, fn, timeout=timeout)
+        return Tool(tool_name, text, model, fn, timeout=timeout, tags=tags)
 
     if function is not None:
         return make(function)
@@ -287,7 +309,10 @@ def input_model_from_signature(
             hint="import the annotated types at module level",
         ) from None
     fields: dict[str, Any] = {}
+    context = context_parameter(function, owner=owner)  # not an argument: the run gives it
     for param in signature.parameters.values():
+        if param.name == context:
+            continue
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD, param.POSITIONAL_ONLY):
             raise PolicyError(
                 f"{owner}: parameter `{param.name}` cannot be filled from named arguments",
@@ -301,7 +326,10 @@ def input_model_from_signature(
         annotation = hints.get(param.name, Any)
         default = ... if param.default is param.empty else param.default
         about = (descriptions or {}).get(param.name)
-        fields[param.name] = (annotation, Field(default, description=about))
+        fields[param.name] = described_field(annotation, default, about)
+    unknown = [name for name in descriptions or {} if name not in signature.parameters]
+    if unknown:
+        warn_documented_but_absent(function, owner, unknown)
     model_name = "".join(part.capitalize() for part in re.split(r"[_\-]", tool_name)) + "Input"
     try:
         model: type[BaseModel] = create_model(
@@ -329,53 +357,144 @@ def _type_hints(function: Callable[..., Any]) -> dict[str, Any]:
     return hints
 
 
-_SECTION = re.compile(r"^(\w+(?: \w+)?)\s*:$")
-_ARGS_SECTIONS = frozenset({"args", "arguments", "parameters", "params", "keyword args"})
-_SPHINX = re.compile(r"^:param\s+(?:[^:]*\s)?(\w+)\s*:\s*(.*)$")
-_GOOGLE = re.compile(r"^\*{0,2}(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
+def described_field(annotation: Any, default: Any, about: str | None) -> tuple[Any, Any]:
+    """A parameter's field, ``(annotation, default)``, described by the docstring's ``about``.
+
+    A description declared in the signature, ``Annotated[T, Field(description=...)]`` or
+    ``x: T = Field(description=...)``, wins: the docstring's text is then left out. A
+    ``Field(...)`` default is the field itself (its default, factory and constraints).
+    """
+    if about and _declared_description(annotation, default) is None:
+        annotation = Annotated[annotation, Field(description=about)]
+    return annotation, default
+
+
+def _declared_description(annotation: Any, default: Any) -> str | None:
+    try:
+        return FieldInfo.from_annotated_attribute(annotation, default).description
+    except Exception:  # an annotation pydantic refuses: `create_model` says why, later
+        return None
+
+
+def warn_documented_but_absent(
+    function: Callable[..., Any], owner: str, names: Sequence[str]
+) -> None:
+    """Warn that the docstring documents ``names``, which are not parameters of ``function``.
+
+    Likely a typo or a renamed parameter; the text is left out of the schema. The warning
+    points at the function's definition when it has one.
+    """
+    listed = ", ".join(f"`{name}`" for name in names)
+    message = (
+        f"{owner}: the docstring documents {listed}, which the function does not take;"
+        " the text is left out (hint: rename the docstring entry or the parameter)"
+    )
+    code = getattr(function, "__code__", None)
+    if code is None:
+        warnings.warn(message, UserWarning, stacklevel=3)
+        return
+    module = getattr(function, "__module__", None)
+    warnings.warn_explicit(
+        message,
+        UserWarning,
+        code.co_filename,
+        code.co_firstlineno,
+        module=module if isinstance(module, str) else None,
+    )
+
+
+# -- docstrings --------------------------------------------------------------------------------
+
+# Google-style titles beyond docstring_parser's own: the other parameter sections, and the
+# titles that end the description as every section does (Napoleon's list).
+_GOOGLE_PARAMETER_TITLES = ("Keyword Args", "Keyword Arguments", "Other Parameters")
+_GOOGLE_OTHER_TITLES = (
+    "Attention",
+    "Caution",
+    "Danger",
+    "Error",
+    "Hint",
+    "Important",
+    "Methods",
+    "Note",
+    "Notes",
+    "References",
+    "Return",
+    "See Also",
+    "Tip",
+    "Todo",
+    "Warning",
+    "Warnings",
+    "Warns",
+    "Yield",
+)
+
+
+@functools.cache
+def _google_parser() -> GoogleParser:
+    from docstring_parser.google import DEFAULT_SECTIONS, GoogleParser, Section, SectionType
+
+    sections = [
+        *DEFAULT_SECTIONS,
+        *(Section(title, "param", SectionType.MULTIPLE) for title in _GOOGLE_PARAMETER_TITLES),
+        *(
+            Section(title, title.lower().replace(" ", "_"), SectionType.SINGULAR)
+            for title in _GOOGLE_OTHER_TITLES
+        ),
+    ]
+    return GoogleParser(sections)
+
+
+def _readings(doc: str) -> list[Docstring]:
+    """The docstring read as Google, NumPy and Sphinx style, in that order; a style whose
+    parser refuses the text is left out."""
+    from docstring_parser import DocstringStyle, parse
+
+    readers: list[Callable[[], Docstring]] = [
+        # The leading newline keeps a docstring that opens with its `Args:` title in one
+        # piece: the parser dedents every line but the first, which would cut the entries off.
+        lambda: _google_parser().parse("\n" + doc),
+        lambda: parse(doc, DocstringStyle.NUMPYDOC),
+        lambda: parse(doc, DocstringStyle.REST),
+    ]
+    readings = []
+    for read in readers:
+        try:
+            readings.append(read())
+        except Exception:  # ParseError, or anything else: this style does not read the text
+            continue
+    return readings
 
 
 def parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
-    """The description (the text before any section) and per-parameter descriptions.
+    """A docstring's description and per-parameter texts, in Google, NumPy or Sphinx style.
 
-    Reads Google style (an ``Args:`` section of ``name: text`` or ``name (type): text``
-    entries, continued on deeper-indented lines) and Sphinx style (``:param name: text``).
+    Read with ``docstring_parser``. The description is the text before the first section
+    (the summary line and the paragraphs after it): no section is part of it, neither the
+    parameters, returns and raises nor notes and examples. Each parameter's text is one line
+    (its lines joined by spaces); names documented together (NumPy's ``x, y : int``) share
+    it, and leading ``*`` are dropped. The docstring is read in each style and the reading
+    that finds the most parameters wins, then the one with the most sections, then Google,
+    NumPy and Sphinx in that order; a docstring no style reads is all description. Names
+    the function does not take are the caller's to check (``@tool`` warns about them).
     """
-    summary: list[str] = []
+    readings = _readings(doc)
+    if not readings:
+        return _tidy(doc), {}
+    # `max` keeps the first of equals: the order of `_readings` breaks ties.
+    best = max(readings, key=lambda reading: (len(reading.params), len(reading.meta)))
+    gap = "\n\n" if best.blank_after_short_description else "\n"
+    parts = (best.short_description, best.long_description)
+    text = _tidy(gap.join(part for part in parts if part))
     params: dict[str, str] = {}
-    section: str | None = None  # None: still the description
-    entry_indent: int | None = None
-    current: str | None = None
-    for raw in doc.splitlines():
-        line = raw.strip()
-        indent = len(raw) - len(raw.lstrip())
-        sphinx = _SPHINX.match(line)
-        if sphinx:
-            section, current = "sphinx", sphinx.group(1)
-            params[current] = sphinx.group(2).strip()
-            continue
-        heading = _SECTION.match(line)
-        if heading and indent == 0:
-            section = "args" if heading.group(1).lower() in _ARGS_SECTIONS else "other"
-            entry_indent, current = None, None
-            continue
-        if section is None:
-            summary.append(line)
-            continue
-        if not line:
-            continue
-        if section == "args":
-            entry_indent = indent if entry_indent is None else entry_indent
-            google = _GOOGLE.match(line)
-            if indent <= entry_indent and google:
-                current = google.group(1)
-                params[current] = google.group(2).strip()
-                continue
-        elif section == "sphinx" and line.startswith(":"):
-            current = None
-        elif section != "sphinx":
-            continue
-        if current is not None:
-            params[current] = f"{params[current]} {line}".strip()
-    text = re.sub(r"\n{3,}", "\n\n", "\n".join(summary).strip())
-    return text, {k: v for k, v in params.items() if v}
+    for param in best.params:
+        about = " ".join((param.description or "").split())
+        for name in param.arg_name.split(","):
+            name = name.strip().lstrip("*")
+            if name and about:
+                params[name] = about
+    return text, params
+
+
+def _tidy(text: str) -> str:
+    return re.sub(r"\n{3,}", "\n\n", text.strip())

@@ -14,6 +14,7 @@ from typing import Any, Literal, TypeAlias, get_args
 from pydantic import BaseModel
 
 from backends._check import as_tuple, dataclass_repr, fail, json_value, set_field, text, tool_name
+from backends._strict import strict_json_schema
 
 __all__ = [
     "ResponseFormat",
@@ -103,9 +104,20 @@ class ResponseFormat:
     def from_model(
         cls, model: type[BaseModel], *, name: str | None = None, strict: bool = False
     ) -> ResponseFormat:
-        """The format of a pydantic model's JSON schema (named after the model by default)."""
+        """The format of a pydantic model's JSON schema (named after the model by default).
+
+        With ``strict=True`` the schema is converted to the subset OpenAI's strict structured
+        outputs accept: every object closed (``additionalProperties: false``) with every
+        property required, ``T | None`` fields nullable, ``default`` and the keywords strict
+        mode lacks dropped (the reply is still validated against ``model``), ``$ref`` kept
+        alone. A field strict mode cannot express (``dict[str, T]``, a tuple, ``Any``) is a
+        ``PolicyError``. See ``backends/_strict.py``.
+        """
         label = name if name is not None else getattr(model, "__name__", "reply")
-        return cls(name=label, schema=input_schema(model, "response format"), strict=strict)
+        schema = input_schema(model, "response format")
+        if strict is True:
+            schema = strict_json_schema(schema, f"response format `{label}`")
+        return cls(name=label, schema=schema, strict=strict)
 
     __repr__ = dataclass_repr
 

@@ -1,5 +1,6 @@
 """ruleengine: per-step tool permits for LLM agents, decided by Z3, with minimal conflict cores."""
 
+from ruleengine._tags import Tags, tags
 from ruleengine.conditions.admission import Admission, ArgCheck, Violation
 from ruleengine.errors import (
     AgentError,
@@ -67,6 +68,7 @@ __all__ = [
     "RunState",
     "SolverError",
     "Step",
+    "Tags",
     "ToolDecision",
     "Violation",
     "all_of",
@@ -80,4 +82,5 @@ __all__ = [
     "hidden",
     "implies",
     "requirement",
+    "tags",
 ]

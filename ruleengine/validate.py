@@ -14,6 +14,7 @@ mistakes to read like the engine's, calls them from here. Each returns the value
 
 from __future__ import annotations
 
+from ruleengine._tags import tag_names
 from ruleengine._validate import flag, integer, number, optional_text, sequence, text
 
-__all__ = ["flag", "integer", "number", "optional_text", "sequence", "text"]
+__all__ = ["flag", "integer", "number", "optional_text", "sequence", "tag_names", "text"]

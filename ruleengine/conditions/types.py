@@ -247,10 +247,11 @@ def parameters_from_model(model: object, *, owner: str) -> dict[str, ParamType]:
 
 @dataclass(frozen=True, slots=True)
 class ToolSpec:
-    """A tool declared with its parameters (a policy file's ``[[tools]]`` table), as
+    """A tool declared with its parameters or tags (a policy file's ``[[tools]]`` table), as
     requirements see it when they bind: conditions on its arguments are typed against
-    ``parameters``."""
+    ``parameters``; ``tags`` name it in tool lists (``"tag:read"``)."""
 
     name: str
     description: str | None = None
     parameters: Mapping[str, ParamType] | None = None
+    tags: tuple[str, ...] = ()

@@ -35,6 +35,7 @@ from typing import Any, Protocol, Self, TypeVar
 from pydantic import ValidationError
 
 from ruleengine import _validate
+from ruleengine._tags import tag_names as _validate_tags
 from ruleengine._validate import _shown
 from ruleengine.conditions.types import (
     ToolSpec,
@@ -444,12 +445,15 @@ def _validate_message(name: str, kind: str, value: object, fallback: str) -> str
 
 def _tool(item: object) -> object:
     """A tool as ``Policy`` takes it: a name, a ``(name, description)`` pair, or a
-    ``ToolSpec`` when it declares parameters."""
+    ``ToolSpec`` when it declares parameters or tags."""
     if isinstance(item, ToolEntry):
-        if item.parameters is None and item.input_schema is None:
-            return (item.name, item.description)
         name = item.name if isinstance(item.name, str) else "?"
         owner = f"tool `{name}`"
+        tags = _validate_tags(item.tags, owner=owner)
+        if item.parameters is None and item.input_schema is None:
+            if tags:
+                return ToolSpec(item.name, item.description, None, tags)
+            return (item.name, item.description)
         if item.parameters is not None and item.input_schema is not None:
             raise PolicyError(
                 f"{owner}: give `parameters` or `input_schema`, not both",
@@ -459,7 +463,7 @@ def _tool(item: object) -> object:
             params = parameters_from_spec(item.parameters, owner=owner)
         else:
             params = parameters_from_schema(item.input_schema, owner=owner)
-        return ToolSpec(item.name, item.description, params)
+        return ToolSpec(item.name, item.description, params, tags)
     return item
 
 

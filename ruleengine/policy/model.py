@@ -19,6 +19,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from ruleengine import _validate
+from ruleengine._tags import declared_tags
 from ruleengine.errors import PolicyError
 from ruleengine.ir import FINAL_ANSWER
 from ruleengine.passes import Mode
@@ -65,11 +66,14 @@ class Policy:
         source: str | None = None,
         locations: Mapping[str, Location] | None = None,
     ) -> None:
-        declared, names, descriptions = _declared_tools(tools)
+        declared, names, descriptions, tags = _declared_tools(tools)
         self.tools: tuple[str, ...] = names
         """The declared tools, in order, without ``final_answer`` (always implicit, last)."""
         self.descriptions: Mapping[str, str] = MappingProxyType(descriptions)
         """Tool descriptions, for the tools that have one."""
+        self.tags: Mapping[str, tuple[str, ...]] = MappingProxyType(tags)
+        """Tool tags, for the tools that carry some (requirements name them ``tag:NAME``;
+        they are resolved to the tools' names when the policy is built)."""
         self.max_iterations: int = _validate.integer(max_iterations, name="max_iterations", least=1)
         """How many LLM rounds a run may take (SPEC §8's `budget` counts against it)."""
         self.mode: Mode = _validate.one_of(mode, ("strict", "priority"), name="mode")
@@ -84,6 +88,7 @@ class Policy:
         self._key = (
             self.tools,
             tuple(sorted(self.descriptions.items())),
+            tuple(sorted(self.tags.items())),
             tuple(_requirement_key(r) for r in self.requirements),
             self.max_iterations,
             self.mode,
@@ -198,11 +203,15 @@ class Policy:
         return f"Policy({', '.join(parts)})"
 
 
-def _declared_tools(tools: object) -> tuple[list[object], tuple[str, ...], dict[str, str]]:
-    """The tools as the requirements bind to them, their names, and their descriptions."""
+def _declared_tools(
+    tools: object,
+) -> tuple[list[object], tuple[str, ...], dict[str, str], dict[str, tuple[str, ...]]]:
+    """The tools as the requirements bind to them, their names, their descriptions and their
+    tags."""
     declared: list[object] = []
     names: list[str] = []
     descriptions: dict[str, str] = {}
+    tags: dict[str, tuple[str, ...]] = {}
     seen: set[str] = set()
     for index, tool in enumerate(_validate.sequence(tools, name="tools")):
         at = f"tools[{index}]"
@@ -212,6 +221,12 @@ def _declared_tools(tools: object) -> tuple[list[object], tuple[str, ...], dict[
         seen.add(name)
         if description is not None:
             descriptions[name] = description
+        try:
+            carried = declared_tags(tool)
+        except PolicyError as exc:
+            raise PolicyError(exc.message, hint=exc.hint, parameter=f"{at}.tags") from None
+        if carried and name != FINAL_ANSWER:
+            tags[name] = carried
         if name != FINAL_ANSWER:
             names.append(name)
             # Tool objects stay as they are, so requirements may name them by class.
@@ -225,7 +240,7 @@ def _declared_tools(tools: object) -> tuple[list[object], tuple[str, ...], dict[
             "implicitly)",
             parameter="tools",
         )
-    return declared, tuple(names), descriptions
+    return declared, tuple(names), descriptions, tags
 
 
 def _tool_entry(tool: object, at: str) -> tuple[str, str | None]:

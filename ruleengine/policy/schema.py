@@ -51,7 +51,7 @@ class _Entry(BaseModel):
 
 
 class ToolEntry(_Entry):
-    """A tool with a description: `{name = "search", description = "..."}`."""
+    """A tool with a description, parameters or tags: `{name = "search", description = "..."}`."""
 
     model_config = ConfigDict(title="Tool")
 
@@ -68,6 +68,13 @@ class ToolEntry(_Entry):
         None,
         description="The tool's parameters as a JSON Schema of an object (instead of "
         "`parameters`).",
+    )
+    tags: Annotated[Any, WithJsonSchema({"anyOf": [_NAME, {"type": "array", "items": _NAME}]})] = (
+        Field(
+            None,
+            description="The tool's tags: requirements name every tool carrying a tag as "
+            '"tag:NAME" in a tool list (`only_after`, `include`, ...).',
+        )
     )
 
 

@@ -22,9 +22,10 @@ import copy
 from collections.abc import Callable, Hashable, Sequence
 
 from ruleengine import _validate
+from ruleengine._tags import Tags
 from ruleengine.errors import PolicyError
 from ruleengine.ir import FINAL_ANSWER, forced
-from ruleengine.requirements._targets import as_refs, names_now, resolve
+from ruleengine.requirements._targets import as_refs, names_now, resolve, resolve_all
 from ruleengine.requirements.base import DEFAULT_PRIORITY, Requirement
 from ruleengine.requirements.monitor import Monitor
 from ruleengine.rules import Item, Rule
@@ -240,7 +241,7 @@ class ConditionalRequirement(Requirement):
         name: str | None = None,
     ) -> None:
         early_owner = _validate.owner_of(name if isinstance(name, str) else "conditional")
-        target_refs = as_refs(target, owner=early_owner, parameter="target")
+        target_refs = as_refs(target, owner=early_owner, parameter="target", tags=True)
         if len(target_refs) != 1:
             raise PolicyError(f"{early_owner}: target must be one tool", parameter="target")
         self._target_ref = target_refs[0]
@@ -251,9 +252,9 @@ class ConditionalRequirement(Requirement):
         )
         owner = _validate.owner_of(self.name)
         self._refs = {
-            "only_before": as_refs(only_before, owner=owner, parameter="only_before"),
-            "only_after": as_refs(only_after, owner=owner, parameter="only_after"),
-            "force_after": as_refs(force_after, owner=owner, parameter="force_after"),
+            "only_before": as_refs(only_before, owner=owner, parameter="only_before", tags=True),
+            "only_after": as_refs(only_after, owner=owner, parameter="only_after", tags=True),
+            "force_after": as_refs(force_after, owner=owner, parameter="force_after", tags=True),
         }
         self.force_at_step = _validate.optional_integer(
             force_at_step, name="force_at_step", owner=owner, least=1
@@ -355,8 +356,13 @@ class ConditionalRequirement(Requirement):
         owner = _validate.owner_of(self.name)
         tools = _validate.sequence(tools, name="tools", owner=owner)
         target = resolve(self._target_ref, tools, owner=owner, parameter="target")
+        # A tag stands for the tools carrying it, in declared order, but the target itself.
         lists = {
-            p: tuple(resolve(r, tools, owner=owner, parameter=p) for r in refs)
+            p: tuple(
+                name
+                for r in refs
+                for name in resolve_all(r, tools, owner=owner, parameter=p, target=target)
+            )
             for p, refs in self._refs.items()
         }
         monitor = self._monitor
@@ -425,6 +431,8 @@ class ConditionalRequirement(Requirement):
 
 
 def _class_name(ref: object) -> str:
+    if isinstance(ref, Tags):
+        return str(ref)  # `tag:read`
     return ref.__name__ if isinstance(ref, type) else repr(ref)
 
 

@@ -22,9 +22,10 @@ from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from typing import Any
 
 from ruleengine import _validate
+from ruleengine._tags import Tags
 from ruleengine.errors import PolicyError
 from ruleengine.ir import FINAL_ANSWER
-from ruleengine.requirements._targets import as_refs, name_now, names_now, resolve
+from ruleengine.requirements._targets import as_refs, name_now, names_now, resolve_all
 from ruleengine.requirements.base import DEFAULT_PRIORITY, Requirement
 from ruleengine.requirements.monitor import Monitor
 from ruleengine.rules import Item, Rule
@@ -36,6 +37,7 @@ PermissionHandler = Callable[[str, Mapping[str, Any]], "bool | Awaitable[bool]"]
 """``handler(tool_name, arguments)`` answers whether the call may run (sync or async)."""
 
 UNDECIDED, APPROVED, REFUSED = 0, 1, 2
+INCLUDE, EXCLUDE = "include", "exclude"
 
 
 class PermissionMonitor(Monitor):
@@ -126,8 +128,8 @@ class AskPermissionRequirement(Requirement):
             name=name if name is not None else "ask-permission", priority=priority, enabled=enabled
         )
         owner = _validate.owner_of(self.name)
-        self._include = as_refs(include, owner=owner, parameter="include")
-        self._exclude = as_refs(exclude, owner=owner, parameter="exclude")
+        self._include = as_refs(include, owner=owner, parameter="include", tags=True)
+        self._exclude = as_refs(exclude, owner=owner, parameter="exclude", tags=True)
         if handler is not None and not callable(handler):
             raise PolicyError(
                 f"{owner}: handler=`{handler!r}` is not callable", parameter="handler"
@@ -161,8 +163,13 @@ class AskPermissionRequirement(Requirement):
     def bind(self, tools: Sequence[object]) -> AskPermissionRequirement:
         owner = _validate.owner_of(self.name)
         tools = _validate.sequence(tools, name="tools", owner=owner)
-        include = [resolve(r, tools, owner=owner, parameter="include") for r in self._include]
-        exclude = [resolve(r, tools, owner=owner, parameter="exclude") for r in self._exclude]
+        include = [
+            n for r in self._include for n in resolve_all(r, tools, owner=owner, parameter=INCLUDE)
+        ]
+        exclude = [
+            n for r in self._exclude for n in resolve_all(r, tools, owner=owner, parameter=EXCLUDE)
+        ]
+        tagged = any(isinstance(r, Tags) for r in (*self._include, *self._exclude))
         if not include:
             include = [n for n in (_name(t) for t in tools) if n != FINAL_ANSWER]
         covered = _covered(tuple(include), tuple(exclude))
@@ -171,6 +178,13 @@ class AskPermissionRequirement(Requirement):
         # A copy keeps the original include/exclude, so binding again to the same tools
         # gives the same coverage (an empty one included) and returns the bound copy itself.
         bound = copy.copy(self)
+        if tagged:
+            # Tags resolved to names, so that binding again to the tools by name (a policy's
+            # reasoner, the checker) finds the same ones.
+            bound._include = tuple(include) if self._include else ()
+            bound._exclude = tuple(exclude)
+            bound._included_now = frozenset(include if self._include else ())
+            bound._excluded_now = frozenset(exclude)
         bound._covered = covered
         bound._monitor = bound._make_monitor(covered)
         return bound

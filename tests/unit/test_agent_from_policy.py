@@ -301,7 +301,7 @@ def test_tools_that_do_not_match_the_policy_are_named(tools: list[Tool], differe
             {"nmae": "researcher"},
             "from_policy: unknown option `nmae`",
             "options: `description`, `expected_output`, `final_answer_as_tool`, `instructions`,"
-            " `memory`, `name`, `on_conflict`, `role`, `save_intermediate_steps`,"
+            " `memory`, `name`, `on_conflict`, `role`, `save_intermediate_steps`, `templates`,"
             " `tool_call_checker`",
         ),
     ],

@@ -592,7 +592,7 @@ STRUCTURE = [
         '{"tools": [{"name": "a",\n  "descripton": "x"}]}',
         "policy.json:2: tools[0].descripton: unknown key `descripton`",
         "did you mean `description`? a tool has `name`, `description`, `parameters`, "
-        "`input_schema`",
+        "`input_schema`, `tags`",
     ),
     (
         "policy.toml",

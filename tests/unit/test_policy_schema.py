@@ -1,7 +1,7 @@
 """The policy files' models and JSON Schema (ruleengine/policy/schema.py).
 
 A small checker below implements the JSON Schema keywords the schema uses, so the tests can
-say which documents it accepts without a new dependency.
+say why a document fails; ``jsonschema``'s Draft 2020-12 validator must agree on every document.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+import jsonschema
 import pydantic
 import pytest
 
@@ -152,6 +153,7 @@ INVALID = [
 @pytest.mark.parametrize("document", VALID)
 def test_the_schema_accepts_valid_policies(document: dict[str, Any]) -> None:
     assert list(problems(document, SCHEMA)) == []
+    jsonschema.Draft202012Validator(SCHEMA).validate(document)
     PolicyFile.model_validate(document)
 
 
@@ -159,6 +161,7 @@ def test_the_schema_accepts_valid_policies(document: dict[str, Any]) -> None:
 def test_the_schema_refuses_invalid_policies(document: dict[str, Any], problem: str) -> None:
     found = list(problems(document, SCHEMA))
     assert any(problem in p for p in found), found
+    assert not jsonschema.Draft202012Validator(SCHEMA).is_valid(document)
 
 
 def test_the_schema_names_its_dialect_and_title() -> None:
