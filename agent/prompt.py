@@ -151,10 +151,22 @@ def step_note(pass_: Pass, offered: Sequence[str], *, final_answer_as_tool: bool
         ]
         if blocked:
             note += " Not now: " + ", ".join(blocked) + "."
+    conditions = _conditions(pass_, offered)
+    if conditions:
+        note += f" Arguments must meet: {conditions}."
     if not pass_.can_stop:
         why = reasons.get(FINAL_ANSWER)
         note += " You cannot finish yet" + (f" ({why})." if why else ".")
     return note
+
+
+def _conditions(pass_: Pass, offered: Sequence[str]) -> str:
+    """The conditions on the arguments of the tools offered now, in words (``""``: none)."""
+    return "; ".join(
+        f"`{t}` only if {pass_.conditions[t]}"
+        for t in pass_.allowed
+        if t in pass_.conditions and (t in offered or t == FINAL_ANSWER)
+    )
 
 
 def step_values(
@@ -162,8 +174,9 @@ def step_values(
 ) -> dict[str, str]:
     """What a step note says, each part as text (``""`` when there is none): ``note`` (the
     whole note), ``allowed`` (the tools that may be called now), ``forced`` (the one that must
-    be), ``blocked`` (the offered tools that may not, with why), ``can_finish`` (``yes`` or
-    ``no``) and ``why_not_finish``."""
+    be), ``blocked`` (the offered tools that may not, with why), ``conditions`` (what the
+    arguments of the allowed tools must meet), ``can_finish`` (``yes`` or ``no``) and
+    ``why_not_finish``."""
     reasons = pass_.reasons
     blocked = [
         f"`{t}` ({reasons[t]})" if t in reasons else f"`{t}`"
@@ -175,6 +188,7 @@ def step_values(
         "allowed": _listed([t for t in pass_.allowed if t != FINAL_ANSWER and t in offered]),
         "forced": f"`{pass_.forced}`" if pass_.forced is not None else "",
         "blocked": ", ".join(blocked),
+        "conditions": _conditions(pass_, offered),
         "can_finish": "yes" if pass_.can_stop else "no",
         "why_not_finish": "" if pass_.can_stop else reasons.get(FINAL_ANSWER, ""),
     }

@@ -40,6 +40,7 @@ STEP_PLACEHOLDERS: Mapping[str, str] = {
     "allowed": "the tools the model may call now, as `a`, `b`",
     "forced": "the tool it must call now, as `a`",
     "blocked": "the visible tools it may not call now, with why",
+    "conditions": "what the arguments of the allowed tools must meet",
     "can_finish": "`yes` or `no`",
     "why_not_finish": "why it may not finish yet",
 }

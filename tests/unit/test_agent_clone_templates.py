@@ -289,8 +289,8 @@ def test_unknown_placeholders_list_the_known_ones():
     with pytest.raises(PolicyError) as caught:
         Templates(step="{notes}")
     assert caught.value.hint == (
-        "placeholders: `{note}`, `{allowed}`, `{forced}`, `{blocked}`, `{can_finish}`,"
-        " `{why_not_finish}`; write `{{` and `}}` for literal braces"
+        "placeholders: `{note}`, `{allowed}`, `{forced}`, `{blocked}`, `{conditions}`,"
+        " `{can_finish}`, `{why_not_finish}`; write `{{` and `}}` for literal braces"
     )
 
 

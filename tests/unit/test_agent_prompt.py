@@ -279,3 +279,21 @@ def test_a_typed_answer_without_the_tool_asks_for_structured_output():
     assert request.response_format is not None
     assert json.loads(json.dumps(dict(request.response_format.schema)))["required"] == ["approved"]
     assert "# Final answer" in request.messages[0].content
+
+
+def test_the_step_note_states_the_conditions_on_arguments():
+    from agent.prompt import step_note
+    from ruleengine import ArgumentsRequirement, Reasoner, RunState
+    from ruleengine.conditions.types import ToolSpec, parameters_from_spec
+
+    pay = ToolSpec("pay", None, parameters_from_spec({"amount": "number"}, owner="t"))
+    limit = ArgumentsRequirement("pay", allow_if="arg.amount <= 100", name="limit")
+    p = Reasoner([pay, "search"], [limit]).decide(RunState())
+    note = step_note(p, ["pay", "search", "final_answer"], final_answer_as_tool=True)
+    assert note == (
+        "Now: you may call `pay`, `search`, or finish with `final_answer`."
+        " Arguments must meet: `pay` only if arg.amount <= 100."
+    )
+    # Without conditions, the note is what it always was.
+    plain = Reasoner([pay, "search"], []).decide(RunState())
+    assert "Arguments" not in step_note(plain, ["pay", "search"], final_answer_as_tool=True)
