@@ -33,6 +33,7 @@ from backends import (
     ToolDefinition,
 )
 from ruleengine import FINAL_ANSWER, Pass
+from ruleengine.conditions.narrow import narrowed
 
 __all__ = [
     "DEFAULT_ROLE",
@@ -220,12 +221,27 @@ def plan_tools(
             return tuple(t.definition for t in offered), ToolChoiceNone()
         return (), ToolChoiceAuto()
     if choice not in ("auto", "required"):
-        return tuple(t.definition for t in tools), ToolChoiceTool(choice)
+        # The forced tool's schema says what its conditions allow where JSON Schema can, so
+        # a server that decodes against it can produce only admissible arguments.
+        return tuple(
+            _narrowed(t.definition, pass_) if t.name == choice else t.definition for t in tools
+        ), ToolChoiceTool(choice)
     mode: Literal["auto", "required"] = "required" if choice == "required" else "auto"
     definitions = tuple(t.definition for t in tools)
     if not supports_allowed or len(allowed) == len(offered):
         return definitions, ToolChoiceRequired() if mode == "required" else ToolChoiceAuto()
     return definitions, ToolChoiceAllowed(tuple(t.name for t in allowed), mode)
+
+
+def _narrowed(definition: ToolDefinition, pass_: Pass) -> ToolDefinition:
+    """``definition`` with its schema narrowed by the conditions on its arguments now."""
+    checks = pass_.argument_checks(definition.name)
+    if not checks:
+        return definition
+    schema = narrowed(definition.parameters, checks)
+    if schema == definition.parameters:
+        return definition
+    return ToolDefinition(definition.name, definition.description, definition.input_model, schema)
 
 
 def _listed(names: Sequence[str]) -> str:

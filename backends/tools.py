@@ -46,12 +46,23 @@ class ToolDefinition:
     """What the tool does, for the model."""
     input_model: type[BaseModel] | None = None
     """The pydantic model of the arguments; ``None`` for a tool without arguments."""
+    schema: Mapping[str, Any] | None = field(default=None, compare=False)
+    """A JSON schema to offer instead of the input model's (a schema narrowed by the
+    conditions on the arguments at this step); the model still validates the arguments."""
     parameters: Mapping[str, Any] = field(init=False, compare=False, repr=False)
-    """The JSON schema of the arguments, derived from ``input_model``."""
+    """The JSON schema of the arguments: ``schema``, or derived from ``input_model``."""
 
     def __post_init__(self) -> None:
         tool_name(self.name, "tool")
         text(self.description, f"tool `{self.name}`: `description`")
+        if self.schema is not None:
+            if not isinstance(self.schema, Mapping) or self.schema.get("type") != "object":
+                raise fail(
+                    f"tool `{self.name}`: `schema` must be a JSON schema of an object: got "
+                    f"`{self.schema!r:.80}`"
+                )
+            set_field(self, "parameters", dict(self.schema))
+            return
         set_field(self, "parameters", input_schema(self.input_model, f"tool `{self.name}`"))
 
     __repr__ = dataclass_repr

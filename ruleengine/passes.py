@@ -219,6 +219,12 @@ class Pass(ResultModel):
             return Admission(False, reason, violations)
         return Admission(True, ask=asking)
 
+    def argument_checks(self, tool: str) -> tuple[ArgCheck, ...]:
+        """The checks on the arguments of ``tool`` at this step (its conditions with the run's
+        values bound), for tools that want to say them in their own terms: a narrowed JSON
+        schema (``ruleengine.conditions.narrow``), a form."""
+        return tuple(check for _, check in self._checks.get(tool, ()))
+
     def _conditioned(
         self,
         conditions: Mapping[str, str],
