@@ -51,6 +51,7 @@ from ruleengine.check.report import FINDING_IDS, Finding
 from ruleengine.check.system import Checked, Event, System
 from ruleengine.ir import FINAL_ANSWER
 from ruleengine.passes import CoreEntry
+from ruleengine.requirements.arguments import ArgumentsRequirement
 from ruleengine.requirements.base import Requirement
 
 __all__ = ["Engine", "findings", "requirement_core", "requirement_entry"]
@@ -175,7 +176,13 @@ def findings(
     }
     if relaxed is not None:
         context = _DeadRequirements(system, relaxed, closed)
-        dead = [r.name for r in system.requirements if r.name not in analysis.live]
+        # A requirement asking permission for some arguments (`ask_if`) acts when a call is
+        # admitted, which no pass shows: it is never dead for not changing one.
+        dead = [
+            r.name
+            for r in system.requirements
+            if r.name not in analysis.live and not (isinstance(r, ArgumentsRequirement) and r.asks)
+        ]
         second = [partial(_dead_requirement, context, name, engine, cache) for name in dead]
         found += _in_lanes(second, hints, cut, context.lanes(dead))
     out.extend(f for f in found if f is not None)

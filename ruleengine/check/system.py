@@ -18,6 +18,7 @@ from functools import cached_property, lru_cache
 from itertools import product
 from typing import Any, Protocol
 
+from ruleengine.conditions.admission import ArgCheck
 from ruleengine.errors import PolicyError
 from ruleengine.ir import FINAL_ANSWER
 from ruleengine.passes import Mode
@@ -489,6 +490,11 @@ def symbolic_problem(system: System) -> str | None:
         for variants in comp.variants:
             for variant in variants:
                 for e in variant.records:
+                    if type(e.item) is ArgCheck:
+                        return (
+                            f"requirement `{comp.requirement.name}` puts conditions on a "
+                            "call's arguments, which only the explicit engine decides"
+                        )
                     lowered = lower(e.item)
                     if lowered.hard_force is None and literals_of(lowered.restrict) is None:
                         return (

@@ -13,16 +13,26 @@ on its own arguments (``Pass.admits``). A value the run does not have refuses th
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 from ruleengine import _validate
 from ruleengine._validate import _shown
 from ruleengine.conditions.admission import ArgCheck, CheckKind
 from ruleengine.conditions.bind import bind
+from ruleengine.conditions.evaluate import Undefined
 from ruleengine.conditions.handles import Handle
 from ruleengine.conditions.parse import parse
-from ruleengine.conditions.terms import Arg, Term, text, walk
+from ruleengine.conditions.terms import (
+    Arg,
+    Input,
+    LastArg,
+    LastOut,
+    Outputs,
+    Term,
+    text,
+    walk,
+)
 from ruleengine.conditions.typecheck import Scope, check
 from ruleengine.conditions.types import (
     Parameters,
@@ -36,10 +46,12 @@ from ruleengine.errors import PolicyError
 from ruleengine.ir import FINAL_ANSWER
 from ruleengine.requirements._targets import as_refs, names_now, resolve
 from ruleengine.requirements.base import DEFAULT_PRIORITY, Requirement
+from ruleengine.requirements.monitor import Monitor
 from ruleengine.requirements.permission import PermissionHandler
-from ruleengine.state import RunState
+from ruleengine.rules import Item, Rule
+from ruleengine.state import RunState, Status
 
-__all__ = ["ArgumentsRequirement", "parameters_of"]
+__all__ = ["ArgumentsMonitor", "ArgumentsRequirement", "parameters_of"]
 
 _KINDS: tuple[CheckKind, ...] = ("allow_if", "deny_if", "ask_if")
 
@@ -187,6 +199,13 @@ class ArgumentsRequirement(Requirement):
         bound._scope = declared
         return bound
 
+    def monitor(self) -> ArgumentsMonitor | None:
+        """The checker's view of this requirement (see ``ArgumentsMonitor``); None before
+        binding."""
+        if self._bound is None or self._target is None:
+            return None
+        return ArgumentsMonitor(self._target, self._bound, self._parameters, self.reason)
+
     def run(self, state: RunState) -> list[ArgCheck]:
         if self._bound is None or self._target is None:
             raise PolicyError(
@@ -234,3 +253,89 @@ def _conditions(value: object, owner: str, kind: str) -> list[Term]:
                 parameter=kind,
             )
     return out
+
+
+class ArgumentsMonitor(Monitor):
+    """What the static checker knows of an arguments requirement: which tools its conditions
+    read (``last``, ``outputs``) have succeeded, and nothing of the values.
+
+    A condition that reads no run value is emitted as it is (an ``ArgCheck``: the reasoner
+    decides it, with the step's other conditions, exactly). One that reads the latest call of
+    a tool that never succeeded refuses every call, as at run time. One that reads values the
+    run has (an output, an argument, the input, the outputs of a tool that ran) is an opaque
+    check: either it admits some arguments (nothing is emitted) or it does not (the target is
+    denied). Every pass the runtime decides is one of these, so what the checker proves for
+    every value of the checks holds for every value of the outputs; a finding that needs
+    some values says it depends on them.
+    """
+
+    def __init__(
+        self,
+        target: str,
+        conditions: tuple[tuple[CheckKind, Term], ...],
+        parameters: tuple[tuple[str, ParamType], ...],
+        reason: str | None,
+    ) -> None:
+        self.target = target
+        self.conditions = conditions
+        self.parameters = parameters
+        self.reason = reason
+        read: list[str] = []
+        self._reads: list[tuple[str, ...]] = []
+        self._opaque: list[int] = []
+        for i, (_, term) in enumerate(conditions):
+            tools = tuple(dict.fromkeys(_tools_read(term)))
+            self._reads.append(tools)
+            read.extend(t for t in tools if t not in read)
+            if any(isinstance(t, _VALUES) for t in walk(term)):
+                self._opaque.append(i)
+        self.read = tuple(read)
+        self.checks = len(self._opaque)
+
+    def initial(self) -> frozenset[str]:
+        return frozenset()
+
+    def advance(self, view: Hashable, tool: str, status: Status) -> frozenset[str]:
+        assert isinstance(view, frozenset)
+        if status == "ok" and tool in self.read and tool not in view:
+            return view | {tool}
+        return view
+
+    def tools(self) -> frozenset[str]:
+        return frozenset(self.read)
+
+    def check_keys(self) -> tuple[Hashable, ...]:
+        return tuple(
+            ("arguments", self.target, self.conditions[i][0], text(self.conditions[i][1]))
+            for i in self._opaque
+        )
+
+    def emit(self, view: Hashable, checks: tuple[bool, ...] = ()) -> Sequence[Item]:
+        assert isinstance(view, frozenset)
+        out: list[Item] = []
+        values = dict(zip(self._opaque, checks or (True,) * len(self._opaque), strict=True))
+        for i, (kind, term) in enumerate(self.conditions):
+            missing = [t for t in _last_read(term) if t not in view]
+            shown = text(term)
+            if missing:
+                value = Undefined(
+                    f"last({missing[0]!r})", "does not exist: the tool never succeeded", True
+                )
+                out.append(ArgCheck(self.target, kind, shown, value, self.parameters, self.reason))
+            elif i not in values:
+                out.append(ArgCheck(self.target, kind, shown, term, self.parameters, self.reason))
+            elif kind != "ask_if" and not values[i]:
+                why = self.reason or f"{kind} `{shown}` admits no arguments for these values"
+                out.append(Rule(self.target, allowed=False, reason=why))
+        return tuple(out)
+
+
+_VALUES = (Input, LastArg, LastOut, Outputs)
+
+
+def _tools_read(term: Term) -> list[str]:
+    return [t.tool for t in walk(term) if isinstance(t, LastArg | LastOut | Outputs)]
+
+
+def _last_read(term: Term) -> list[str]:
+    return [t.tool for t in walk(term) if isinstance(t, LastArg | LastOut)]

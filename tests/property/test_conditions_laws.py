@@ -11,12 +11,14 @@
 from __future__ import annotations
 
 from fractions import Fraction
+from itertools import product
 from typing import Any
 
 import z3
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ruleengine import ArgumentsRequirement, Reasoner, RunState
 from ruleengine.conditions import _z3, check, parse, text
 from ruleengine.conditions.evaluate import holds
 from ruleengine.conditions.regex import parse_pattern
@@ -37,7 +39,7 @@ from ruleengine.conditions.terms import (
     Term,
 )
 from ruleengine.conditions.typecheck import Scope
-from ruleengine.conditions.types import ParamType
+from ruleengine.conditions.types import ParamType, ToolSpec, parameters_from_spec
 
 PARAMS = {
     "n": ParamType("integer"),
@@ -217,3 +219,66 @@ def test_a_clash_is_unsatisfiable_and_minimal(required: list[Term], forbidden: l
         assert _z3.satisfiable(core_req[:i] + core_req[i + 1 :], core_forb, PARAMS) is not False
     for i in range(len(core_forb)):
         assert _z3.satisfiable(core_req, core_forb[:i] + core_forb[i + 1 :], PARAMS) is not False
+
+
+# -- the checker's view of an arguments requirement ---------------------------------------
+
+_LOOKUP = ToolSpec("lookup", None, parameters_from_spec({"id": "string"}, owner="t"))
+_PAY = ToolSpec("pay", None, parameters_from_spec({"id": "string", "amount": "number"}, owner="t"))
+_REQUIREMENTS = [
+    ArgumentsRequirement(
+        "pay",
+        allow_if=[
+            "arg.amount <= last('lookup').output.price",
+            "arg.id == last('lookup').arguments.id",
+        ],
+        name="limit",
+    ),
+    ArgumentsRequirement(
+        "pay", allow_if="arg.amount > 10", deny_if="arg.amount > 1000", name="band"
+    ),
+    ArgumentsRequirement("pay", ask_if="arg.amount > 100", name="big"),
+]
+_steps = st.one_of(
+    st.builds(
+        lambda price, key, ok: {
+            "tool": "lookup",
+            "arguments": {"id": key},
+            "output": {"price": price} if ok else None,
+            "status": "ok" if ok else "error",
+        },
+        st.one_of(st.integers(0, 2000), st.just("n/a")),
+        st.sampled_from(["a", "b"]),
+        st.booleans(),
+    ),
+    st.builds(lambda a: {"tool": "pay", "arguments": {"id": "a", "amount": a}}, st.integers(0, 50)),
+)
+
+
+@given(st.lists(_steps, max_size=4))
+def test_every_runtime_pass_is_one_the_checker_considers(trace: list[dict[str, Any]]) -> None:
+    """The arguments monitor over-approximates the runtime: at every state, the pass the
+    runtime decides (with the real outputs) is the pass of the monitor's rules under some
+    value of its opaque checks."""
+    reasoner = Reasoner([_LOOKUP, _PAY], _REQUIREMENTS)
+    for n in range(len(trace) + 1):
+        state = RunState.from_trace(trace[:n])
+        runtime = reasoner.decide(state)
+        seen = set()
+        monitors = [(req, req.monitor()) for req in reasoner.requirements]
+        options = []
+        for req, monitor in monitors:
+            assert monitor is not None
+            view = monitor.view_of(state)
+            options.append(
+                [
+                    reasoner.wrap(req, monitor.emit(view, values))
+                    for values in product([True, False], repeat=monitor.checks)
+                ]
+            )
+        for choice in product(*options):
+            decided = reasoner.settle([e for records in choice for e in records])
+            if not isinstance(decided, type(runtime)):
+                continue
+            seen.add((decided.allowed, decided.forced, decided.can_stop))
+        assert (runtime.allowed, runtime.forced, runtime.can_stop) in seen, (trace[:n], seen)

@@ -248,23 +248,55 @@ def test_policy_file_mistakes_are_located(tmp_path: Path, body: str, message: st
     assert message in shown and "p.toml:" in shown
 
 
-def test_the_checker_reports_nothing_that_hinges_on_values_it_does_not_have() -> None:
-    """The bounded search explores histories of tool names: a condition reading an output
-    cannot be decided there, so a conflict that hinges on it is not reported (the runtime,
-    with the output, has none); a condition on arguments alone is decided, and a conflict it
-    causes is reported."""
+def test_the_checker_proves_policies_with_conditions_for_every_value_of_the_outputs() -> None:
+    """Conditions reading run values are opaque checks to the checker: a proof holds for
+    every value the outputs could have, and a finding that needs some values says it
+    depends on them; conditions on arguments alone are decided exactly."""
     from ruleengine.check import check_policy
 
     forced = ConditionalRequirement("refund", force_after="lookup_order", name="refund-next")
-    hinging = Policy([LOOKUP, REFUND], [forced, LIMIT])
-    report = check_policy(hinging, timeout=30)
-    assert not report.complete
-    assert [f.id for f in report.findings if f.severity == "error"] == []
-    assert "conditions that read tool outputs" in (report.reason or "")
-    runtime = hinging.reasoner().decide(LOOKED_UP)
-    assert runtime.forced == "refund" and runtime.conditions
+    proved = check_policy(Policy([LOOKUP, REFUND], [forced, LIMIT]), timeout=30)
+    assert proved.complete and proved.findings == ()
+
+    # Forced (hard) right after the lookup: whether the refund may run then depends on the
+    # price the lookup returned.
+    second = ConditionalRequirement("refund", force_at_step=2, name="refund-second")
+    lookup_first = ConditionalRequirement("lookup_order", force_at_step=1, name="lookup-first")
+    hinging = check_policy(Policy([LOOKUP, REFUND], [lookup_first, second, LIMIT]), timeout=30)
+    conflict = [f for f in hinging.findings if f.id == "forced-conflict"]
+    assert hinging.complete and conflict and conflict[0].depends_on_custom_checks
 
     never = ArgumentsRequirement("refund", allow_if="arg.amount < 0 and arg.amount > 0")
     first = ConditionalRequirement("refund", force_at_step=1, name="refund-first")
     real = check_policy(Policy([LOOKUP, REFUND], [first, never]), timeout=30)
-    assert "forced-conflict" in [f.id for f in real.findings]
+    found = [f for f in real.findings if f.id == "forced-conflict"]
+    assert real.complete and found and not found[0].depends_on_custom_checks
+
+
+def test_the_bounded_search_reports_nothing_that_hinges_on_values_it_does_not_have() -> None:
+    """Without a monitor (a custom requirement emitting its own checks), the checker's
+    bounded search cannot hold run values: it leaves such conditions out and reports nothing
+    that could hinge on them."""
+    from ruleengine import Requirement
+    from ruleengine.check import check_policy
+    from ruleengine.conditions.admission import ArgCheck
+    from ruleengine.conditions.bind import bind
+    from ruleengine.conditions.parse import parse
+    from ruleengine.conditions.typecheck import Scope, check
+
+    params = dict(REFUND.parameters or {})
+    scope = Scope("refund", params, {"refund": params, "lookup_order": None})
+    term = check(
+        parse("arg.amount <= last('lookup_order').output.price", where="w"), scope, where="w"
+    )
+
+    class Limit(Requirement):
+        def run(self, state: RunState) -> list[ArgCheck]:
+            residual = bind(term, state)
+            return [ArgCheck("refund", "allow_if", "limit", residual, tuple(params.items()))]
+
+    forced = ConditionalRequirement("refund", force_after="lookup_order", name="refund-next")
+    report = check_policy(Policy([LOOKUP, REFUND], [forced, Limit(name="limit")]), timeout=30)
+    assert not report.complete
+    assert [f.id for f in report.findings if f.severity == "error"] == []
+    assert "conditions that read tool outputs" in (report.reason or "")
