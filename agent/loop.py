@@ -487,6 +487,10 @@ class RunLoop:
         if isinstance(verdict, Refused):
             await self._refuse(call, arguments, pass_, verdict.reason, "gate", rescued)
             return _Attempt("refused", verdict.reason)
+        # From here on the call is what the gate admitted: its arguments as validated (typed,
+        # defaults filled in), which the permission listeners judge and the step records, so
+        # a condition reads the same values at the gate, at the listener and later on.
+        arguments = verdict.input.model_dump(mode="python")
         refusal = await self.events.start(
             ToolStartEvent(
                 **self._where(),

@@ -176,12 +176,14 @@ def findings(
     }
     if relaxed is not None:
         context = _DeadRequirements(system, relaxed, closed)
-        # A requirement asking permission for some arguments (`ask_if`) acts when a call is
-        # admitted, which no pass shows: it is never dead for not changing one.
+        # A requirement with conditions on arguments acts when a call is admitted (which
+        # arguments, whether to ask), which a pass shows only in part: it is never dead for
+        # not changing one. (Whether its conditions ever decide is a question of implication
+        # between conditions, not asked here.)
         dead = [
             r.name
             for r in system.requirements
-            if r.name not in analysis.live and not (isinstance(r, ArgumentsRequirement) and r.asks)
+            if r.name not in analysis.live and not isinstance(r, ArgumentsRequirement)
         ]
         second = [partial(_dead_requirement, context, name, engine, cache) for name in dead]
         found += _in_lanes(second, hints, cut, context.lanes(dead))

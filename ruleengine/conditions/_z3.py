@@ -111,7 +111,10 @@ class _Encoder:
             return z3.IntVal(value, ctx)
         if isinstance(value, Fraction):
             return z3.RealVal(f"{value.numerator}/{value.denominator}", ctx)
-        return z3.StringVal(value, ctx)
+        if any(ord(c) > _TOP for c in value):
+            raise _NotEncodable(Const(value))  # past Z3's alphabet: not said exactly
+        # Z3 reads `\u{…}` in a literal as an escape: a backslash is written as one.
+        return z3.StringVal(value.replace("\\", "\\u{5c}"), ctx)
 
     def value(self, t: Term) -> z3.ExprRef:
         if isinstance(t, Const):
@@ -220,11 +223,9 @@ class _Encoder:
         ctx = self.ctx
         sort = z3.ReSort(z3.StringSort(ctx))
         if isinstance(node, Chars):
-            parts = [
-                z3.Range(chr(low), chr(min(high, _TOP)), ctx=ctx)
-                for low, high in node.ranges
-                if low <= _TOP
-            ]
+            if any(high > _TOP for _, high in node.ranges):
+                raise _NotEncodable(Const(f"a class past U+{_TOP:X}"))
+            parts = [z3.Range(chr(low), chr(high), ctx=ctx) for low, high in node.ranges]
             union = z3.Union(*parts) if len(parts) > 1 else (parts[0] if parts else z3.Empty(sort))
             if node.negated:
                 return z3.Intersect(z3.AllChar(sort), z3.Complement(union))
@@ -310,8 +311,19 @@ def _solver(ctx: z3.Context) -> z3.Solver:
 
 def _formula(
     enc: _Encoder, required: Sequence[Term], forbidden: Sequence[Term]
-) -> list[z3.BoolRef]:
-    return [enc.condition(t) for t in required] + [z3.Not(enc.condition(t)) for t in forbidden]
+) -> tuple[list[z3.BoolRef | None], bool]:
+    """Each condition's formula (``None`` for one without a Z3 form), and whether any is
+    left out. Leaving one out asks about fewer conditions: an *unsatisfiable* answer still
+    holds for all of them, a satisfiable one no longer does."""
+    parts: list[z3.BoolRef | None] = []
+    for t, negate in [(t, False) for t in required] + [(t, True) for t in forbidden]:
+        try:
+            formula = enc.condition(t)
+        except _NotEncodable:
+            parts.append(None)
+            continue
+        parts.append(z3.Not(formula) if negate else formula)
+    return parts, any(p is None for p in parts)
 
 
 def _answer(enc: _Encoder, parts: Sequence[z3.BoolRef], ctx: z3.Context) -> tuple[Any, Any]:
@@ -331,14 +343,11 @@ def satisfiable(
     within ``RLIMIT`` (or the conditions have no Z3 form)."""
     ctx = z3.Context()
     enc = _Encoder(parameters, ctx)
-    try:
-        parts = _formula(enc, required, forbidden)
-    except _NotEncodable:
-        return None
-    answer, solver = _answer(enc, parts, ctx)
+    parts, partial = _formula(enc, required, forbidden)
+    answer, solver = _answer(enc, [p for p in parts if p is not None], ctx)
     if answer == z3.unsat:
         return False
-    if answer != z3.sat:
+    if answer != z3.sat or partial:
         return None
     model = solver.model()
     out = {
@@ -366,13 +375,11 @@ def clash(
     agree with ``satisfiable``'s."""
     ctx = z3.Context()
     enc = _Encoder(parameters, ctx)
-    try:
-        parts = _formula(enc, required, forbidden)
-    except _NotEncodable:
-        return None
+    parts, _ = _formula(enc, required, forbidden)
 
     def sat(mask: int) -> bool:
-        chosen = [p for i, p in enumerate(parts) if mask >> i & 1]
+        # A condition without a Z3 form counts as satisfiable alone: it is never blamed.
+        chosen = [p for i, p in enumerate(parts) if mask >> i & 1 and p is not None]
         return bool(_answer(enc, chosen, ctx)[0] != z3.unsat)
 
     everything = (1 << len(parts)) - 1

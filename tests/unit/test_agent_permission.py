@@ -516,3 +516,32 @@ def test_a_permission_listener_takes_only_permission_requirements():
 
     with pytest.raises(PolicyError, match="is not an `AskPermissionRequirement` nor"):
         PermissionListener("pay")  # type: ignore[arg-type]
+
+
+def test_ask_if_judges_the_arguments_the_gate_admitted():
+    """The listener reads the validated arguments, not the model's raw ones: a number sent
+    as text, or an optional argument left out, cannot slip past an ask_if."""
+    from ruleengine import ArgumentsRequirement
+
+    @tool
+    def pay_note(order: str, amount: float, note: str = "") -> str:
+        """Pay, with a note."""
+        refunded.append(f"{order}:{amount:g}")
+        return "paid"
+
+    handler = Recorder({"pay_note": False})
+    asks = ArgumentsRequirement(
+        "pay_note", ask_if="arg.amount > 100 or 'urgent' in arg.note", handler=handler
+    )
+    script = [
+        reply(call("pay_note", order="1", amount="500")),
+        reply(call("pay_note", order="2", amount=500)),
+        answer(),
+    ]
+    out = run(RequirementAgent(ScriptedChatModel(script), [lookup, pay_note], [asks]))
+    assert [(s.tool, s.status) for s in out.steps][:2] == [
+        ("pay_note", "denied"),
+        ("pay_note", "denied"),
+    ]
+    assert out.steps[0].arguments == {"order": "1", "amount": 500.0, "note": ""}
+    assert len(handler.calls) == 2 and refunded == []
