@@ -1,9 +1,13 @@
-"""A customer-support agent that may issue refunds, under requirements and a refund approval.
+"""A customer-support agent that may issue refunds, under requirements and a refund limit.
+
+The limit is a condition on the refund's arguments, decided by the engine (no Python
+handler): refund the order that was looked up, a positive amount, at most its price; a
+manager is asked only about refunds above 50 EUR.
 
 Offline (the default, what `make demo` runs): a scripted model plays a hasty support agent —
-it tries to refund before looking the order up, then before checking the policy, and refunds
-twice — and the run log shows what the gate let through, what it refused and why, and the
-manager approving the refund.
+it tries to refund before looking the order up, then before checking the policy, then types
+800 for 80, and refunds twice — and the run log shows what the gate let through, what it
+refused and why, and the manager approving the refund.
 
 Against any OpenAI-compatible server, give a model name (the server and key come from
 OPENAI_BASE_URL and OPENAI_API_KEY)::
@@ -26,7 +30,8 @@ import anyio
 
 from agent import RequirementAgent, TrajectoryLogger, tool
 from backends import ChatModel, OpenAIChatModel, ScriptedChatModel
-from ruleengine import AskPermissionRequirement, ConditionalRequirement
+from ruleengine import ArgumentsRequirement, ConditionalRequirement
+from ruleengine.conditions import arg, last
 
 ORDERS = {
     "1042": {"item": "espresso machine", "price": 80.0, "status": "delivered, damaged in transit"},
@@ -84,15 +89,28 @@ REQUIREMENTS = [
     ),
     # Do not answer before the policy was checked.
     ConditionalRequirement(refund_policy, min_invocations=1, reason="check the policy first"),
+    # The refund limit, on the call's arguments and the looked-up order: the engine allows
+    # `issue_refund` only while some refund passes these, and the gate tests each call.
+    ArgumentsRequirement(
+        issue_refund,
+        allow_if=[
+            arg.order_id == last(lookup_order).arguments.order_id,
+            arg.amount <= last(lookup_order).output.price,
+        ],
+        deny_if=arg.amount <= 0,
+        reason="refund a positive amount, at most the price of the order you looked up",
+        name="refund-limit",
+    ),
 ]
+
+APPROVAL_ABOVE = 50
+"""Refunds above this many EUR need the manager's approval."""
 
 
 def manager(tool_name: str, arguments: Mapping[str, Any]) -> bool:
-    """The scripted refund approval: refunds up to 100 EUR are approved."""
-    amount = float(arguments.get("amount", 0))
-    approved = amount <= 100
-    print(f"  manager: refund {amount:.2f} EUR? {'approved' if approved else 'refused'}")
-    return approved
+    """The scripted manager, asked only about refunds above ``APPROVAL_ABOVE``: approves."""
+    print(f"  manager: refund {float(arguments['amount']):.2f} EUR? approved")
+    return True
 
 
 def call(name: str, **arguments: Any) -> dict[str, Any]:
@@ -114,6 +132,8 @@ SCRIPT = [
             call("refund_policy", order_id="1042"),
         ]
     },
+    # A typo: 800 for 80, more than the order's price.
+    {"tool_calls": [call("issue_refund", order_id="1042", amount=800)]},
     {"tool_calls": [call("issue_refund", order_id="1042", amount=80)]},
     # Refunds twice, then answers.
     {
@@ -130,10 +150,12 @@ SCRIPT = [
 
 
 def build(llm: ChatModel, *, ask_on_terminal: bool) -> RequirementAgent[str]:
-    approval = AskPermissionRequirement(
-        include=[issue_refund],
+    # Asks only about the calls whose arguments meet `ask_if` (the terminal with --ask).
+    approval = ArgumentsRequirement(
+        issue_refund,
+        ask_if=arg.amount > APPROVAL_ABOVE,
         handler=None if ask_on_terminal else manager,
-        name="refund-approval",
+        name="manager-approves-large-refunds",
     )
     return RequirementAgent(
         llm,
@@ -152,7 +174,7 @@ async def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default=os.environ.get("OPENAI_MODEL"), help="online model")
     parser.add_argument("--prompt", default=PROMPT, help="the customer's message")
-    parser.add_argument("--ask", action="store_true", help="approve refunds on the terminal")
+    parser.add_argument("--ask", action="store_true", help="approve large refunds yourself")
     args = parser.parse_args(argv)
     if args.model:
         llm: ChatModel = OpenAIChatModel(args.model)

@@ -1,5 +1,6 @@
 """examples/support_agent.py runs offline (what `make demo` shows): the gate refuses the hasty
-refunds, the manager approves the one that may run, and the agent answers."""
+refunds and the one above the order's price (its arguments fail the refund limit), the manager
+approves the one that may run, and the agent answers."""
 
 from __future__ import annotations
 
@@ -20,11 +21,14 @@ def test_the_support_agent_runs_offline(monkeypatch: pytest.MonkeyPatch, capsys)
     runpy.run_path(str(EXAMPLE), run_name="__main__")
     out = capsys.readouterr().out
     assert out.startswith("offline: a scripted model plays a hasty support agent")
-    assert out.count("refused: `issue_refund` did not run") == 3
+    assert out.count("  refused: `issue_refund` did not run") == 4  # the log lines
+    assert (
+        "allow_if `arg.amount <= last('lookup_order').output.price` of `refund-limit` fails" in out
+    )
     assert "manager: refund 80.00 EUR? approved" in out
     assert "ok issue_refund: refunded 80.00 EUR for order 1042" in out
     assert "answer: Sorry about the espresso machine!" in out
-    assert out.rstrip().endswith("4 steps; calls refused by the gate: 3, by the manager: 0")
+    assert out.rstrip().endswith("4 steps; calls refused by the gate: 4, by the manager: 0")
 
 
 def test_the_example_runs_as_a_script() -> None:
