@@ -15,7 +15,7 @@ import inspect
 import os
 import threading
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Generic, TypeVar, overload
 
 import anyio
@@ -44,7 +44,9 @@ from ruleengine import (
     Requirement,
     validate,
 )
+from ruleengine.conditions.types import ParamType
 from ruleengine.passes import Mode
+from ruleengine.requirements import parameters_of
 
 __all__ = ["AgentOutput", "RequirementAgent"]
 
@@ -731,9 +733,8 @@ def _policy_tools(policy: Policy, tools: object) -> list[Tool]:
             + "), and no other",
             parameter="tools",
         )
-    # Parameters: a policy declares a tool's name and description only (`ToolEntry` in
-    # ruleengine/policy/schema.py). Once it can declare a tool's parameters, compare them here
-    # with `given[name].definition.parameters`, and raise a `PolicyError` naming the tool.
+    for name, params in policy.parameters.items():
+        _same_parameters(name, params, given[name], policy.source)
     declared = []
     for name in policy.tools:
         item = given[name]
@@ -742,6 +743,26 @@ def _policy_tools(policy: Policy, tools: object) -> list[Tool]:
             item = _described(item, description)
         declared.append(item)
     return declared
+
+
+def _same_parameters(name: str, declared: Mapping[str, ParamType], item: Tool, source: str) -> None:
+    """A ``PolicyError`` unless ``item`` takes every parameter the policy declares for it,
+    of the declared type (its other parameters are its own business)."""
+    own = parameters_of(item) or {}
+    for param, kind in declared.items():
+        found = own.get(param)
+        if found is None:
+            problem = f"takes no parameter `{param}`"
+        elif found.kind != kind.kind or (kind.choices and found.choices != kind.choices):
+            problem = f"takes `{param}` as {found}, where the policy declares {kind}"
+        else:
+            continue
+        raise PolicyError(
+            f"from_policy: tool `{name}` {problem} ({source})",
+            hint="the policy's conditions are typed against the parameters it declares: "
+            "make the tool's input model match them",
+            parameter="tools",
+        )
 
 
 def _described(item: Tool, description: str) -> Tool:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from ruleengine import _validate
 from ruleengine._tags import declared_tags
+from ruleengine.conditions.types import ParamType
 from ruleengine.errors import PolicyError
 from ruleengine.ir import FINAL_ANSWER
 from ruleengine.passes import Mode
@@ -30,6 +31,7 @@ from ruleengine.requirements import (
     ConditionalRequirement,
     CycleGuard,
     Requirement,
+    parameters_of,
 )
 
 if TYPE_CHECKING:
@@ -74,6 +76,16 @@ class Policy:
         self.tags: Mapping[str, tuple[str, ...]] = MappingProxyType(tags)
         """Tool tags, for the tools that carry some (requirements name them ``tag:NAME``;
         they are resolved to the tools' names when the policy is built)."""
+        self.parameters: Mapping[str, Mapping[str, ParamType]] = MappingProxyType(
+            {
+                name: MappingProxyType(dict(params))
+                for name, tool in zip(names, declared, strict=True)
+                if (params := parameters_of(tool)) is not None
+            }
+        )
+        """Tool parameters, for the tools declared with some (``parameters`` or
+        ``input_schema`` in a file, a tool object's input model in Python): what conditions
+        on their arguments are typed against."""
         self.max_iterations: int = _validate.integer(max_iterations, name="max_iterations", least=1)
         """How many LLM rounds a run may take (SPEC §8's `budget` counts against it)."""
         self.mode: Mode = _validate.one_of(mode, ("strict", "priority"), name="mode")

@@ -366,3 +366,40 @@ def test_an_agents_budget_set_by_hand_is_checked_at_run_time() -> None:
     agent.max_iterations = 0
     with pytest.raises(PolicyError, match="max_iterations"):
         run(agent)
+
+
+def test_the_tools_must_take_the_parameters_the_policy_declares(tmp_path) -> None:
+    from agent import RequirementAgent, tool
+    from backends import ScriptedChatModel
+    from ruleengine import PolicyError
+
+    path = tmp_path / "p.toml"
+    path.write_text(
+        '[[tools]]\nname = "pay"\nparameters = { amount = "number", to = "string" }\n\n'
+        '[[requirements]]\ntype = "arguments"\ntarget = "pay"\nallow_if = "arg.amount < 10"\n',
+        encoding="utf-8",
+    )
+
+    @tool
+    def pay(amount: float, to: str, memo: str = "") -> str:
+        """Pay."""
+        return "paid"
+
+    agent = RequirementAgent.from_policy(str(path), [pay], ScriptedChatModel([]))
+    assert [t.name for t in agent.tools if t.name != "final_answer"] == ["pay"]
+
+    @tool(name="pay")
+    def pay_text(amount: str, to: str) -> str:
+        """Pay."""
+        return "paid"
+
+    with pytest.raises(PolicyError, match="tool `pay` takes `amount` as string, where the policy"):
+        RequirementAgent.from_policy(str(path), [pay_text], ScriptedChatModel([]))
+
+    @tool(name="pay")
+    def pay_short(amount: float) -> str:
+        """Pay."""
+        return "paid"
+
+    with pytest.raises(PolicyError, match="tool `pay` takes no parameter `to`"):
+        RequirementAgent.from_policy(str(path), [pay_short], ScriptedChatModel([]))
