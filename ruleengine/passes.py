@@ -223,6 +223,8 @@ class Pass(ResultModel):
         """The checks on the arguments of ``tool`` at this step (its conditions with the run's
         values bound), for tools that want to say them in their own terms: a narrowed JSON
         schema (``ruleengine.conditions.narrow``), a form."""
+        if not isinstance(tool, str):
+            raise PolicyError(f"argument_checks: tool=`{tool!r:.60}` must be a tool name")
         return tuple(check for _, check in self._checks.get(tool, ()))
 
     def _conditioned(

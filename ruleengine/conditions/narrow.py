@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from fractions import Fraction
 from typing import Any
 
+from ruleengine._base_errors import PolicyError
 from ruleengine.conditions.admission import ArgCheck
 from ruleengine.conditions.evaluate import Undefined
 from ruleengine.conditions.regex import AnyChar, Chars, Node, Repeat, Seq
@@ -42,6 +43,12 @@ _FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
 def narrowed(schema: Mapping[str, Any], checks: Iterable[ArgCheck]) -> dict[str, Any]:
     """``schema`` (a tool's arguments: an object) with what the ``allow_if`` checks say of its
     properties added; a copy, ``schema`` itself is untouched."""
+    if not isinstance(schema, Mapping):
+        raise PolicyError(f"narrowed: schema=`{schema!r:.60}` is not a JSON schema (a mapping)")
+    checks = list(checks)
+    if not all(isinstance(c, ArgCheck) for c in checks):
+        bad = next(c for c in checks if not isinstance(c, ArgCheck))
+        raise PolicyError(f"narrowed: `{bad!r:.60}` is not an `ArgCheck`")
     out = copy.deepcopy(dict(schema))
     properties = out.get("properties")
     if not isinstance(properties, dict):

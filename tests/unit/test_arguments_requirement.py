@@ -300,3 +300,20 @@ def test_the_bounded_search_reports_nothing_that_hinges_on_values_it_does_not_ha
     assert not report.complete
     assert [f.id for f in report.findings if f.severity == "error"] == []
     assert "conditions that read tool outputs" in (report.reason or "")
+
+
+def test_the_new_seams_refuse_bad_input_by_name() -> None:
+    from ruleengine.conditions.narrow import narrowed
+
+    p = Reasoner([LOOKUP, REFUND], [LIMIT]).decide(LOOKED_UP)
+    with pytest.raises(PolicyError, match="argument_checks: tool=`3` must be a tool name"):
+        p.argument_checks(3)  # type: ignore[arg-type]
+    assert p.argument_checks("lookup_order") == ()
+    with pytest.raises(PolicyError, match="is not a JSON schema"):
+        narrowed(3, [])  # type: ignore[arg-type]
+    with pytest.raises(PolicyError, match="is not an `ArgCheck`"):
+        narrowed({"type": "object"}, [3])  # type: ignore[list-item]
+    with pytest.raises(PolicyError, match="timeout=`-1` must be positive"):
+        ArgumentsRequirement("refund", ask_if="arg.amount > 1", timeout=-1)
+    with pytest.raises(PolicyError, match="handler=`3` is not callable"):
+        ArgumentsRequirement("refund", ask_if="arg.amount > 1", handler=3)  # type: ignore[arg-type]
