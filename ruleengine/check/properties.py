@@ -23,6 +23,7 @@ from typing import Any
 
 from ruleengine._search import quickxplain
 from ruleengine.check.analysis import Analysis, Witness
+from ruleengine.check.conditions import condition_findings
 from ruleengine.check.conflicts import _after, _deadlock, _finding, _forced_conflict, _steps, _tie
 from ruleengine.check.counterexamples import (
     _blocker,
@@ -191,6 +192,12 @@ def findings(
     note_progress(findings=len(out))
     if analysis.tie is not None:
         out.append(_tie(system, analysis.tie))
+    # A tool whose conditions no arguments satisfy is dead for that reason: the error says so,
+    # and the dead-tool warning would say it again.
+    on_arguments = condition_findings(system.requirements)
+    never = {f.tool for f in on_arguments if f.id == "unsatisfiable-condition"}
+    out = [f for f in out if not (f.id == "dead-tool" and f.tool in never)]
+    out.extend(on_arguments)
     rank = {finding_id: i for i, finding_id in enumerate(FINDING_IDS)}
     return sorted(out, key=lambda f: rank[f.id])  # stable: subjects keep declared order
 

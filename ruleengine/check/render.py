@@ -80,6 +80,16 @@ RULES: dict[FindingId, tuple[str, str, str]] = {
         "Two tools forced at equal top priority in a reachable state.",
         "Give the forcing requirements different priorities; only one tool can be forced.",
     ),
+    "unsatisfiable-condition": (
+        "UnsatisfiableCondition",
+        "Conditions on a tool's arguments that no arguments satisfy together.",
+        "Relax one of the conditions of the core: as they stand, the tool can never be called.",
+    ),
+    "shadowed-condition": (
+        "ShadowedCondition",
+        "A condition on a tool's arguments that the tool's other conditions imply.",
+        "Remove the condition, or fix it: it never decides a call.",
+    ),
 }
 """Per finding id: its SARIF rule name, what it means, and what to do about it."""
 
@@ -117,7 +127,11 @@ def _finding_lines(finding: Finding, policy: Source | None) -> list[str]:
         if _requirement_level(finding.core):
             label = "requirements it needs"
         else:
-            label = "tied forces" if finding.id == "forced-tie" else "clashing rules"
+            label = {
+                "forced-tie": "tied forces",
+                "unsatisfiable-condition": "clashing conditions",
+                "shadowed-condition": "the tool's conditions",
+            }.get(finding.id, "clashing rules")
         lines.append(f"    core ({label}):")
         shown = _core_lines(finding.core[:CORE_LINES], policy)
         lines.extend("      " + line for line in shown)

@@ -37,6 +37,8 @@ FindingId = Literal[
     "dead-tool",
     "dead-requirement",
     "forced-tie",
+    "unsatisfiable-condition",
+    "shadowed-condition",
 ]
 FINDING_IDS: tuple[FindingId, ...] = (
     "deadlock",
@@ -46,6 +48,8 @@ FINDING_IDS: tuple[FindingId, ...] = (
     "dead-tool",
     "dead-requirement",
     "forced-tie",
+    "unsatisfiable-condition",
+    "shadowed-condition",
 )
 """Every finding, in the order reports list them."""
 
@@ -58,6 +62,8 @@ SEVERITY: dict[FindingId, Severity] = {
     "dead-tool": "warning",
     "dead-requirement": "warning",
     "forced-tie": "warning",
+    "unsatisfiable-condition": "error",
+    "shadowed-condition": "warning",
 }
 """SPEC §8: errors break a policy; warnings point at rules that do nothing or tie."""
 
@@ -79,9 +85,9 @@ class Finding(ResultModel):
     """What kind of finding (SPEC §8)."""
     severity: Severity
     tool: str | None = None
-    """The tool, for ``dead-tool`` and ``forced-conflict``."""
+    """The tool, for ``dead-tool``, ``forced-conflict`` and the condition findings."""
     requirement: str | None = None
-    """The requirement, for ``dead-requirement``."""
+    """The requirement, for ``dead-requirement`` and ``shadowed-condition``."""
     message: str
     """What is wrong, in one line."""
     trace: tuple[TraceStep, ...] = ()

@@ -317,3 +317,30 @@ def test_the_new_seams_refuse_bad_input_by_name() -> None:
         ArgumentsRequirement("refund", ask_if="arg.amount > 1", timeout=-1)
     with pytest.raises(PolicyError, match="handler=`3` is not callable"):
         ArgumentsRequirement("refund", ask_if="arg.amount > 1", handler=3)  # type: ignore[arg-type]
+
+
+def test_unsatisfiable_and_shadowed_conditions_are_found_from_the_conditions_alone() -> None:
+    from ruleengine.check import check_policy
+
+    pay = ToolSpec("pay", None, parameters_from_spec({"amount": "number"}, owner="t"))
+    reqs = [
+        ArgumentsRequirement("pay", allow_if="arg.amount > 100", name="over"),
+        ArgumentsRequirement("pay", allow_if="arg.amount > 0", name="positive"),
+        ArgumentsRequirement("pay", allow_if="arg.amount < 50", name="under"),
+    ]
+    report = check_policy(Policy([pay, "log"], reqs), timeout=30)
+    (finding,) = [f for f in report.findings if f.id == "unsatisfiable-condition"]
+    assert finding.severity == "error" and finding.tool == "pay"
+    assert [c.requirement for c in finding.core] == ["over", "under"]  # minimal
+    assert "dead-tool" not in [f.id for f in report.findings]  # the error says it
+
+    shadowing = [
+        ArgumentsRequirement("pay", allow_if="arg.amount <= 100", name="cap"),
+        ArgumentsRequirement("pay", allow_if="arg.amount <= 500", name="loose"),
+        ArgumentsRequirement(
+            "pay", deny_if="arg.amount > last('log').output.max", name="reads-a-value"
+        ),
+    ]
+    report = check_policy(Policy([pay, "log"], shadowing), timeout=30)
+    shadowed = [(f.id, f.requirement) for f in report.findings]
+    assert shadowed == [("shadowed-condition", "loose")]  # conditions on run values aside

@@ -38,6 +38,7 @@ FINDINGS = [
     "data_pipeline.toml",
     "email_assistant.yaml",
     "newsroom.json",
+    "payments_limits.toml",
 ]
 CLEAN = "research.toml"
 BROKEN = 'tools = ["search"]\n\n[[requirements]]\ntype = "conditional"\ntarget = "serch"\n'
