@@ -12,6 +12,7 @@ from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
 
 from ruleengine._layout import Layout
+from ruleengine.conditions.admission import ArgCheck
 from ruleengine.encode import Vocabulary
 from ruleengine.errors import PolicyError
 from ruleengine.ir import Expr, mentioned_tools
@@ -82,6 +83,9 @@ class Compiler:
         self.tools = vocabulary.tools
         self._bit = {t: 1 << i for i, t in enumerate(self.tools)}
         self._table: dict[object, Compiled] = {}
+        self.saw_argument_checks = False
+        """Whether an ``ArgCheck`` was ever compiled (it compiles to nothing: the reasoner
+        decides such checks apart, and reads this to know it must)."""
 
     def __len__(self) -> int:
         return len(self._table)
@@ -95,6 +99,8 @@ class Compiler:
         return c
 
     def _compile(self, e: Emitted) -> Compiled:
+        if type(e.item) is ArgCheck:
+            self.saw_argument_checks = True
         try:
             lowered = lower(e.item)
         except PolicyError as exc:

@@ -84,6 +84,11 @@ class Aggregator:
         )
 
     @property
+    def saw_argument_checks(self) -> bool:
+        """Whether the records decided so far held an ``ArgCheck`` (since the last reset)."""
+        return self._compiler.saw_argument_checks
+
+    @property
     def solver_checks(self) -> int:
         """Solver calls made so far, across session resets."""
         return self._retired_checks + self._session.checks

@@ -92,6 +92,8 @@ class Reasoner:
             fast_path=fast_path,
         )
         self._cache: OrderedDict[frozenset[Emitted], Pass | Clash] = OrderedDict()
+        self._argument_checks = False
+        """Whether some record decided so far held an ``ArgCheck`` (see ``_decided``)."""
         self._lock = threading.Lock()
         self.hits = 0
         """How many decisions came from the cache."""
@@ -258,7 +260,18 @@ class Reasoner:
         (``ArgCheck``) are decided apart: a tool no arguments can pass becomes a denial by
         the requirements whose checks refuse it together (never overridden: in priority mode
         above every priority), and an allowed tool's checks go with the pass."""
-        checks = [e for e in emitted if type(getattr(e, "item", None)) is ArgCheck]
+        if not self._argument_checks:
+            # No record so far held an ArgCheck: decide without looking for any (a scan of
+            # the records would cost a tenth of a literal step). The compiler notes the first
+            # one it meets (compiled to nothing): then this decision is made again below,
+            # and every later one goes there.
+            result = self._aggregator.aggregate(emitted)
+            if not self._aggregator.saw_argument_checks:
+                if isinstance(result, Clash) and self._yielding:
+                    result = self._yield(emitted, result)
+                return result
+            self._argument_checks = True
+        checks = [e for e in emitted if type(e.item) is ArgCheck]
         if not checks:
             result = self._aggregator.aggregate(emitted)
             if isinstance(result, Clash) and self._yielding:

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ruleengine.check.report import SEVERITY, Finding
+from ruleengine.conditions.admission import clashing, some_arguments
 from ruleengine.conditions.terms import Input, LastArg, LastOut, Outputs, Term, text, walk
 from ruleengine.conditions.types import ParamType
 from ruleengine.passes import CoreEntry
@@ -50,8 +51,6 @@ def _entry(c: _Condition) -> CoreEntry:
 def condition_findings(requirements: Sequence[object]) -> list[Finding]:
     """The two findings above, for the enabled arguments requirements of ``requirements``
     (bound), tool by tool in the order they first appear."""
-    from ruleengine.conditions import _z3  # z3 only for policies with conditions
-
     by_tool: dict[str, list[_Condition]] = {}
     parameters: dict[str, dict[str, ParamType]] = {}
     for req in requirements:
@@ -69,9 +68,9 @@ def condition_findings(requirements: Sequence[object]) -> list[Finding]:
         params = parameters[tool]
         allow = [c for c in conditions if c.kind == "allow_if"]
         deny = [c for c in conditions if c.kind == "deny_if"]
-        answer = _z3.satisfiable([c.term for c in allow], [c.term for c in deny], params)
+        answer = some_arguments([c.term for c in allow], [c.term for c in deny], params)
         if answer is False:
-            found = _z3.clash([c.term for c in allow], [c.term for c in deny], params)
+            found = clashing([c.term for c in allow], [c.term for c in deny], params)
             core = (
                 [allow[i] for i in found[0]] + [deny[i] for i in found[1]]
                 if found is not None
@@ -95,11 +94,11 @@ def condition_findings(requirements: Sequence[object]) -> list[Finding]:
             others_deny = [o.term for o in deny if o is not c]
             if c.kind == "allow_if":
                 # Shadowed: no call the others admit fails it.
-                verdict = _z3.satisfiable(others_allow, [*others_deny, c.term], params)
+                verdict = some_arguments(others_allow, [*others_deny, c.term], params)
                 how = "every call the other conditions admit meets it"
             else:
                 # Shadowed: no call the others admit meets it.
-                verdict = _z3.satisfiable([*others_allow, c.term], others_deny, params)
+                verdict = some_arguments([*others_allow, c.term], others_deny, params)
                 how = "no call the other conditions admit meets it"
             if verdict is not False:
                 continue

@@ -18,7 +18,17 @@ from ruleengine.conditions.evaluate import Undefined, holds
 from ruleengine.conditions.terms import Term, text
 from ruleengine.conditions.types import ParamType
 
-__all__ = ["Admission", "ArgCheck", "CheckKind", "Verdict", "Violation", "admissible", "admit"]
+__all__ = [
+    "Admission",
+    "ArgCheck",
+    "CheckKind",
+    "Verdict",
+    "Violation",
+    "admissible",
+    "admit",
+    "clashing",
+    "some_arguments",
+]
 
 CheckKind: TypeAlias = Literal["allow_if", "deny_if", "ask_if"]
 
@@ -152,3 +162,22 @@ def admit(
         elif c.kind == "ask_if" and value and requirement not in asking:
             asking.append(requirement)
     return tuple(violations), tuple(asking)
+
+
+def some_arguments(
+    required: Sequence[Term], forbidden: Sequence[Term], parameters: Mapping[str, ParamType]
+) -> dict[str, Any] | bool | None:
+    """Some arguments meeting every ``required`` condition and no ``forbidden`` one (residuals:
+    no run values), ``False`` if none do, ``None`` if Z3 cannot tell (``_z3.satisfiable``)."""
+    from ruleengine.conditions import _z3
+
+    return _z3.satisfiable(required, forbidden, parameters)
+
+
+def clashing(
+    required: Sequence[Term], forbidden: Sequence[Term], parameters: Mapping[str, ParamType]
+) -> tuple[list[int], list[int]] | None:
+    """A minimal set of the conditions no arguments meet together (``_z3.clash``)."""
+    from ruleengine.conditions import _z3
+
+    return _z3.clash(required, forbidden, parameters)

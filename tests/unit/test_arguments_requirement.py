@@ -344,3 +344,22 @@ def test_unsatisfiable_and_shadowed_conditions_are_found_from_the_conditions_alo
     report = check_policy(Policy([pay, "log"], shadowing), timeout=30)
     shadowed = [(f.id, f.requirement) for f in report.findings]
     assert shadowed == [("shadowed-condition", "loose")]  # conditions on run values aside
+
+
+def test_checks_first_met_late_in_a_reasoners_life_are_decided() -> None:
+    """The reasoner looks for argument checks only once it has met one: a requirement that
+    emits its first one after many plain steps still gets it decided, at that very step."""
+    from ruleengine import requirement
+
+    @requirement(name="late")
+    def late(state: RunState) -> list[object]:
+        return list(LIMIT.bind([LOOKUP, REFUND]).run(state)) if state.steps else []
+
+    reasoner = Reasoner([LOOKUP, REFUND], [late])
+    assert "refund" in reasoner.decide(RunState()).allowed  # no checks yet
+    broke = RunState.from_trace([{"tool": "lookup_order", "arguments": {}, "output": {}}])
+    p = reasoner.decide(broke)
+    assert "refund" not in p.allowed and p.reasons["refund"].startswith("refund at most")
+    assert reasoner.decide(LOOKED_UP).conditions == {
+        "refund": "arg.amount <= 80 and arg.order_id == 'o1'"
+    }
