@@ -23,7 +23,7 @@ reported difference is real: its trace replays to it.
 from __future__ import annotations
 
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Hashable, Iterator, Sequence
 from itertools import product
 
@@ -37,6 +37,7 @@ from ruleengine.errors import ConflictError, PolicyError, RuleEngineError
 from ruleengine.ir import FINAL_ANSWER
 from ruleengine.passes import Mode, Pass
 from ruleengine.reasoner import Reasoner
+from ruleengine.requirements.arguments import ArgumentsRequirement
 from ruleengine.requirements.base import Requirement
 from ruleengine.rules import Emitted
 from ruleengine.state import STATUSES, RunState
@@ -105,7 +106,27 @@ def diff(
     except Unexplorable as exc:
         reasoners = (Reasoner(old[0], old[1], mode=old[2]), Reasoner(new[0], new[1], mode=new[2]))
         return search.concrete(*reasoners, why=f"{exc}", visited=0)
-    return search.abstract(left, right)
+    report = search.abstract(left, right)
+    if report.equivalent and report.complete and _conditions(left) != _conditions(right):
+        # Equal passes, but the calls each admits are not compared: no proof.
+        return report.model_copy(
+            update={
+                "complete": False,
+                "reason": "the policies' conditions on arguments differ, and diff compares"
+                " only whether each tool is allowed, not which calls each policy admits",
+            }
+        )
+    return report
+
+
+def _conditions(system: System) -> Counter[tuple[str | None, str, str]]:
+    """The conditions on arguments of ``system``'s requirements, as text by tool and kind."""
+    out: Counter[tuple[str | None, str, str]] = Counter()
+    for comp in system.components:
+        req = comp.requirement
+        if isinstance(req, ArgumentsRequirement) and req.enabled:
+            out.update((req.target, kind, text) for kind, text in req.conditions)
+    return out
 
 
 class _Search:

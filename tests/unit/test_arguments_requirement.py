@@ -363,3 +363,16 @@ def test_checks_first_met_late_in_a_reasoners_life_are_decided() -> None:
     assert reasoner.decide(LOOKED_UP).conditions == {
         "refund": "arg.amount <= 80 and arg.order_id == 'o1'"
     }
+
+
+def test_diff_claims_no_proof_when_the_conditions_differ() -> None:
+    from ruleengine.check import diff_policies
+
+    def policy(limit: int) -> Policy:
+        return Policy([REFUND], [ArgumentsRequirement("refund", allow_if=f"arg.amount <= {limit}")])
+
+    differ = diff_policies(policy(100), policy(200))
+    assert differ.equivalent and not differ.complete
+    assert "conditions on arguments differ" in (differ.reason or "")
+    same = diff_policies(policy(100), policy(100))
+    assert same.equivalent and same.complete
