@@ -36,7 +36,7 @@ from ruleengine.conditions.terms import (
     Term,
     text,
 )
-from ruleengine.conditions.types import Literal_, Parameters, _literal_text
+from ruleengine.conditions.types import Literal_, Parameters, _literal_text, literal_kind
 
 __all__ = ["Undefined", "fits", "holds", "kind_text", "literal_of", "value_kind"]
 
@@ -59,15 +59,11 @@ class Undefined:
 
 
 def value_kind(value: object) -> str | None:
-    """The kind of a concrete value (``None``: none a condition can use)."""
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float | Fraction):
-        return "number"
-    if isinstance(value, str):
-        return "string"
+    """The kind of a concrete value (``None``: none a condition can use): a literal's, or
+    ``strings`` for a list of strings."""
+    kind = literal_kind(value)
+    if kind is not None:
+        return kind
     if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
         return "strings"
     return None
