@@ -18,14 +18,16 @@ from typing import Any, Literal, TypeAlias
 from ruleengine._base_errors import PolicyError
 
 __all__ = [
-    "ToolSpec",
     "Kind",
     "Literal_",
     "ParamType",
     "Parameters",
+    "ToolSpec",
+    "literal_kind",
     "parameters_from_model",
     "parameters_from_schema",
     "parameters_from_spec",
+    "shown",
 ]
 
 Kind: TypeAlias = Literal["string", "integer", "number", "boolean", "strings", "opaque"]
