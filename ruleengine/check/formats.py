@@ -170,6 +170,8 @@ def _result(finding: Finding, report: Report, policy: Source | None) -> dict[str
         result["relatedLocations"] = related
     if finding.id == "budget":
         result["properties"]["min_steps"] = finding.min_steps
+    if finding.depends_on_tool_outputs:
+        result["properties"]["depends_on_tool_outputs"] = True
     return result
 
 

@@ -198,8 +198,29 @@ def findings(
     never = {f.tool for f in on_arguments if f.id == "unsatisfiable-condition"}
     out = [f for f in out if not (f.id == "dead-tool" and f.tool in never)]
     out.extend(on_arguments)
+    out = _outputs_named(system, out)
     rank = {finding_id: i for i, finding_id in enumerate(FINDING_IDS)}
     return sorted(out, key=lambda f: rank[f.id])  # stable: subjects keep declared order
+
+
+def _outputs_named(system: Checked, found: list[Finding]) -> list[Finding]:
+    """The findings, those that need particular values of opaque checks saying whose: the
+    run's values (conditions on arguments that read them) or custom checks. Where a policy
+    has both, a finding that needs some is said to need both (which, the check cannot
+    tell)."""
+    components = system.components
+    reads = any(isinstance(c.requirement, ArgumentsRequirement) and c.opaque for c in components)
+    if not reads:
+        return found
+    custom = any(
+        not isinstance(c.requirement, ArgumentsRequirement) and c.opaque for c in components
+    )
+    return [
+        f.model_copy(update={"depends_on_tool_outputs": True, "depends_on_custom_checks": custom})
+        if f.depends_on_custom_checks
+        else f
+        for f in found
+    ]
 
 
 _Job = Callable[["Hints"], "tuple[Finding, frozenset[str]] | None"]

@@ -144,6 +144,8 @@ def _finding_lines(finding: Finding, policy: Source | None) -> list[str]:
         else "no"
     )
     lines.append(f"    depends on custom checks: {checks}")
+    if finding.depends_on_tool_outputs:
+        lines.append("    depends on tool outputs: yes: it needs particular values the run reads")
     advice = RULES[finding.id][2]
     lines.append(f"    hint: {advice[0].lower()}{advice[1:].rstrip('.')}")
     return lines

@@ -98,6 +98,9 @@ class Finding(ResultModel):
     finding needs (the others: ``rule`` reads ``requirement NAME (TYPE)``)."""
     depends_on_custom_checks: bool = False
     """Whether the finding needs particular values of opaque custom checks."""
+    depends_on_tool_outputs: bool = False
+    """Whether the finding needs particular values of the run (tool outputs, arguments of
+    earlier calls, the input) that conditions on arguments read; in reports only when true."""
     min_steps: int | None = None
     """``budget`` only: the least number of steps before ``final_answer`` (None: never)."""
 
@@ -106,6 +109,8 @@ class Finding(ResultModel):
         data: dict[str, Any] = handler(self)
         if self.id != "budget":
             data.pop("min_steps", None)
+        if not self.depends_on_tool_outputs:
+            data.pop("depends_on_tool_outputs", None)
         return data
 
 

@@ -264,13 +264,14 @@ def test_the_checker_proves_policies_with_conditions_for_every_value_of_the_outp
     lookup_first = ConditionalRequirement("lookup_order", force_at_step=1, name="lookup-first")
     hinging = check_policy(Policy([LOOKUP, REFUND], [lookup_first, second, LIMIT]), timeout=30)
     conflict = [f for f in hinging.findings if f.id == "forced-conflict"]
-    assert hinging.complete and conflict and conflict[0].depends_on_custom_checks
+    assert hinging.complete and conflict and conflict[0].depends_on_tool_outputs
+    assert not conflict[0].depends_on_custom_checks  # the policy has no custom check
 
     never = ArgumentsRequirement("refund", allow_if="arg.amount < 0 and arg.amount > 0")
     first = ConditionalRequirement("refund", force_at_step=1, name="refund-first")
     real = check_policy(Policy([LOOKUP, REFUND], [first, never]), timeout=30)
     found = [f for f in real.findings if f.id == "forced-conflict"]
-    assert real.complete and found and not found[0].depends_on_custom_checks
+    assert real.complete and found and not found[0].depends_on_tool_outputs
 
 
 def test_the_bounded_search_reports_nothing_that_hinges_on_values_it_does_not_have() -> None:
