@@ -242,3 +242,11 @@ def test_bad_families_and_sizes_are_named(
         static.main(argv)
     assert exit_.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_a_row_stopped_at_a_limit_equal_to_its_target_does_not_meet_it() -> None:
+    stopped = static.StaticRow("tallies", 200, 400, [60.0] * 4, [0] * 4, 0, 0, 4, 60.0)
+    line = static.format_static_table([stopped]).splitlines()[2]
+    assert "> 60" in line and " no " in f" {line} "
+    fast = static.StaticRow("tallies", 200, 400, [5.0] * 4, [1] * 4, 4, 4, 0, 60.0)
+    assert " yes " in f" {static.format_static_table([fast]).splitlines()[2]} "
