@@ -142,7 +142,7 @@ def check_record(e: object) -> None:
     if not isinstance(e.requirement, str) or not e.requirement:
         raise PolicyError(f"`{e!r}`: the requirement name must be non-empty text")
     _validate.priority(e.priority, owner=_validate.owner_of(e.requirement))
-    if not isinstance(e.item, Rule | Expr | ArgCheck):
+    if not isinstance(e.item, (Rule, Expr, ArgCheck)):
         raise PolicyError(
             f"requirement `{e.requirement}`: `{e.item!r}` is neither a `Rule` nor a formula"
         )
