@@ -154,10 +154,18 @@ def _leave(code: int) -> NoReturn:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line ``argv`` (default: ``sys.argv[1:]``); return the exit code."""
     try:
-        args = _parse(_parser(), sys.argv[1:] if argv is None else list(argv))
+        given = sys.argv[1:] if argv is None else list(argv)
+        upstream: list[str] = []
+        if given[:1] == ["mcp-proxy"] and "--" in given:
+            # Everything after `--` is the upstream server's command line, options included.
+            cut = given.index("--")
+            given, upstream = given[:cut], given[cut + 1 :]
+        args = _parse(_parser(), given)
+        args.upstream = upstream
         if args.command is None:
             raise UsageError(
-                "give a command: `check`, `explain`, `diff`, `test`, `schema` or `bench`",
+                "give a command: `check`, `explain`, `diff`, `test`, `schema`, `mcp-proxy` or "
+                "`bench`",
                 hint="see `ruleengine --help`",
             )
         code: int = args.run(args)
@@ -327,8 +335,6 @@ def _schema(args: argparse.Namespace) -> int:
 
 def _mcp_proxy(args: argparse.Namespace) -> int:
     upstream = list(args.upstream)
-    if upstream[:1] == ["--"]:
-        upstream = upstream[1:]
     if not upstream:
         raise UsageError(
             "mcp-proxy: name the upstream server's command after `--`",
@@ -445,18 +451,13 @@ def _progress_after() -> float:
 
 
 def _mcp_proxy_arguments(p: _Parser) -> None:
+    p.usage = "ruleengine mcp-proxy [-h] [--http PORT] policy -- CMD [ARGS...]"
     p.add_argument("policy", help="the policy file to enforce")
     p.add_argument(
         "--http",
         type=_port,
         metavar="PORT",
         help="serve streamable HTTP on 127.0.0.1:PORT instead of stdio (0: a free port)",
-    )
-    p.add_argument(
-        "upstream",
-        nargs=argparse.REMAINDER,
-        metavar="-- CMD [ARGS...]",
-        help="the upstream MCP server's command, after `--`",
     )
 
 
@@ -572,7 +573,8 @@ def _parser() -> _Parser:
         commands,
         "mcp-proxy",
         _mcp_proxy,
-        "serve an MCP server's tools with a policy enforced on every call",
+        "serve an MCP server's tools with a policy enforced on every call; the upstream "
+        "server's command line follows `--`",
         _mcp_proxy_arguments,
     )
     _add(
