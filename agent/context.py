@@ -28,6 +28,7 @@ from ruleengine import ConflictError, Pass, Reasoner, RunState, Step
 
 __all__ = [
     "CURRENT",
+    "AgentConfig",
     "AgentOutput",
     "Frame",
     "Limits",
@@ -96,13 +97,10 @@ class Frame:
     own event loop) cannot share the outer run's task group, so it does not nest."""
 
 
-class RunnableAgent(Protocol):
-    """What a run and a handoff read of the agent they run: its configuration (the model, the
-    tools, the reasoner and the gate, memory, how it answers) and ``run``, for a handoff.
-    ``RequirementAgent`` documents each."""
+class AgentConfig(Protocol):
+    """The configuration a run reads of its agent (``RequirementAgent`` documents each)."""
 
     name: str
-    description: str | None
     llm: ChatModel
     tools: tuple[Tool, ...]
     final_tool: FinalAnswerTool
@@ -117,6 +115,13 @@ class RunnableAgent(Protocol):
     def system_prompt(self, visible: Sequence[str]) -> str:
         """The system prompt for these visible tools."""
         ...
+
+
+class RunnableAgent(AgentConfig, Protocol):
+    """What a handoff and telemetry read of an agent: its configuration, its description and
+    ``run``."""
+
+    description: str | None
 
     async def run(
         self,
@@ -130,26 +135,11 @@ class RunnableAgent(Protocol):
         ...
 
 
-class RunConfig(Protocol):
+class RunConfig(AgentConfig, Protocol):
     """What one run reads of its agent: the agent's configuration with the run's own
     options applied (``expected_output``, ``instructions``, ``deps``; ``agent/per_run.py``)."""
 
-    name: str
-    llm: ChatModel
-    tools: tuple[Tool, ...]
-    final_tool: FinalAnswerTool
-    reasoner: Reasoner
-    gate: Gate
-    memory: Memory | None
-    expected_output: type[BaseModel] | None
-    final_answer_as_tool: bool
-    save_intermediate_steps: bool
-    on_conflict: OnConflict
     deps: Any
-
-    def system_prompt(self, visible: Sequence[str]) -> str:
-        """The system prompt for these visible tools."""
-        ...
 
     def step_note(self, pass_: Pass, offered: Sequence[str]) -> str:
         """The note before a model round, for ``pass_`` with these tools offered."""

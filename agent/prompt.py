@@ -19,7 +19,7 @@ otherwise only the allowed tools are sent.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Literal
 
 from agent.tools import Tool
@@ -62,25 +62,32 @@ def system_prompt(
     output); ``answer_schema`` is the typed answer's JSON Schema, when the model answers in
     text rather than with the ``final_answer`` tool.
     """
-    section = system_sections(
-        role=role,
-        instructions=instructions,
-        tools=tools,
-        final_answer_as_tool=final_answer_as_tool,
-        answer_schema=answer_schema,
-        expected_output=expected_output,
+    return composed(
+        system_sections(
+            role=role,
+            instructions=instructions,
+            tools=tools,
+            final_answer_as_tool=final_answer_as_tool,
+            answer_schema=answer_schema,
+            expected_output=expected_output,
+        )
     )
+
+
+def composed(section: Mapping[str, str]) -> str:
+    """The default system prompt from its parts (``system_sections``)."""
     parts = [section["role"]]
     if section["instructions"]:
         parts.append("# Instructions\n" + section["instructions"])
     if section["tools"]:
         parts.append("# Tools\n" + section["tools"])
     parts.append("# How each step works\n" + section["steps"])
-    if expected_output is not None:
-        parts.append("# Expected output\n" + expected_output)
-    if answer_schema is not None:
+    if section["expected_output"]:
+        parts.append("# Expected output\n" + section["expected_output"])
+    if section["answer_schema"]:
         parts.append(
-            f"# Final answer\nThe final answer is one JSON object matching: {answer_schema}"
+            "# Final answer\nThe final answer is one JSON object matching: "
+            + section["answer_schema"]
         )
     return "\n\n".join(parts)
 
@@ -145,11 +152,7 @@ def step_note(pass_: Pass, offered: Sequence[str], *, final_answer_as_tool: bool
             note = "Now: give your final answer" + (
                 " with `final_answer`." if final_answer_as_tool else "."
             )
-        blocked = [
-            f"`{t}` ({reasons[t]})" if t in reasons else f"`{t}`"
-            for t in offered
-            if t != FINAL_ANSWER and t not in pass_.allowed
-        ]
+        blocked = _blocked(pass_, offered)
         if blocked:
             note += " Not now: " + ", ".join(blocked) + "."
     conditions = _conditions(pass_, offered)
@@ -159,6 +162,16 @@ def step_note(pass_: Pass, offered: Sequence[str], *, final_answer_as_tool: bool
         why = reasons.get(FINAL_ANSWER)
         note += " You cannot finish yet" + (f" ({why})." if why else ".")
     return note
+
+
+def _blocked(pass_: Pass, offered: Sequence[str]) -> list[str]:
+    """The offered tools the pass does not allow, each with its reason when it has one."""
+    reasons = pass_.reasons
+    return [
+        f"`{t}` ({reasons[t]})" if t in reasons else f"`{t}`"
+        for t in offered
+        if t != FINAL_ANSWER and t not in pass_.allowed
+    ]
 
 
 def _conditions(pass_: Pass, offered: Sequence[str]) -> str:
@@ -179,16 +192,11 @@ def step_values(
     arguments of the allowed tools must meet), ``can_finish`` (``yes`` or ``no``) and
     ``why_not_finish``."""
     reasons = pass_.reasons
-    blocked = [
-        f"`{t}` ({reasons[t]})" if t in reasons else f"`{t}`"
-        for t in offered
-        if t != FINAL_ANSWER and t not in pass_.allowed
-    ]
     return {
         "note": step_note(pass_, offered, final_answer_as_tool=final_answer_as_tool),
         "allowed": _listed([t for t in pass_.allowed if t != FINAL_ANSWER and t in offered]),
         "forced": f"`{pass_.forced}`" if pass_.forced is not None else "",
-        "blocked": ", ".join(blocked),
+        "blocked": ", ".join(_blocked(pass_, offered)),
         "conditions": _conditions(pass_, offered),
         "can_finish": "yes" if pass_.can_stop else "no",
         "why_not_finish": "" if pass_.can_stop else reasons.get(FINAL_ANSWER, ""),

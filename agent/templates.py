@@ -16,7 +16,7 @@ import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from agent.prompt import step_note, step_values, system_prompt, system_sections
+from agent.prompt import composed, step_note, step_values, system_sections
 from agent.tools import Tool
 from ruleengine import Pass, PolicyError
 
@@ -73,16 +73,6 @@ class Templates:
         expected_output: str | None = None,
     ) -> str:
         """The system prompt for these visible ``tools``."""
-        default = system_prompt(
-            role=role,
-            instructions=instructions,
-            tools=tools,
-            final_answer_as_tool=final_answer_as_tool,
-            answer_schema=answer_schema,
-            expected_output=expected_output,
-        )
-        if self.system is None:
-            return default
         values = system_sections(
             role=role,
             instructions=instructions,
@@ -91,6 +81,9 @@ class Templates:
             answer_schema=answer_schema,
             expected_output=expected_output,
         )
+        default = composed(values)
+        if self.system is None:
+            return default
         return self.system.format_map({**values, "default": default, "name": name})
 
     def render_step(
