@@ -366,25 +366,3 @@ async def test_conditions_on_arguments_are_enforced_per_call(upstream: ServerCon
         assert "allow_if `arg.to.endswith('@ours.com')` of `ours` fails" in text_of(refused)
         sent = await client.call_tool("send", {"to": "bob@ours.com"})
         assert (sent.is_error, text_of(sent)) == (False, "sent to bob@ours.com")
-
-
-@pytest.mark.parametrize(
-    ("argv", "message"),
-    [
-        (["--http", "99999", "--", "python", "x.py"], "`99999` is not a port (0 to 65535)"),
-        ([], "name the upstream server's command after `--`"),
-        (["extra", "--", "x"], "unexpected argument `extra`"),
-        (["--", "/nonexistent/cmd", "-v", "--flag"], "`/nonexistent/cmd -v --flag` did not start"),
-    ],
-)
-def test_the_command_line_reads_options_then_the_upstream_after_the_double_dash(
-    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """Options may follow the policy; everything after `--`, options included, is the
-    upstream server's command line; each mistake is one line, never a traceback."""
-    from ruleengine.cli import main
-
-    policy = str(Path(__file__).resolve().parents[2] / "examples/policies/support_refunds.toml")
-    assert main(["mcp-proxy", policy, *argv]) == 2
-    err = capsys.readouterr().err
-    assert message in err and "Traceback" not in err
