@@ -24,7 +24,7 @@ import anyio
 from ruleengine import _validate
 from ruleengine._solver import DEFAULT_RLIMIT, DEFAULT_TIMEOUT_MS, MAX_LIMIT
 from ruleengine.aggregate import Aggregator, Clash, Mode
-from ruleengine.conditions.admission import ArgCheck, admissible
+from ruleengine.conditions.admission import ArgCheck, admissible, conditions_text
 from ruleengine.encode import Vocabulary
 from ruleengine.errors import ConflictError, PolicyError, RequirementError, RuleEngineError
 from ruleengine.explain import core_entry
@@ -256,10 +256,8 @@ class Reasoner:
         return result
 
     def _decided(self, emitted: Sequence[Emitted]) -> Pass | Clash:
-        """The decision on a set of records not in the cache. Checks of a call's arguments
-        (``ArgCheck``) are decided apart: a tool no arguments can pass becomes a denial by
-        the requirements whose checks refuse it together (never overridden: in priority mode
-        above every priority), and an allowed tool's checks go with the pass."""
+        """The decision on a set of records not in the cache (checks of a call's arguments,
+        ``ArgCheck``, decided apart: ``_with_checks``)."""
         if not self._argument_checks:
             # No record so far held an ArgCheck: decide without looking for any (a scan of
             # the records would cost a tenth of a literal step). The compiler notes the first
@@ -267,55 +265,49 @@ class Reasoner:
             # and every later one goes there.
             result = self._aggregator.aggregate(emitted)
             if not self._aggregator.saw_argument_checks:
-                if isinstance(result, Clash) and self._yielding:
-                    result = self._yield(emitted, result)
-                return result
+                return self._yielded(emitted, result)
             self._argument_checks = True
         checks = [e for e in emitted if type(e.item) is ArgCheck]
         if not checks:
-            result = self._aggregator.aggregate(emitted)
-            if isinstance(result, Clash) and self._yielding:
-                result = self._yield(emitted, result)
-            return result
-        by_tool: dict[str, list[Emitted]] = {}
+            return self._yielded(emitted, self._aggregator.aggregate(emitted))
+        return self._with_checks(emitted, checks)
+
+    def _with_checks(self, emitted: Sequence[Emitted], checks: list[Emitted]) -> Pass | Clash:
+        """A tool no arguments can pass becomes a denial by the requirements whose checks
+        refuse it together (never overridden: in priority mode above every priority); an
+        allowed tool's checks go with the pass."""
+        by_tool: dict[str, list[tuple[str, ArgCheck]]] = {}
         for e in checks:
-            assert isinstance(e.item, ArgCheck)
-            if e.item.tool not in self.tools:
+            check = e.item
+            assert isinstance(check, ArgCheck)
+            if check.tool not in self.tools:
                 raise PolicyError(
-                    f"requirement `{e.requirement}` checks the arguments of `{e.item.tool}`, "
+                    f"requirement `{e.requirement}` checks the arguments of `{check.tool}`, "
                     "which is not a declared tool"
                 )
-            by_tool.setdefault(e.item.tool, []).append(e)
+            by_tool.setdefault(check.tool, []).append((e.requirement, check))
         top = max(e.priority for e in emitted) + 1
+        priorities = {e.requirement: e.priority for e in checks}
         records = [e for e in emitted if type(e.item) is not ArgCheck]
         for tool, found in by_tool.items():
-            verdict = admissible([e.item for e in found], [e.requirement for e in found])  # type: ignore[misc]
-            if verdict.ok:
-                continue
-            for i in verdict.core:
-                e = found[i]
-                assert isinstance(e.item, ArgCheck)
-                denial = Rule(tool, allowed=False, reason=e.item.reason or verdict.reason)
-                priority = top if self.mode == "priority" else e.priority
-                records.append(Emitted(denial, e.requirement, priority))
-        result = self._aggregator.aggregate(records)
-        if isinstance(result, Clash) and self._yielding:
-            result = self._yield(records, result)
+            verdict = admissible([c for _, c in found], [r for r, _ in found])
+            for i in verdict.core if not verdict.ok else ():
+                requirement, check = found[i]
+                denial = Rule(tool, allowed=False, reason=check.reason or verdict.reason)
+                priority = top if self.mode == "priority" else priorities[requirement]
+                records.append(Emitted(denial, requirement, priority))
+        result = self._yielded(records, self._aggregator.aggregate(records))
         if isinstance(result, Clash):
             return result
-        allowed = set(result.allowed)
-        return result._conditioned(
-            {
-                tool: " and ".join(_gating_text(e.item) for e in found if _gates(e.item))
-                for tool, found in by_tool.items()
-                if tool in allowed and any(_gates(e.item) for e in found)
-            },
-            {
-                tool: tuple((e.requirement, e.item) for e in found)  # type: ignore[misc]
-                for tool, found in by_tool.items()
-                if tool in allowed
-            },
-        )
+        allowed = {tool: tuple(found) for tool, found in by_tool.items() if tool in result.allowed}
+        texts = {tool: conditions_text([c for _, c in found]) for tool, found in allowed.items()}
+        return result._conditioned({t: text for t, text in texts.items() if text}, allowed)
+
+    def _yielded(self, records: Sequence[Emitted], result: Pass | Clash) -> Pass | Clash:
+        """``result``, or with yielding requirements given way where they clash."""
+        if isinstance(result, Clash) and self._yielding:
+            return self._yield(records, result)
+        return result
 
     def _yield(self, emitted: Sequence[Emitted], clash: Clash) -> Pass | Clash:
         """Drop yielding requirements' items while they take part in the clash."""
@@ -456,16 +448,6 @@ def _close(awaitable: object) -> None:
 _ITEM_TYPES = (Rule, Expr, ArgCheck)
 """What a requirement may emit (a tuple: ``isinstance`` with it is cheaper than with a union
 built in the loop, and this is on every step's path)."""
-
-
-def _gates(item: object) -> bool:
-    return isinstance(item, ArgCheck) and item.kind != "ask_if"
-
-
-def _gating_text(item: object) -> str:
-    assert isinstance(item, ArgCheck)
-    shown = item.residual_text
-    return shown if item.kind == "allow_if" else f"not ({shown})"
 
 
 def _wrap(req: Requirement, out: object) -> list[Emitted]:

@@ -27,6 +27,7 @@ __all__ = [
     "admissible",
     "admit",
     "clashing",
+    "conditions_text",
     "some_arguments",
 ]
 
@@ -138,6 +139,16 @@ def admissible(checks: Sequence[ArgCheck], owners: Sequence[str] | None = None) 
         for i in core
     )
     return Verdict(False, f"no arguments satisfy {shown}", core)
+
+
+def conditions_text(checks: Sequence[ArgCheck]) -> str:
+    """What a call must meet, in words: the ``allow_if`` residuals, and ``not (…)`` of the
+    ``deny_if`` ones (``ask_if`` decides no admission), joined by ``and``; ``""`` for none."""
+    return " and ".join(
+        c.residual_text if c.kind == "allow_if" else f"not ({c.residual_text})"
+        for c in checks
+        if c.kind != "ask_if"
+    )
 
 
 def admit(
