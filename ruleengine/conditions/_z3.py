@@ -34,6 +34,7 @@ from ruleengine.conditions.terms import (
     Cmp,
     Const,
     Expect,
+    IsNone,
     Len,
     ListConst,
     Matches,
@@ -41,7 +42,9 @@ from ruleengine.conditions.terms import (
     Negation,
     Scale,
     Term,
+    children,
     text,
+    walk,
 )
 from ruleengine.conditions.types import Literal_, Parameters
 
@@ -64,6 +67,48 @@ class _Encoder:
         self.ctx = ctx
         self.vars: dict[str, z3.ExprRef] = {}
         self.lists: dict[str, tuple[z3.ArithRef, dict[str, z3.BoolRef]]] = {}
+        self.given: dict[str, z3.BoolRef] = {}
+        """For each argument some condition tests with ``is None``: whether the call gives
+        it. The other arguments are given: a call that leaves one out and passes passes as
+        well with it given (a part that is never read decides nothing)."""
+
+    def presence(self, terms: Sequence[Term]) -> None:
+        """A ``given`` variable for each argument ``terms`` test with ``is None``."""
+        for term in terms:
+            for t in walk(term):
+                if isinstance(t, IsNone) and t.of.name not in self.given:
+                    name = t.of.name
+                    self.given[name] = z3.Bool(f"given(arg.{name})", self.ctx)
+                    # Its value too: an example that gives it must say what it gives.
+                    if self.parameters[name].kind == "strings":
+                        self.list_of(name)
+                    else:
+                        self.var(name)
+
+    def defined(self, t: Term) -> z3.BoolRef | None:
+        """When ``t`` can be read: each argument it reads is given, read left to right as
+        the evaluator reads it (``and``/``or`` stop at the first part that decides).
+        ``None``: always."""
+        if not self.given:
+            return None
+        if isinstance(t, Arg):
+            return self.given.get(t.name)
+        if isinstance(t, IsNone | Const | ListConst):
+            return None
+        if isinstance(t, All | AnyOf):
+            # D(a, rest) = D(a) and (a decides, or D(rest))
+            out: z3.BoolRef | None = None
+            for item in reversed(t.items):
+                if out is not None:
+                    value = self.condition(item)
+                    out = z3.Or(z3.Not(value) if isinstance(t, All) else value, out)
+                here = self.defined(item)
+                out = here if out is None else (out if here is None else z3.And(here, out))
+            return out
+        parts = [d for d in (self.defined(c) for c in children(t)) if d is not None]
+        if not parts:
+            return None
+        return parts[0] if len(parts) == 1 else z3.And(parts)
 
     def list_of(self, name: str) -> tuple[z3.ArithRef, dict[str, z3.BoolRef]]:
         """A list-of-strings parameter: its length and its literals held."""
@@ -146,6 +191,11 @@ class _Encoder:
 
     def condition(self, t: Term) -> z3.BoolRef:
         ctx = self.ctx
+        if isinstance(t, IsNone):
+            given = self.given.get(t.of.name)
+            if given is None:  # no ``presence`` asked for: the argument is given
+                return z3.BoolVal(t.negated, ctx)
+            return given if t.negated else z3.Not(given)
         if isinstance(t, All):
             return z3.And([self.condition(i) for i in t.items] or [z3.BoolVal(True, ctx)])
         if isinstance(t, AnyOf):
@@ -316,13 +366,17 @@ def _formula(
     left out. Leaving one out asks about fewer conditions: an *unsatisfiable* answer still
     holds for all of them, a satisfiable one no longer does."""
     parts: list[z3.BoolRef | None] = []
+    enc.presence([*required, *forbidden])
     for t, negate in [(t, False) for t in required] + [(t, True) for t in forbidden]:
         try:
             formula = enc.condition(t)
+            defined = enc.defined(t)
         except _NotEncodable:
             parts.append(None)
             continue
-        parts.append(z3.Not(formula) if negate else formula)
+        formula = z3.Not(formula) if negate else formula
+        # A condition that reads a missing argument refuses, an allow_if and a deny_if alike.
+        parts.append(formula if defined is None else z3.And(defined, formula))
     return parts, any(p is None for p in parts)
 
 
@@ -350,11 +404,15 @@ def satisfiable(
     if answer != z3.sat or partial:
         return None
     model = solver.model()
+    left_out = {name for name, given in enc.given.items() if z3.is_false(model.eval(given, True))}
     out = {
         name: _argument(model.eval(v, model_completion=True), parameters[name].kind)
         for name, v in sorted(enc.vars.items())
+        if name not in left_out
     }
     for name, (length, held) in sorted(enc.lists.items()):
+        if name in left_out:
+            continue
         items = [lit for lit, h in held.items() if z3.is_true(model.eval(h, model_completion=True))]
         size = model.eval(length, model_completion=True).as_long()
         filler = (f"item{i}" for i in range(size + len(held) + 1))

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
 from ruleengine.conditions.evaluate import Undefined, holds
-from ruleengine.conditions.terms import Term, text
+from ruleengine.conditions.terms import AnyOf, Term, text
 from ruleengine.conditions.types import ParamType
 
 __all__ = [
@@ -144,8 +144,11 @@ def admissible(checks: Sequence[ArgCheck], owners: Sequence[str] | None = None) 
 def conditions_text(checks: Sequence[ArgCheck]) -> str:
     """What a call must meet, in words: the ``allow_if`` residuals, and ``not (…)`` of the
     ``deny_if`` ones (``ask_if`` decides no admission), joined by ``and``; ``""`` for none."""
+    # An `or` inside the `and` keeps its parentheses (`a or b and c` reads `a or (b and c)`).
     return " and ".join(
-        c.residual_text if c.kind == "allow_if" else f"not ({c.residual_text})"
+        (f"({c.residual_text})" if isinstance(c.residual, AnyOf) else c.residual_text)
+        if c.kind == "allow_if"
+        else f"not ({c.residual_text})"
         for c in checks
         if c.kind != "ask_if"
     )

@@ -3,8 +3,11 @@
 ``holds`` tests a *residual* condition (its run values bound: ``bind.py``) on a call's
 arguments. A value that does not
 exist — the tool never succeeded, a key is missing, the value is of another type, an argument
-is missing — is ``Undefined``, and a condition with an undefined value refuses the call (it
-fails closed, whatever the condition says), with a reason naming the value.
+is missing — is ``Undefined``, and a condition that reads an undefined value refuses the call (it
+fails closed), with a reason naming the value. Arguments are read as Python reads them, left
+to right: ``and`` and ``or`` stop at the first part that decides, so
+``arg.cc is None or arg.cc.endswith("@ours.com")`` never reads a missing ``cc``. (Run values
+are bound before, by ``bind``: an undefined one refuses whatever the condition says.)
 
 Values are compared exactly: integers as integers, other numbers as fractions (a float from
 JSON as the decimal it prints as), booleans only with booleans (``True`` is not ``1``).
@@ -27,6 +30,7 @@ from ruleengine.conditions.terms import (
     Cmp,
     Const,
     Expect,
+    IsNone,
     Len,
     ListConst,
     Matches,
@@ -151,12 +155,14 @@ class _Evaluator:
             return of.startswith(affix) if t.kind == "startswith" else of.endswith(affix)
         if isinstance(t, Matches):
             return python_pattern(t.pattern).fullmatch(self.value(t.of)) is not None
+        if isinstance(t, IsNone):
+            return (self.arguments.get(t.of.name) is None) != t.negated
+        # Left to right, as Python reads them: the first part that decides ends the test, so
+        # an argument the rest would read is not read (and a missing one does not refuse).
         if isinstance(t, All):
-            values = [self.value(i) for i in t.items]  # every part: an undefined one refuses
-            return all(values)
+            return all(self.value(i) for i in t.items)
         if isinstance(t, AnyOf):
-            values = [self.value(i) for i in t.items]
-            return any(values)
+            return any(self.value(i) for i in t.items)
         if isinstance(t, Negation):
             return not self.value(t.of)
         raise AssertionError(f"a run value left in a residual: {text(t)}")

@@ -21,6 +21,7 @@ from ruleengine.conditions.terms import (
     Cmp,
     Const,
     Input,
+    IsNone,
     LastArg,
     LastOut,
     Len,
@@ -154,6 +155,22 @@ class Handle:
 
     def endswith(self, suffix: object) -> Handle:
         return Handle(Affix("endswith", self.term, term_of(suffix)))
+
+    def is_none(self) -> Handle:
+        """``arg.NAME is None``: the call leaves the argument out (or gives ``None``)."""
+        return Handle(IsNone(self._argument("is_none")))
+
+    def is_not_none(self) -> Handle:
+        """``arg.NAME is not None``: the call gives the argument."""
+        return Handle(IsNone(self._argument("is_not_none"), negated=True))
+
+    def _argument(self, method: str) -> Arg:
+        if not isinstance(self.term, Arg):
+            raise PolicyError(
+                f"`{text(self.term)}.{method}()`: only an argument can be left out",
+                hint="test an argument: `arg.NAME.is_none()`",
+            )
+        return self.term
 
 
 class _Args:

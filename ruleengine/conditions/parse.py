@@ -21,6 +21,7 @@ from ruleengine.conditions.terms import (
     Cmp,
     Const,
     Input,
+    IsNone,
     LastArg,
     LastOut,
     Len,
@@ -32,6 +33,7 @@ from ruleengine.conditions.terms import (
     Scale,
     Term,
     scaled,
+    text,
 )
 from ruleengine.conditions.types import Literal_, shown
 
@@ -140,6 +142,8 @@ class _Reader:
         raise self.fail(node, f"the literal `{ast.unparse(node)}` is not part of the language")
 
     def compare(self, node: ast.Compare) -> Term:
+        if any(isinstance(op, ast.Is | ast.IsNot) for op in node.ops):
+            return self.is_none(node)
         for op in node.ops:
             if type(op) not in _CMP_OPS and not isinstance(op, ast.In | ast.NotIn):
                 raise self.fail(node, "`is` is not part of the language", "use `==`")
@@ -153,6 +157,21 @@ class _Reader:
                 parts.append(Cmp(_CMP_OPS[type(op)], left, right))
             left = right
         return parts[0] if len(parts) == 1 else All(tuple(parts))
+
+    def is_none(self, node: ast.Compare) -> Term:
+        """``arg.NAME is None`` or ``arg.NAME is not None``: the one use of ``is``."""
+        hint = "`is` only tests whether the call leaves an argument out: `arg.NAME is None`"
+        comparator = node.comparators[0]
+        if (
+            len(node.ops) != 1
+            or not isinstance(comparator, ast.Constant)
+            or comparator.value is not None
+        ):
+            raise self.fail(node, "`is` is not part of the language here", hint)
+        of = self.term(node.left)
+        if not isinstance(of, Arg):
+            raise self.fail(node, f"`{text(of)} is None`: only an argument can be left out", hint)
+        return IsNone(of, negated=isinstance(node.ops[0], ast.IsNot))
 
     def path(self, node: ast.Attribute | ast.Subscript) -> Term:
         keys: list[str | int] = []

@@ -4,9 +4,9 @@ A condition is a boolean *term* over the proposed call's arguments (``Arg``: ``a
 the run's input text (``Input``), the latest successful call of a tool (``LastArg``:
 ``last("T").arguments.NAME``; ``LastOut``: ``last("T").output.KEY…``) and all of its outputs
 (``Outputs``), with literals, comparisons, ``+ -``, ``*`` by a constant, ``and or not``,
-``in``, ``len``, ``startswith``/``endswith`` and ``matches``. Terms are immutable and
-hashable; ``text`` prints one as the text that parses back to it (``parse.py``), and
-``walk`` visits one without recursion.
+``in``, ``len``, ``startswith``/``endswith``, ``matches`` and ``arg.NAME is None``
+(``IsNone``). Terms are immutable and hashable; ``text`` prints one as the text that parses
+back to it (``parse.py``), and ``walk`` visits one without recursion.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ __all__ = [
     "Const",
     "Expect",
     "Input",
+    "IsNone",
     "LastArg",
     "LastOut",
     "Len",
@@ -147,6 +148,15 @@ class Matches:
 
 
 @dataclass(frozen=True, slots=True)
+class IsNone:
+    """``arg.NAME is None`` (``is not None`` when ``negated``): whether the call leaves the
+    argument out (or gives it as ``None``). It reads no value, so it is never undefined."""
+
+    of: Arg
+    negated: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class All:
     items: tuple[Term, ...]
 
@@ -163,14 +173,23 @@ class Negation:
 
 Term: TypeAlias = (
     "Const | ListConst | Arg | Input | LastArg | LastOut | Outputs | Expect | Len | Arith "
-    "| Scale | Cmp | Member | Affix | Matches | All | AnyOf | Negation"
+    "| Scale | Cmp | Member | Affix | Matches | IsNone | All | AnyOf | Negation"
 )
 
 _RUN_VALUES = (Input, LastArg, LastOut, Outputs)
 
 # -- printing -----------------------------------------------------------------------------
 
-_PRECEDENCE = {AnyOf: 1, All: 2, Negation: 3, Cmp: 4, Member: 4, Arith: 5, Scale: 6}
+_PRECEDENCE = {
+    AnyOf: 1,
+    All: 2,
+    Negation: 3,
+    Cmp: 4,
+    Member: 4,
+    IsNone: 4,
+    Arith: 5,
+    Scale: 6,
+}
 
 
 def text(term: Term) -> str:
@@ -221,6 +240,9 @@ def _text(t: Term, outer: int) -> str:
         return f"{_text(t.of, 8)}.{t.kind}({_text(t.affix, 0)})"
     if isinstance(t, Matches):
         return f"matches({_text(t.of, 0)}, {t.pattern.source!r})"
+    if isinstance(t, IsNone):
+        op = "is not None" if t.negated else "is None"
+        return _wrap(f"{_text(t.of, own)} {op}", own, outer)
     if isinstance(t, All):
         return _wrap(" and ".join(_text(i, own) for i in t.items), own, outer)
     if isinstance(t, AnyOf):
@@ -238,7 +260,7 @@ def children(t: Term) -> tuple[Term, ...]:
         return (t.item, t.container)
     if isinstance(t, Affix):
         return (t.of, t.affix)
-    if isinstance(t, Matches):
+    if isinstance(t, Matches | IsNone):
         return (t.of,)
     if isinstance(t, All | AnyOf):
         return t.items

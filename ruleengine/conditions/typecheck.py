@@ -25,6 +25,7 @@ from ruleengine.conditions.terms import (
     Const,
     Expect,
     Input,
+    IsNone,
     LastArg,
     LastOut,
     Len,
@@ -160,7 +161,7 @@ class _Checker:
             return Arith(t.op, self.numeric(t.left), self.numeric(t.right))
         if isinstance(t, Scale):
             return Scale(t.factor, self.numeric(t.of))
-        if isinstance(t, Cmp | Member | Affix | Matches | All | AnyOf | Negation):
+        if isinstance(t, Cmp | Member | Affix | Matches | IsNone | All | AnyOf | Negation):
             raise self.fail(f"`{text(t)}` is a condition, not a value")
         self.kind(t)
         return t
@@ -185,6 +186,9 @@ class _Checker:
             return Affix(t.kind, self.typed(t.of, "string"), self.typed(t.affix, "string"))
         if isinstance(t, Matches):
             return Matches(self.typed(t.of, "string"), t.pattern)
+        if isinstance(t, IsNone):
+            self.kind(t.of)  # the parameter exists, of a type conditions reason about
+            return t
         return self.typed(t, "boolean")
 
     def comparison(self, t: Cmp) -> Term:

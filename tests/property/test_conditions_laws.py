@@ -2,7 +2,8 @@
 
 - a condition prints as text that parses back to it;
 - the concrete evaluation (what the gate runs on every call) and Z3 (what decides whether
-  any arguments are admissible) agree on every condition and every call;
+  any arguments are admissible) agree on every condition and every call, calls that leave
+  arguments out included (read left to right, ``arg.NAME is None`` tests among them);
 - ``satisfiable``'s example arguments satisfy the conditions concretely, and ``False`` means
   no tried call does;
 - a ``clash`` is unsatisfiable and minimal.
@@ -30,6 +31,7 @@ from ruleengine.conditions.terms import (
     Arith,
     Cmp,
     Const,
+    IsNone,
     Len,
     ListConst,
     Matches,
@@ -37,6 +39,7 @@ from ruleengine.conditions.terms import (
     Negation,
     Scale,
     Term,
+    walk,
 )
 from ruleengine.conditions.typecheck import Scope
 from ruleengine.conditions.types import ParamType, ToolSpec, parameters_from_spec
@@ -116,6 +119,7 @@ def atoms() -> st.SearchStrategy[Term]:
             st.builds(ListConst, st.lists(st.one_of(small_ints, fractions), max_size=3).map(tuple)),
             st.booleans(),
         ),
+        st.builds(IsNone, st.sampled_from([Arg(name) for name in PARAMS]), st.booleans()),
         st.builds(Member, string_terms, st.sampled_from([Arg("s"), Arg("t")]), st.booleans()),
         st.builds(Member, st.builds(Const, strings), st.just(Arg("tags")), st.booleans()),
         st.builds(Affix, st.sampled_from(["startswith", "endswith"]), string_terms, string_terms),
@@ -151,6 +155,19 @@ calls = st.fixed_dictionaries(
 )
 
 
+@st.composite
+def partial_calls(draw: st.DrawFn) -> dict[str, Any]:
+    """A call that leaves some arguments out, or gives them as ``None``."""
+    call = draw(calls)
+    for name in sorted(call):
+        how = draw(st.sampled_from(["given", "given", "left out", "None"]))
+        if how == "left out":
+            del call[name]
+        elif how == "None":
+            call[name] = None
+    return call
+
+
 def _z3_holds(term: Term, call: dict[str, Any]) -> bool:
     """Z3's answer: the condition with every argument fixed to the call's value."""
     ctx = z3.Context()
@@ -184,6 +201,47 @@ def test_concrete_evaluation_agrees_with_z3(term: Term, call: dict[str, Any]) ->
     assert concrete == _z3_holds(typed, call), text(typed)
 
 
+@given(conditions, partial_calls())
+def test_a_call_that_leaves_arguments_out_is_decided_as_z3_decides(
+    term: Term, call: dict[str, Any]
+) -> None:
+    """With every argument's presence a Z3 variable: the concrete answer (True, False, or
+    undefined: it read a missing argument) is the one Z3 finds for the call's values."""
+    typed = check(term, SCOPE, where="law")
+    concrete = holds(typed, call, PARAMS)
+    ctx = z3.Context()
+    enc = _z3._Encoder(PARAMS, ctx)
+    enc.given = {name: z3.Bool(f"given {name}", ctx) for name in PARAMS}
+    value = enc.condition(typed)
+    defined = enc.defined(typed)
+    if defined is None:  # reads no argument
+        defined = z3.BoolVal(True, ctx)
+    solver = z3.Solver(ctx=ctx)
+    for name, given_ in enc.given.items():
+        solver.add(given_ == (call.get(name) is not None))
+    for name, var in enc.vars.items():
+        if call.get(name) is not None:
+            solver.add(var == enc.literal(call[name]))
+    for name, (length, held) in enc.lists.items():
+        if call.get(name) is not None:
+            solver.add(length == len(call[name]))
+            for literal, has in held.items():
+                solver.add(has == (literal in call[name]))
+    solver.add(*enc.domain())
+
+    def possible(*formula: z3.BoolRef) -> bool:
+        answer = solver.check(*formula)
+        assert answer != z3.unknown, text(typed)
+        return bool(answer == z3.sat)
+
+    if concrete is True:
+        assert possible(defined, value) and not possible(defined, z3.Not(value)), text(typed)
+    elif concrete is False:
+        assert possible(defined, z3.Not(value)) and not possible(defined, value), text(typed)
+    else:
+        assert not possible(defined), (text(typed), concrete)
+
+
 @given(conditions, conditions, st.lists(calls, min_size=1, max_size=5))
 def test_satisfiable_examples_satisfy_and_refutations_refute(
     required: Term, forbidden: Term, tried: list[dict[str, Any]]
@@ -197,7 +255,9 @@ def test_satisfiable_examples_satisfy_and_refutations_refute(
             assert not (holds(req, call, PARAMS) is True and holds(forb, call, PARAMS) is False)
         return
     assert isinstance(answer, dict)
-    example = {**tried[0], **answer}
+    # An argument tested with `is None` that the example leaves out stays out.
+    tested = {t.of.name for c in (req, forb) for t in walk(c) if isinstance(t, IsNone)}
+    example = {k: v for k, v in tried[0].items() if k not in tested} | answer
     assert holds(req, example, PARAMS) is True, (text(req), example)
     assert holds(forb, example, PARAMS) is False, (text(forb), example)
 

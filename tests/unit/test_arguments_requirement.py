@@ -377,3 +377,73 @@ def test_diff_claims_no_proof_when_the_conditions_differ() -> None:
     assert "conditions on arguments differ" in (differ.reason or "")
     same = diff_policies(policy(100), policy(100))
     assert same.equivalent and same.complete
+
+
+# -- arguments a call may leave out -------------------------------------------------------
+
+UPDATE = ToolSpec(
+    "update",
+    None,
+    parameters_from_spec({"id": "integer", "recipient": "string", "amount": "number"}, owner="t"),
+)
+
+
+def test_an_optional_argument_is_tested_only_when_the_call_gives_it() -> None:
+    known = ArgumentsRequirement(
+        "update",
+        allow_if="arg.recipient is None or arg.recipient in ['A', 'B']",
+        deny_if=arg.amount.is_not_none() & (arg.amount > 100),
+        name="known",
+    )
+    p = Reasoner([UPDATE], [known]).decide()
+    assert p.conditions["update"] == (
+        "(arg.recipient is None or arg.recipient in ['A', 'B'])"
+        " and not (arg.amount is not None and arg.amount > 100)"
+    )
+    admitted = [
+        p.admits("update", call).ok
+        for call in (
+            {"id": 1},
+            {"id": 1, "recipient": None, "amount": None},
+            {"id": 1, "recipient": "A", "amount": 100},
+            {"id": 1, "recipient": "C"},
+            {"id": 1, "amount": 101},
+        )
+    ]
+    assert admitted == [True, True, True, False, False]
+
+
+def test_a_missing_argument_read_without_a_test_still_refuses_the_call() -> None:
+    p = Reasoner([UPDATE], [ArgumentsRequirement("update", allow_if="arg.amount <= 100")]).decide()
+    admission = p.admits("update", {"id": 1})
+    assert not admission.ok
+    assert admission.core[0].why == "`arg.amount` is missing from the call"
+    # read left to right: the missing argument is read only when the first part holds
+    q = Reasoner(
+        [UPDATE], [ArgumentsRequirement("update", deny_if="arg.id == 1 and arg.amount > 5")]
+    )
+    assert q.decide().admits("update", {"id": 2}).ok
+    assert not q.decide().admits("update", {"id": 1}).ok
+
+
+def test_z3_knows_a_call_that_must_leave_an_argument_out_and_give_it_is_impossible() -> None:
+    both = ArgumentsRequirement(
+        "update", allow_if="arg.recipient is None", deny_if="arg.recipient is None", name="both"
+    )
+    p = Reasoner([UPDATE], [both]).decide()
+    assert "update" not in p.allowed
+    assert "no arguments satisfy" in p.reasons["update"]
+    # an allow_if that needs the argument left out, and a deny_if that reads it: also none
+    reads = ArgumentsRequirement(
+        "update", allow_if="arg.recipient is None", deny_if="arg.recipient == 'x'"
+    )
+    assert "update" not in Reasoner([UPDATE], [reads]).decide().allowed
+
+
+def test_is_none_outside_an_argument_is_a_located_error() -> None:
+    with pytest.raises(PolicyError, match="only an argument can be left out"):
+        Reasoner([UPDATE], [ArgumentsRequirement("update", allow_if="input is None")])
+    with pytest.raises(PolicyError, match="only an argument can be left out"):
+        last("update").output.is_none()
+    with pytest.raises(PolicyError, match="has no parameter `nope`"):
+        Reasoner([UPDATE], [ArgumentsRequirement("update", allow_if="arg.nope is not None")])

@@ -150,7 +150,8 @@ def test_a_pydantic_model_gives_its_fields() -> None:
         ("arg", "`arg` alone is not a value"),
         ("amount > 1", "unknown name `amount`"),
         ("arg.amount * arg.amount > 1", "`*` needs a number literal on one side"),
-        ("arg.amount is None", "`is` is not part of the language"),
+        ("arg.amount is 3", "`is` is not part of the language here"),
+        ("input is None", "only an argument can be left out"),
         ("last('lookup_order')", "`last(...)` needs `.arguments.NAME` or `.output`"),
         ("last(x).output.a == 1", "`last` takes one tool name in quotes"),
         (
