@@ -20,7 +20,7 @@ __all__ = ["RunState", "Status", "Step", "Summary", "TraceEntry"]
 Status: TypeAlias = Literal["ok", "error", "denied"]
 STATUSES: tuple[Status, ...] = ("ok", "error", "denied")
 
-TraceEntry: TypeAlias = "str | tuple[str, str] | Step"
+TraceEntry: TypeAlias = "str | tuple[str, str] | Step | Mapping[str, Any]"
 
 
 class Step(BaseModel):

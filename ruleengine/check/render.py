@@ -12,6 +12,7 @@ searches a state.
 
 from __future__ import annotations
 
+import json
 import sys
 import threading
 import time
@@ -122,7 +123,14 @@ def _finding_lines(finding: Finding, policy: Source | None) -> list[str]:
     lines = [f"  {finding.severity} {finding.id}: {finding.message}"]
     if finding.id in ("deadlock", "forced-conflict", "no-finish", "forced-tie"):
         lines.append("    trace:" if finding.trace else "    trace: none, at the first step")
-        lines.extend(f"      {n}. {step_text(s)}" for n, s in enumerate(finding.trace, 1))
+        lines.extend(f"      {n}. {step_values(s)}" for n, s in enumerate(finding.trace, 1))
+        if finding.input is not None:
+            lines.append(f"    input: {_brief(finding.input)}")
+        if finding.depends_on_tool_outputs and any(s.arguments is None for s in finding.trace):
+            lines.append(
+                "    example values: none found that replay (the trace may need values no run"
+                " gives, such as a different input at each step)"
+            )
     if finding.core:
         if _requirement_level(finding.core):
             label = "requirements it needs"
@@ -208,6 +216,26 @@ def _where(policy: Source | None, requirement: str | None = None) -> str | None:
 def step_text(step: TraceStep) -> str:
     """A trace step as the text formats show it: ``tool``, or ``tool (status)``."""
     return step.tool if step.status == "ok" else f"{step.tool} ({step.status})"
+
+
+VALUES_WIDTH = 60
+"""Characters of a step's example arguments or output shown in text (JSON gives them all)."""
+
+
+def step_values(step: TraceStep) -> str:
+    """A trace step with its example values, briefly: ``refund {"amount": 1} -> {"ok": 1}``."""
+    shown = step_text(step)
+    if step.arguments is not None:
+        shown += f" {_brief(step.arguments)}"
+    if step.output is not None:
+        shown += f" -> {_brief(step.output)}"
+    return shown
+
+
+def _brief(value: object) -> str:
+    """``value`` as JSON, cut at ``VALUES_WIDTH`` characters."""
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= VALUES_WIDTH else text[: VALUES_WIDTH - 1] + "…"
 
 
 def _count(n: int, noun: str) -> str:

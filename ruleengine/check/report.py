@@ -69,10 +69,39 @@ SEVERITY: dict[FindingId, Severity] = {
 
 
 class TraceStep(ResultModel):
-    """One step of a trace: a tool call and how it ended."""
+    """One step of a trace: a tool call and how it ended, and, when the policy has
+    conditions on arguments, the arguments of the call and what it returned."""
 
     tool: str
     status: Status = "ok"
+    arguments: dict[str, Any] | None = None
+    """Example arguments the call is admitted with at this step (a Z3 model of the tool's
+    conditions there); in reports only when given: on every step of a finding's trace when
+    the policy has conditions on arguments."""
+    output: Any = None
+    """An example of what the call returned (JSON), on a successful step of a tool whose
+    output conditions read; in reports only when given."""
+
+    @model_serializer(mode="wrap")
+    def _spec_shape(self, handler: Any) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        for key in ("arguments", "output"):
+            if data.get(key) is None:
+                data.pop(key, None)
+        return data
+
+    def __hash__(self) -> int:
+        # The arguments are a dict: equal steps have equal tools and statuses.
+        return hash((self.tool, self.status))
+
+    def entry(self) -> dict[str, Any]:
+        """The step as ``RunState.from_trace`` takes it (with its values, when given)."""
+        out: dict[str, Any] = {"tool": self.tool, "status": self.status}
+        if self.arguments is not None:
+            out["arguments"] = self.arguments
+        if self.output is not None:
+            out["output"] = self.output
+        return out
 
     def __str__(self) -> str:
         return self.tool if self.status == "ok" else f"{self.tool}:{self.status}"
@@ -103,12 +132,17 @@ class Finding(ResultModel):
     earlier calls, the input) that conditions on arguments read; in reports only when true."""
     min_steps: int | None = None
     """``budget`` only: the least number of steps before ``final_answer`` (None: never)."""
+    input: str | None = None
+    """An example of the run's input (the user's prompt) the trace needs, when conditions
+    read ``input``; in reports only when given."""
 
     @model_serializer(mode="wrap")
     def _spec_shape(self, handler: Any) -> dict[str, Any]:
         data: dict[str, Any] = handler(self)
         if self.id != "budget":
             data.pop("min_steps", None)
+        if self.input is None:
+            data.pop("input", None)
         if not self.depends_on_tool_outputs:
             data.pop("depends_on_tool_outputs", None)
         return data

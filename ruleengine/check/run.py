@@ -20,6 +20,7 @@ from typing import Any, Literal, Protocol
 from ruleengine import _validate
 from ruleengine.check.analysis import Analysis
 from ruleengine.check.concrete import ConcreteSystem, analyse_concrete
+from ruleengine.check.examples import with_examples
 from ruleengine.check.explicit import analyse
 from ruleengine.check.progress import note as note_progress
 from ruleengine.check.properties import findings
@@ -175,6 +176,8 @@ def check(
         deadline=deadline,
         cut=cut,
     )
+    # Traces through conditions on arguments carry example values that replay.
+    found = with_examples(system.reasoner, found)
     complete = analysis.complete and not cut
     reason = analysis.reason
     if analysis.complete and cut:

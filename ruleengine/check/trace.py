@@ -12,9 +12,9 @@ from __future__ import annotations
 import difflib
 import inspect
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import anyio
 
@@ -28,7 +28,16 @@ from ruleengine.requirements import AskPermissionRequirement, Requirement
 from ruleengine.rules import Emitted
 from ruleengine.state import STATUSES, RunState, TraceEntry
 
-__all__ = ["Permission", "confirm", "emit_state", "parse_trace", "permissions", "replay"]
+__all__ = [
+    "Permission",
+    "confirm",
+    "emit_state",
+    "parse_trace",
+    "permissions",
+    "refused",
+    "replay",
+    "shows",
+]
 
 
 def _is_async(reasoner: Reasoner) -> bool:
@@ -46,11 +55,15 @@ def emit_state(reasoner: Reasoner, state: RunState) -> list[Emitted]:
 
 
 def replay(
-    reasoner: Reasoner, trace: Sequence[TraceStep | TraceEntry]
+    reasoner: Reasoner,
+    trace: Sequence[TraceStep | TraceEntry | Mapping[str, Any]],
+    *,
+    input: str | None = None,
 ) -> list[Pass | ConflictError]:
     """The decision before each step of ``trace``, then after its last step. The steps are
-    ``TraceStep``s (a finding's trace), tool names (status ``ok``) or ``(name, status)``
-    pairs, as ``RunState.from_trace`` takes them."""
+    ``TraceStep``s (a finding's trace, with its example arguments and outputs), tool names
+    (status ``ok``), ``(name, status)`` pairs or step dicts, as ``RunState.from_trace``
+    takes them; ``input`` is the run's input (a finding's ``input``)."""
     _reasoner(reasoner, "replay")
     if isinstance(trace, str):
         raise PolicyError(
@@ -58,13 +71,13 @@ def replay(
             hint=f"pass a list: `[{trace!r}]`",
         )
     entries = [
-        (s.tool, s.status) if isinstance(s, TraceStep) else s
+        s.entry() if isinstance(s, TraceStep) else s
         for s in _validate.sequence(trace, name="trace")
     ]
-    steps = RunState.from_trace(entries).steps
+    steps = RunState.from_trace(entries, input=input).steps
     outcomes: list[Pass | ConflictError] = []
     for n in range(len(steps) + 1):
-        state = RunState(steps=steps[:n])
+        state = RunState(steps=steps[:n], input=input)
         try:
             outcomes.append(reasoner.resolve(emit_state(reasoner, state), step=n + 1))
         except ConflictError as exc:
@@ -73,21 +86,38 @@ def replay(
 
 
 def confirm(reasoner: Reasoner, finding: Finding) -> str | None:
-    """Why ``finding``'s trace does not replay to it, or ``None`` when it does."""
+    """Why ``finding``'s trace does not replay to it, or ``None`` when it does: every step
+    is allowed where it is taken and its call admitted (``Pass.admits``, on the step's
+    example arguments), and the last state shows the finding."""
     _reasoner(reasoner, "confirm")
     if not isinstance(finding, Finding):
         raise PolicyError(
             f"confirm: expected a `Finding` (from a report's `findings`), got "
             f"`{type(finding).__name__}`"
         )
-    outcomes = replay(reasoner, finding.trace)
+    outcomes = replay(reasoner, finding.trace, input=finding.input)
     for n, step in enumerate(finding.trace):
-        before = outcomes[n]
-        if isinstance(before, ConflictError):
-            return f"step {n + 1}: the state before it conflicts ({before.kind})"
-        if step.tool not in before.allowed or step.tool == "final_answer":
-            return f"step {n + 1}: `{step.tool}` is not allowed then ({before.allowed})"
-    last = outcomes[-1]
+        why = refused(outcomes[n], step)
+        if why is not None:
+            return f"step {n + 1}: {why}"
+    return shows(finding, outcomes[-1])
+
+
+def refused(before: Pass | ConflictError, step: TraceStep) -> str | None:
+    """Why ``step`` could not be taken after a decision ``before`` (None: it could)."""
+    if isinstance(before, ConflictError):
+        return f"the state before it conflicts ({before.kind})"
+    if step.tool not in before.allowed or step.tool == "final_answer":
+        return f"`{step.tool}` is not allowed then ({before.allowed})"
+    admission = before.admits(step.tool, step.arguments or {})
+    if not admission.ok:
+        return f"the call of `{step.tool}` is not admitted: {admission.reason}"
+    return None
+
+
+def shows(finding: Finding, last: Pass | ConflictError) -> str | None:
+    """Why the decision ``last`` at the end of ``finding``'s trace does not show it (None:
+    it does)."""
     match finding.id:
         case "deadlock":
             if not (isinstance(last, ConflictError) and last.kind == "deadlock"):
@@ -126,7 +156,8 @@ def _show(outcome: Pass | ConflictError) -> str:
 TEXT_HINT = "write the steps as `tool` or `tool:status`, separated by commas: `a,b:error,c`"
 JSON_HINT = (
     "a JSON trace is a list of steps, each a tool name, a `[tool, status]` pair or a "
-    '`{"tool": …, "status": …}` object: `["a", ["b", "error"]]`'
+    '`{"tool": …, "status": …}` object (with `arguments` and `output`, as `check` prints '
+    'them): `["a", ["b", "error"]]`'
 )
 
 
@@ -150,7 +181,7 @@ def parse_trace(
         entries, hint = _text_entries(text), TEXT_HINT
     steps: list[TraceStep] = []
     finish = False
-    for n, (tool, status, shown) in enumerate(entries, 1):
+    for n, (tool, status, shown, values) in enumerate(entries, 1):
         if not tool:
             raise PolicyError(f"{where}: entry {n} is empty", hint=hint)
         if tool == FINAL_ANSWER:
@@ -180,12 +211,13 @@ def parse_trace(
                 f"{where}: unknown status `{status}` for `{tool}` (entry {n})",
                 hint="a status is `ok` (the default), `error` or `denied`",
             )
-        steps.append(TraceStep(tool=tool, status=status))
+        steps.append(TraceStep(tool=tool, status=status, **values))
     return steps, finish
 
 
-_Entry = tuple[str, str, str]
-"""A step as written: its tool, its status, and how to show it in a message."""
+_Entry = tuple[str, str, str, dict[str, Any]]
+"""A step as written: its tool, its status, how to show it in a message, and its example
+values (``arguments``, ``output``: a JSON step as ``check`` prints it)."""
 
 
 def _text_entries(text: str) -> list[_Entry]:
@@ -194,7 +226,7 @@ def _text_entries(text: str) -> list[_Entry]:
     entries = []
     for entry in (e.strip() for e in text.split(",")):
         tool, _, status = entry.partition(":")
-        entries.append((tool.strip(), status.strip() or "ok", entry))
+        entries.append((tool.strip(), status.strip() or "ok", entry, {}))
     return entries
 
 
@@ -217,16 +249,18 @@ def _json_entries(text: str, where: str) -> list[_Entry]:
 def _json_entry(item: object, n: int, where: str) -> _Entry:
     shown = _json(item)
     if isinstance(item, str):
-        return item, "ok", shown
+        return item, "ok", shown, {}
     if isinstance(item, list) and len(item) == 2 and all(isinstance(x, str) for x in item):
-        return item[0], item[1], shown
+        return item[0], item[1], shown, {}
     if (
         isinstance(item, dict)
         and isinstance(item.get("tool"), str)
         and isinstance(item.get("status", "ok"), str)
-        and set(item) <= {"tool", "status"}
+        and isinstance(item.get("arguments", {}), dict)
+        and set(item) <= {"tool", "status", "arguments", "output"}
     ):
-        return item["tool"], item.get("status", "ok"), shown
+        values = {k: item[k] for k in ("arguments", "output") if item.get(k) is not None}
+        return item["tool"], item.get("status", "ok"), shown, values
     raise PolicyError(f"{where}: entry {n} is `{shown}`, not a step", hint=JSON_HINT)
 
 

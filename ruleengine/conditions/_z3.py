@@ -34,12 +34,16 @@ from ruleengine.conditions.terms import (
     Cmp,
     Const,
     Expect,
+    Input,
     IsNone,
+    LastArg,
+    LastOut,
     Len,
     ListConst,
     Matches,
     Member,
     Negation,
+    Outputs,
     Scale,
     Term,
     children,
@@ -48,7 +52,7 @@ from ruleengine.conditions.terms import (
 )
 from ruleengine.conditions.types import Literal_, Parameters
 
-__all__ = ["RLIMIT", "TIMEOUT_MS", "clash", "encodable", "satisfiable"]
+__all__ = ["RLIMIT", "TIMEOUT_MS", "clash", "encodable", "satisfiable", "satisfiable_with_run"]
 
 RLIMIT = 5_000_000
 """Z3's deterministic resource units for one question (the same answer on every machine,
@@ -62,11 +66,21 @@ _RE = z3.ReSort(z3.StringSort())
 
 
 class _Encoder:
-    def __init__(self, parameters: Parameters, ctx: z3.Context) -> None:
+    def __init__(
+        self,
+        parameters: Parameters,
+        ctx: z3.Context,
+        tools: Mapping[str, Parameters | None] | None = None,
+    ) -> None:
         self.parameters = parameters
         self.ctx = ctx
         self.vars: dict[str, z3.ExprRef] = {}
         self.lists: dict[str, tuple[z3.ArithRef, dict[str, z3.BoolRef]]] = {}
+        self.tools = tools
+        """The declared tools' parameters, when run values are unknowns (else ``None``: a
+        residual has none left)."""
+        self.run: dict[tuple[Term, str], z3.ExprRef] = {}
+        """One variable per run value and the kind it is read as."""
         self.given: dict[str, z3.BoolRef] = {}
         """For each argument some condition tests with ``is None``: whether the call gives
         it. The other arguments are given: a call that leaves one out and passes passes as
@@ -109,6 +123,24 @@ class _Encoder:
         if not parts:
             return None
         return parts[0] if len(parts) == 1 else z3.And(parts)
+
+    def run_var(self, t: Term, kind: str) -> z3.ExprRef:
+        """The unknown a run value stands for, read as ``kind``."""
+        if self.tools is None or kind not in _SORTS:
+            raise _NotEncodable(t)
+        found = self.run.get((t, kind))
+        if found is None:
+            label = f"{text(t)} as {kind}"
+            found = self.run[(t, kind)] = _SORTS[kind](label, self.ctx)
+        return found
+
+    def run_value(self, t: Term) -> z3.ExprRef:
+        """A run value ``check`` left unwrapped: the input, or an argument of a tool whose
+        parameters say its kind."""
+        if isinstance(t, LastArg) and self.tools is not None:
+            param = (self.tools.get(t.tool) or {}).get(t.name)
+            return self.run_var(t, param.kind if param is not None else "opaque")
+        return self.run_var(t, "string" if isinstance(t, Input) else "opaque")
 
     def list_of(self, name: str) -> tuple[z3.ArithRef, dict[str, z3.BoolRef]]:
         """A list-of-strings parameter: its length and its literals held."""
@@ -167,7 +199,11 @@ class _Encoder:
         if isinstance(t, Arg):
             return self.var(t.name)
         if isinstance(t, Expect):
+            if isinstance(t.of, Input | LastArg | LastOut):
+                return self.run_var(t.of, t.kind)
             return self.value(t.of)
+        if isinstance(t, Input | LastArg | LastOut | Outputs):
+            return self.run_value(t)
         if isinstance(t, ListConst):
             raise _NotEncodable(t)
         if isinstance(t, Len):
@@ -241,6 +277,9 @@ class _Encoder:
         if self.is_list(container):
             return self.list_membership(t, container)
         item = self.value(t.item)
+        if isinstance(container, Outputs):
+            # One output of the tool, equal to the item: an example needs no more.
+            return item == self.run_var(container, _kind_of(item))
         if isinstance(container, ListConst):
             options = []
             for c in container.items:
@@ -303,6 +342,24 @@ class _Encoder:
 class _NotEncodable(Exception):
     def __init__(self, term: Term) -> None:
         super().__init__(text(term))
+
+
+_SORTS: dict[str, Any] = {
+    "string": z3.String,
+    "integer": z3.Int,
+    "number": z3.Real,
+    "boolean": z3.Bool,
+}
+
+
+def _kind_of(e: z3.ExprRef) -> str:
+    if z3.is_bool(e):
+        return "boolean"
+    if z3.is_int(e):
+        return "integer"
+    if z3.is_real(e):
+        return "number"
+    return "string" if z3.is_string(e) else "opaque"
 
 
 def _is_bool(e: z3.ExprRef) -> bool:
@@ -403,7 +460,46 @@ def satisfiable(
         return False
     if answer != z3.sat or partial:
         return None
+    return _arguments(enc, solver.model())
+
+
+def satisfiable_with_run(
+    required: Sequence[Term],
+    forbidden: Sequence[Term],
+    mentioned: Sequence[Term],
+    parameters: Parameters,
+    tools: Mapping[str, Parameters | None],
+) -> tuple[dict[str, Any], dict[Term, Any]] | bool | None:
+    """As ``satisfiable``, on conditions that still read run values (``input``,
+    ``last(…)``, ``outputs(…)``), each an unknown of the kind it is read as (``tools``: the
+    declared tools' parameters, for an earlier call's arguments): some arguments and some
+    run values (by run value term) that satisfy them, ``False`` if no values and arguments
+    do, ``None`` if Z3 cannot tell or a condition has no Z3 form. ``mentioned`` conditions
+    are not asserted, but the run values they read get values too (a value they lack would
+    refuse the call)."""
+    ctx = z3.Context()
+    enc = _Encoder(parameters, ctx, tools)
+    parts, partial = _formula(enc, required, forbidden)
+    try:
+        for t in mentioned:
+            enc.condition(t)
+    except _NotEncodable:
+        partial = True
+    answer, solver = _answer(enc, [p for p in parts if p is not None], ctx)
+    if answer == z3.unsat:
+        return False
+    if answer != z3.sat or partial:
+        return None
     model = solver.model()
+    values: dict[Term, Any] = {}
+    for (term, kind), v in enc.run.items():
+        values.setdefault(term, _argument(model.eval(v, model_completion=True), kind))
+    return _arguments(enc, model), values
+
+
+def _arguments(enc: _Encoder, model: z3.ModelRef) -> dict[str, Any]:
+    """The arguments a model gives the parameters the conditions name."""
+    parameters = enc.parameters
     left_out = {name for name, given in enc.given.items() if z3.is_false(model.eval(given, True))}
     out = {
         name: _argument(model.eval(v, model_completion=True), parameters[name].kind)

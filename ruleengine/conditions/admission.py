@@ -16,7 +16,7 @@ from typing import Any, Literal, TypeAlias
 
 from ruleengine.conditions.evaluate import Undefined, holds
 from ruleengine.conditions.terms import AnyOf, Term, text
-from ruleengine.conditions.types import ParamType
+from ruleengine.conditions.types import Parameters, ParamType
 
 __all__ = [
     "Admission",
@@ -29,6 +29,7 @@ __all__ = [
     "clashing",
     "conditions_text",
     "some_arguments",
+    "some_run",
 ]
 
 CheckKind: TypeAlias = Literal["allow_if", "deny_if", "ask_if"]
@@ -195,3 +196,24 @@ def clashing(
     from ruleengine.conditions import _z3
 
     return _z3.clash(required, forbidden, parameters)
+
+
+def some_run(
+    required: Sequence[Term],
+    forbidden: Sequence[Term],
+    parameters: Mapping[str, ParamType],
+    *,
+    mentioned: Sequence[Term] = (),
+    tools: Mapping[str, Parameters | None],
+) -> tuple[dict[str, Any], dict[Term, Any]] | bool | None:
+    """Some arguments *and some run values* meeting every ``required`` condition and no
+    ``forbidden`` one, the conditions as written (their run values unknowns: ``input``,
+    ``last("T").arguments.NAME`` and ``.output.KEY…`` of the kind they are read as, and one
+    output of ``T`` for ``… in outputs("T")``; ``tools``: the declared tools' parameters).
+    The run values are given by term (``LastOut``, ``LastArg``, ``Input``, ``Outputs``);
+    the ``mentioned`` conditions (``ask_if``) are not asserted, but their run values get
+    values too. ``False`` if nothing meets them, ``None`` if Z3 cannot tell
+    (``_z3.satisfiable_with_run``)."""
+    from ruleengine.conditions import _z3
+
+    return _z3.satisfiable_with_run(required, forbidden, mentioned, parameters, tools)

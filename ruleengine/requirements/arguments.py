@@ -161,6 +161,12 @@ class ArgumentsRequirement(Requirement):
         terms = self._bound if self._bound is not None else tuple(self._written)
         return tuple((kind, text(term)) for kind, term in terms)
 
+    @property
+    def declared(self) -> Mapping[str, Parameters | None]:
+        """The declared tools' parameters, as binding found them (empty before binding):
+        what an earlier call's ``last("T").arguments.NAME`` is."""
+        return dict(self._scope)
+
     def bind(self, tools: Sequence[object]) -> ArgumentsRequirement:
         owner = _validate.owner_of(self.name)
         tools = _validate.sequence(tools, name="tools", owner=owner)
