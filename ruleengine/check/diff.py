@@ -29,6 +29,7 @@ from itertools import product
 
 from ruleengine import _validate
 from ruleengine.aggregate import Clash
+from ruleengine.check.diff_calls import MAX_DEPTH, Found, call_witness, differing, unproved
 from ruleengine.check.explicit import Outcome, decide
 from ruleengine.check.report import Budgets, DiffReport, PassView, Stats, TraceStep
 from ruleengine.check.run import CheckTarget, target
@@ -107,16 +108,41 @@ def diff(
         reasoners = (Reasoner(old[0], old[1], mode=old[2]), Reasoner(new[0], new[1], mode=new[2]))
         return search.concrete(*reasoners, why=f"{exc}", visited=0)
     report = search.abstract(left, right)
-    if report.equivalent and report.complete and _conditions(left) != _conditions(right):
-        # Equal passes, but the calls each admits are not compared: no proof.
-        return report.model_copy(
-            update={
-                "complete": False,
-                "reason": "the policies' conditions on arguments differ, and diff compares"
-                " only whether each tool is allowed, not which calls each policy admits",
-            }
-        )
-    return report
+    if not report.equivalent or _conditions(left) == _conditions(right):
+        return report
+    return _on_conditions(search, left, right, report)
+
+
+def _on_conditions(search: _Search, left: System, right: System, report: DiffReport) -> DiffReport:
+    """Equal passes, but conditions on arguments that differ (``diff_calls``). When every
+    tool's conditions admit the same calls in every state, the passes are compared again
+    with the old policy's arguments requirements in the new one (same conditions, same
+    unknowns), whose proof is then a proof for the two. Otherwise a history and a call one
+    policy admits and the other refuses; else no proof, and why."""
+    why = unproved(left.reasoner, right.reasoner)
+    if why is None:
+        kept = [r for r in right.requirements if not isinstance(r, ArgumentsRequirement)]
+        moved = [r for r in left.requirements if isinstance(r, ArgumentsRequirement)]
+        try:
+            swapped = System(right.tools, [*kept, *moved], mode=right.mode)
+        except (Unexplorable, PolicyError) as exc:
+            why = f"the passes could not be compared again ({exc})"
+        else:
+            again = search.abstract(left, swapped)
+            if again.equivalent and again.complete:
+                return again
+            why = again.reason or "the passes differ for some values of the run"
+    tools = differing(left.reasoner, right.reasoner)
+    found = call_witness(left.reasoner, right.reasoner, tools)
+    if found is not None:
+        return search.found(report.stats.states, found)
+    return report.model_copy(
+        update={
+            "complete": False,
+            "reason": "the policies' conditions on arguments differ and no call found in"
+            f" histories of up to {MAX_DEPTH} steps tells them apart, but {why}",
+        }
+    )
 
 
 def _conditions(system: System) -> Counter[tuple[str | None, str, str]]:
@@ -164,6 +190,15 @@ class _Search:
             stats=Stats(states=states, seconds=seconds),
             reason=reason if difference is None else None,
         )
+
+    def found(self, states: int, found: Found) -> DiffReport:
+        """A difference ``diff_calls`` found: the passes after its trace, and its call."""
+        old, new = (
+            PassView(conflict=True) if isinstance(o, ConflictError) else view_of(o)
+            for o in (found.old, found.new)
+        )
+        report = self.report(states, trace=found.trace, difference=(old, new))
+        return report.model_copy(update={"call": found.call, "input": found.input})
 
     def late(self) -> bool:
         return self.deadline is not None and time.monotonic() > self.deadline

@@ -44,7 +44,7 @@ from ruleengine.reasoner import Reasoner
 from ruleengine.requirements.arguments import ArgumentsRequirement
 from ruleengine.state import RunState
 
-__all__ = ["MAX_DECISIONS", "with_examples"]
+__all__ = ["MAX_DECISIONS", "Reads", "with_examples"]
 
 MAX_DECISIONS = 400
 """Passes one finding's search decides at most (each a runtime decision of one state)."""
@@ -56,7 +56,7 @@ _TRACED = ("deadlock", "forced-conflict", "no-finish", "forced-tie")
 def with_examples(reasoner: Reasoner, findings: Sequence[Finding]) -> list[Finding]:
     """``findings``, their traces with example values where the policy has conditions on
     arguments (see the module's docstring); unchanged for a policy without them."""
-    policy = _Reads.of(reasoner)
+    policy = Reads.of(reasoner)
     if policy is None:
         return list(findings)
     out = []
@@ -81,8 +81,9 @@ class _OutOfBudget(Exception):
     pass
 
 
-class _Reads:
-    """What a policy's conditions read, and the candidate values for them."""
+class Reads:
+    """What a policy's conditions read, and the candidate values for them (``diff`` reads
+    them too)."""
 
     def __init__(self, reasoner: Reasoner, requirements: Sequence[ArgumentsRequirement]) -> None:
         self.reasoner = reasoner
@@ -108,7 +109,7 @@ class _Reads:
         self.models = self._models(conditions, parameters)
 
     @classmethod
-    def of(cls, reasoner: Reasoner) -> _Reads | None:
+    def of(cls, reasoner: Reasoner) -> Reads | None:
         requirements = [
             r
             for r in reasoner.requirements
@@ -179,8 +180,8 @@ class _Reads:
         event = finding.trace[n]
         if not isinstance(outcome, Pass) or event.tool not in outcome.allowed:
             return None
-        for arguments in self._arguments(outcome, event.tool):
-            for output in self._outputs(event):
+        for arguments in self.arguments(outcome, event.tool):
+            for output in self.outputs(event):
                 step = TraceStep(
                     tool=event.tool, status=event.status, arguments=arguments, output=output
                 )
@@ -198,14 +199,14 @@ class _Reads:
         except ConflictError as exc:
             return exc.with_traceback(None)
 
-    def _outputs(self, event: TraceStep) -> list[Any]:
+    def outputs(self, event: TraceStep) -> list[Any]:
         """What a step may have returned: nothing unless a condition reads it."""
         if event.status != "ok" or event.tool not in self.outputs_read:
             return [None]
         found = [m.outputs[event.tool] for m in self.models if event.tool in m.outputs]
         return _unique([*found, {}])
 
-    def _arguments(self, decided: Pass, tool: str) -> Iterator[dict[str, Any]]:
+    def arguments(self, decided: Pass, tool: str) -> Iterator[dict[str, Any]]:
         """Arguments ``decided`` admits for a call of ``tool``: with the values later
         conditions read of them first, then any, then without those values (so that what
         later conditions read of them is undefined)."""
@@ -233,7 +234,7 @@ class _Reads:
                 found = {**want, **answer}
             else:
                 found = dict(want)
-            tried.append(_filled(_json(found), params))
+            tried += [_filled(_json(found), params), _json(found)]
         read = self.arguments_read.get(tool, set())
         if read:
             tried += [{k: v for k, v in t.items() if k not in read} for t in tried]

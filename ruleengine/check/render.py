@@ -267,11 +267,20 @@ def text_diff(report: DiffReport) -> str:
         when = f"after {_count(len(report.trace), 'step')}" if report.trace else "at the first step"
         lines = [f"{names} differ {when}"]
         lines.append("  trace:" if report.trace else "  trace: none, at the first step")
-        lines.extend(f"    {n}. {step_text(s)}" for n, s in enumerate(report.trace, 1))
+        lines.extend(f"    {n}. {step_values(s)}" for n, s in enumerate(report.trace, 1))
+        if report.input is not None:
+            lines.append(f"  input: {_brief(report.input)}")
         difference = report.difference or {}
-        for side in ("old", "new"):
-            view = difference.get(side)
-            lines.append(f"  {side}: {_view(view) if view is not None else '?'}")
+        call = report.call
+        if call is not None:
+            lines.append(f"  call: {call.tool} {_brief(call.arguments)}")
+            for side, verdict_of in (("old", call.old), ("new", call.new)):
+                said = "admits it" if verdict_of.admitted else f"refuses it: {verdict_of.reason}"
+                lines.append(f"  {side}: {said}")
+        else:
+            for side in ("old", "new"):
+                view = difference.get(side)
+                lines.append(f"  {side}: {_view(view) if view is not None else '?'}")
         verdict = ""
     elif report.complete:
         found = "are equivalent" if budget is None else "differ only in their budgets"

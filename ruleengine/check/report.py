@@ -19,6 +19,8 @@ __all__ = [
     "FINDING_IDS",
     "SEVERITY",
     "Budgets",
+    "CallVerdict",
+    "CallWitness",
     "DiffReport",
     "Finding",
     "FindingId",
@@ -206,6 +208,24 @@ class Budgets(ResultModel):
     new: int
 
 
+class CallVerdict(ResultModel):
+    """What one policy says of a call (``Pass.admits``)."""
+
+    admitted: bool
+    reason: str | None = None
+    """Why it refuses the call (None when admitted)."""
+
+
+class CallWitness(ResultModel):
+    """A call two policies decide differently after a ``diff``'s trace: one admits it, the
+    other refuses it."""
+
+    tool: str
+    arguments: dict[str, Any]
+    old: CallVerdict
+    new: CallVerdict
+
+
 class DiffReport(ResultModel):
     """Whether two policies ever give different passes (``ruleengine diff``), and whether
     their budgets differ."""
@@ -224,11 +244,16 @@ class DiffReport(ResultModel):
     budget: Budgets | None = None
     """The two ``max_iterations``, only when they differ (``diff_policies``; ``diff`` compares
     passes alone). ``equivalent`` is about passes: equivalent policies may differ here."""
+    call: CallWitness | None = None
+    """When the passes after ``trace`` agree but the policies' conditions on arguments do
+    not: a call one admits and the other refuses (only present then)."""
+    input: str | None = None
+    """The run's input the trace and the call need (only present then)."""
 
     @model_serializer(mode="wrap")
     def _spec_shape(self, handler: Any) -> dict[str, Any]:
         data: dict[str, Any] = handler(self)
-        for key in ("reason", "budget"):
+        for key in ("reason", "budget", "call", "input"):
             if data.get(key) is None:
                 data.pop(key, None)
         return data

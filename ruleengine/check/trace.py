@@ -223,7 +223,7 @@ values (``arguments``, ``output``: a JSON step as ``check`` prints it)."""
 def _text_entries(text: str) -> list[_Entry]:
     if not text.strip():
         return []
-    entries = []
+    entries: list[_Entry] = []
     for entry in (e.strip() for e in text.split(",")):
         tool, _, status = entry.partition(":")
         entries.append((tool.strip(), status.strip() or "ok", entry, {}))

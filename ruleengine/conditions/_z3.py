@@ -52,7 +52,15 @@ from ruleengine.conditions.terms import (
 )
 from ruleengine.conditions.types import Literal_, Parameters
 
-__all__ = ["RLIMIT", "TIMEOUT_MS", "clash", "encodable", "satisfiable", "satisfiable_with_run"]
+__all__ = [
+    "RLIMIT",
+    "TIMEOUT_MS",
+    "clash",
+    "encodable",
+    "equivalent",
+    "satisfiable",
+    "satisfiable_with_run",
+]
 
 RLIMIT = 5_000_000
 """Z3's deterministic resource units for one question (the same answer on every machine,
@@ -133,6 +141,13 @@ class _Encoder:
             label = f"{text(t)} as {kind}"
             found = self.run[(t, kind)] = _SORTS[kind](label, self.ctx)
         return found
+
+    def among_outputs(self, t: Outputs, item: z3.ExprRef) -> z3.BoolRef:
+        """``item in outputs(T)``: one output of the tool, equal to the item (an example
+        needs no more)."""
+        out = item == self.run_var(t, _kind_of(item))
+        assert isinstance(out, z3.BoolRef)
+        return out
 
     def run_value(self, t: Term) -> z3.ExprRef:
         """A run value ``check`` left unwrapped: the input, or an argument of a tool whose
@@ -278,8 +293,7 @@ class _Encoder:
             return self.list_membership(t, container)
         item = self.value(t.item)
         if isinstance(container, Outputs):
-            # One output of the tool, equal to the item: an example needs no more.
-            return item == self.run_var(container, _kind_of(item))
+            return self.among_outputs(container, item)
         if isinstance(container, ListConst):
             options = []
             for c in container.items:
@@ -360,6 +374,102 @@ def _kind_of(e: z3.ExprRef) -> str:
     if z3.is_real(e):
         return "number"
     return "string" if z3.is_string(e) else "opaque"
+
+
+class _Proof(_Encoder):
+    """The encoder for proofs over every call and every run: each argument may be left out
+    (``given``) or given with a value of another type (``readable`` implies ``given``), and
+    a tool's outputs are any set of values (an uninterpreted predicate per kind)."""
+
+    def __init__(
+        self, parameters: Parameters, ctx: z3.Context, tools: Mapping[str, Parameters | None]
+    ) -> None:
+        super().__init__(parameters, ctx, tools)
+        self.readable: dict[str, z3.BoolRef] = {}
+        self.sets: dict[tuple[Term, str], z3.FuncDeclRef] = {}
+
+    def presence(self, terms: Sequence[Term]) -> None:
+        for term in terms:
+            for t in walk(term):
+                name = (
+                    t.of.name if isinstance(t, IsNone) else t.name if isinstance(t, Arg) else None
+                )
+                if name is None or name in self.given:
+                    continue
+                self.given[name] = z3.Bool(f"given(arg.{name})", self.ctx)
+                self.readable[name] = z3.Bool(f"readable(arg.{name})", self.ctx)
+                if self.parameters[name].kind == "strings":
+                    self.list_of(name)
+                else:
+                    self.var(name)
+
+    def defined(self, t: Term) -> z3.BoolRef | None:
+        if isinstance(t, Arg):
+            return self.readable.get(t.name)
+        return super().defined(t)
+
+    def domain(self) -> list[z3.BoolRef]:
+        links = [z3.Implies(self.readable[n], g) for n, g in self.given.items()]
+        return [*super().domain(), *links]
+
+    def among_outputs(self, t: Outputs, item: z3.ExprRef) -> z3.BoolRef:
+        kind = _kind_of(item)
+        found = self.sets.get((t, kind))
+        if found is None:
+            label = f"{text(t)} holds ({kind})"
+            found = self.sets[(t, kind)] = z3.Function(label, item.sort(), z3.BoolSort(self.ctx))
+        out = found(item)
+        assert isinstance(out, z3.BoolRef)
+        return out
+
+
+Conditions = tuple[Sequence[Term], Sequence[Term], Sequence[Term]]
+"""A tool's ``allow_if``, ``deny_if`` and ``ask_if`` conditions."""
+
+
+def equivalent(
+    old: Conditions,
+    new: Conditions,
+    parameters: Parameters,
+    tools: Mapping[str, Parameters | None],
+) -> bool | None:
+    """Whether two sets of conditions on one tool admit the same calls and ask about the same
+    admitted calls, for every call (arguments left out, or of another type, included) and
+    every value of the run values they read, as unknowns (``True``: proved); ``False`` when
+    Z3 finds a call and values on which they differ; ``None`` when it cannot tell, or a
+    condition has no Z3 form. The two must read the same run values (a value the run lacks
+    refuses every call, which the unknowns do not say): the caller checks that."""
+    ctx = z3.Context()
+    enc = _Proof(parameters, ctx, tools)
+    enc.presence([t for side in (old, new) for group in side for t in group])
+    true = z3.BoolVal(True, ctx)
+
+    def part(t: Term, negate: bool) -> z3.BoolRef:
+        formula = enc.condition(t)
+        formula = z3.Not(formula) if negate else formula
+        defined = enc.defined(t)
+        return formula if defined is None else z3.And(defined, formula)
+
+    def side(conditions: Conditions) -> tuple[z3.BoolRef, z3.BoolRef]:
+        allow, deny, ask = conditions
+        # An ask_if that reads a missing argument refuses the call too.
+        readable = [d for d in (enc.defined(t) for t in ask) if d is not None]
+        admitted = z3.And(
+            [part(t, False) for t in allow] + [part(t, True) for t in deny] + readable + [true]
+        )
+        asks = z3.Or([enc.condition(t) for t in ask] + [z3.BoolVal(False, ctx)])
+        return admitted, asks
+
+    try:
+        a_old, k_old = side(old)
+        a_new, k_new = side(new)
+    except _NotEncodable:
+        return None
+    differ = z3.Or(a_old != a_new, z3.And(a_old, k_old != k_new))
+    answer, _ = _answer(enc, [differ], ctx)
+    if answer == z3.unsat:
+        return True
+    return False if answer == z3.sat else None
 
 
 def _is_bool(e: z3.ExprRef) -> bool:

@@ -28,6 +28,7 @@ __all__ = [
     "admit",
     "clashing",
     "conditions_text",
+    "same_calls",
     "some_arguments",
     "some_run",
 ]
@@ -217,3 +218,20 @@ def some_run(
     from ruleengine.conditions import _z3
 
     return _z3.satisfiable_with_run(required, forbidden, mentioned, parameters, tools)
+
+
+def same_calls(
+    old: tuple[Sequence[Term], Sequence[Term], Sequence[Term]],
+    new: tuple[Sequence[Term], Sequence[Term], Sequence[Term]],
+    parameters: Mapping[str, ParamType],
+    *,
+    tools: Mapping[str, Parameters | None],
+) -> bool | None:
+    """Whether two sets of conditions on one tool (its ``allow_if``, ``deny_if`` and
+    ``ask_if`` conditions as written) admit the same calls, and ask about the same ones, in
+    every state: ``True`` proved (for every call and every value of the run values, which
+    must be the same on both sides), ``False`` Z3 found a call on which they differ, ``None``
+    it cannot tell (``_z3.equivalent``)."""
+    from ruleengine.conditions import _z3
+
+    return _z3.equivalent(old, new, parameters, tools)

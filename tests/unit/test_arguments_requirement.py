@@ -366,17 +366,36 @@ def test_checks_first_met_late_in_a_reasoners_life_are_decided() -> None:
     }
 
 
-def test_diff_claims_no_proof_when_the_conditions_differ() -> None:
+def test_diff_compares_conditions_with_a_witness_call_or_a_proof() -> None:
     from ruleengine.check import diff_policies
 
-    def policy(limit: int) -> Policy:
-        return Policy([REFUND], [ArgumentsRequirement("refund", allow_if=f"arg.amount <= {limit}")])
+    def policy(condition: str) -> Policy:
+        return Policy([LOOKUP, REFUND], [ArgumentsRequirement("refund", allow_if=condition)])
 
-    differ = diff_policies(policy(100), policy(200))
-    assert differ.equivalent and not differ.complete
-    assert "conditions on arguments differ" in (differ.reason or "")
-    same = diff_policies(policy(100), policy(100))
+    differ = diff_policies(policy("arg.amount <= 100"), policy("arg.amount <= 200"))
+    assert not differ.equivalent and differ.complete and differ.call is not None
+    call = differ.call
+    assert call.tool == "refund" and 100 < call.arguments["amount"] <= 200
+    assert not call.old.admitted and call.new.admitted and "fails" in (call.old.reason or "")
+    assert differ.model_dump(mode="json")["call"]["new"] == {"admitted": True, "reason": None}
+    same = diff_policies(
+        policy("arg.amount <= 100"), policy("arg.amount < 100 or arg.amount == 100")
+    )
     assert same.equivalent and same.complete
+    assert "call" not in same.model_dump(mode="json")
+    # Equivalent for every price a lookup returns, proved with the price an unknown.
+    reads = diff_policies(
+        policy("arg.amount <= last('lookup_order').output.price"),
+        Policy(
+            [LOOKUP, REFUND],
+            [
+                ArgumentsRequirement(
+                    "refund", deny_if="last('lookup_order').output.price < arg.amount"
+                )
+            ],
+        ),
+    )
+    assert reads.equivalent and reads.complete
 
 
 # -- arguments a call may leave out -------------------------------------------------------
