@@ -276,6 +276,9 @@ class _Symbolic(Verdicts):
             result.reason = f"the state limit ({self.max_states}) was reached"
             result.states = self._layers_within(self.max_states)
         try:
+            # Every reachable state is known unless a limit was reached: then depths and
+            # witnesses may come from independent groups (``Verdicts._split``).
+            self.exact = result.reason is None
             if result.reason is not None:
                 # Only what breadth-first layers explored so far is known for sure.
                 self.reach = self.layered

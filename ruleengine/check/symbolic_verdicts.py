@@ -6,7 +6,8 @@ finishing depth), the states that can still finish (``_can_finish``, for no-fini
 for a path within the budget), and where each requirement can be live (``_unmasked``,
 ``_live_at``: the pass with and without its records). A verdict that holds somewhere gets
 a witness: the lexicographically smallest shortest trace into its set (``_witness``), found
-forward through concrete states while the layers are small, else back through preimages.
+from independent groups where the system has them (``symbolic_groups``), else forward
+through concrete states while the layers are small, else back through preimages.
 Which of these an analysis computes, and the liveness decided at concrete states, are
 ``symbolic``'s.
 """
@@ -26,6 +27,7 @@ from ruleengine.check.symbolic_encoding import (
     _decided,
     _differ,
 )
+from ruleengine.check.symbolic_groups import Groups, TooComplex, split
 from ruleengine.check.symbolic_layers import Layers, _Cluster, _Group
 from ruleengine.check.system import Event, State, System
 from ruleengine.passes import Pass
@@ -68,6 +70,11 @@ class Verdicts(Layers):
         """``_concrete_layer``'s layers so far."""
         self._reached: set[State] = set()
         """The states in ``_concrete``."""
+        self.exact = False
+        """Whether ``reach`` is every reachable state and no layer was pruned: then depths
+        and witnesses may come from independent groups (``symbolic_groups``)."""
+        self._independent: Groups | bool | None = False
+        """``split``'s groups once asked for (False: not yet)."""
 
     # -- verdicts ----------------------------------------------------------------------------
 
@@ -80,20 +87,20 @@ class Verdicts(Layers):
             if within is not None:
                 result.finishes_within = within
             else:
-                result.finish_depth = self._first_layer(some(p.can_stop))
+                result.finish_depth = self._depth(some(p.can_stop))
         if focus is not None:
             return
         inconsistent = ~p.consistent
         deadlock = some(inconsistent & p.stuck)
-        if self._first_layer(deadlock) is not None:
+        if self._depth(deadlock) is not None:
             result.deadlock = self._witness(deadlock, _conflict_kind("deadlock"))
         forcing = inconsistent & ~p.stuck
         for t in self.enc.tools:
             target = some(forcing & p.hard[t])
-            if self._first_layer(target) is not None:
+            if self._depth(target) is not None:
                 result.forced_conflicts[t] = self._witness(target, _forced_on(t))
         tie = some(p.tie)
-        if self._first_layer(tie) is not None:
+        if self._depth(tie) is not None:
             result.tie = self._witness(tie, _has_tie)
 
     def _can_finish(self, finish: Node) -> Node:
@@ -112,6 +119,14 @@ class Verdicts(Layers):
         reaches = reach & finish
         if deciding & ~reaches == bdd.false:
             return reaches
+        groups = self._split()
+        if groups is not None:
+            # Every path leaves from a deciding state (a step needs a pass), so the states
+            # reaching ``finish`` by some path are these (the same set: BDDs are canonical).
+            try:
+                return reach & groups.backward(finish)
+            except TooComplex:
+                pass
         # A cluster that cannot fire in a deciding state adds nothing (and its relation is
         # never built).
         active = [(c, deciding & c.guard) for c in self.clusters]
@@ -288,7 +303,30 @@ class Verdicts(Layers):
         without = _decided(self.enc, others, self.priorities)
         return where | some(_differ(p, without, self.enc.tools))
 
-    # -- witnesses ---------------------------------------------------------------------------
+    # -- depths and witnesses ----------------------------------------------------------------
+
+    def _split(self) -> Groups | None:
+        """The system's independent groups (``symbolic_groups``), when the analysis is exact
+        and the system has them; computed once."""
+        if not self.exact or self.pruned:
+            return None
+        if self._independent is False:
+            self._independent = split(self.system, self.enc, self._callable, self._tick)
+        assert not isinstance(self._independent, bool)
+        return self._independent
+
+    def _depth(self, target: Node) -> int | None:
+        """The fewest steps reaching ``target`` (None: it is unreachable): from the groups
+        where the system has them, else the first breadth-first layer meeting it."""
+        groups = self._split()
+        if groups is not None:
+            if self.reach & target == self.bdd.false:
+                return None
+            try:
+                return groups.distance(target, self.system.initial)
+            except TooComplex:
+                pass
+        return self._first_layer(target)
 
     def _witness(
         self, target: Node, finding: Callable[[Outcome], bool] | None, depth: int | None = None
@@ -297,9 +335,11 @@ class Verdicts(Layers):
         ``depth``: the first layer meeting it, when the caller knows."""
         system = self.system
         if depth is None:
-            depth = self._first_layer(target)
+            depth = self._depth(target)
         assert depth is not None
-        trace = self._forward_trace(target, depth)
+        trace = self._grouped_trace(target, depth)
+        if trace is None:
+            trace = self._forward_trace(target, depth)
         if trace is None:
             trace = self._backward_trace(target, depth)
         state = system.initial
@@ -319,6 +359,19 @@ class Verdicts(Layers):
             records = showing[0]
             depends = depends or len(showing) < len(decided)
         return Witness(tuple(trace), records, depends)
+
+    def _grouped_trace(self, target: Node, depth: int) -> list[Event] | None:
+        """The trace of ``_witness`` from the groups' distances (None: no groups, or the
+        target too complex for them; then the layers up to ``depth`` are computed)."""
+        groups = self._split()
+        if groups is None:
+            return None
+        try:
+            return groups.trace(target, depth, self.system.initial, self._steps_from, self._tick)
+        except TooComplex:
+            # INVARIANT: the layers' depth is the groups' (the runs are the same).
+            assert self._first_layer(target) == depth
+            return None
 
     def _forward_trace(self, target: Node, depth: int) -> list[Event] | None:
         """The trace of ``_witness`` by a breadth-first search of concrete states through
