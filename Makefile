@@ -15,7 +15,7 @@ $(BIN)/python:
 
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,mcp,otel]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,mcp,otel,agentdojo]'
 	touch $(STAMP)
 
 # The demo ends with `ruleengine check` on a clean policy and on a broken one, whose

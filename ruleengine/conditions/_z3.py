@@ -36,6 +36,7 @@ from ruleengine.conditions.terms import (
     Expect,
     Input,
     IsNone,
+    Item,
     LastArg,
     LastOut,
     Len,
@@ -44,6 +45,7 @@ from ruleengine.conditions.terms import (
     Member,
     Negation,
     Outputs,
+    Quantified,
     Scale,
     Term,
     children,
@@ -89,6 +91,11 @@ class _Encoder:
         residual has none left)."""
         self.run: dict[tuple[Term, str], z3.ExprRef] = {}
         """One variable per run value and the kind it is read as."""
+        self.stray: dict[str, z3.BoolRef] = {}
+        """For a list some ``all``/``any`` goes over: whether it holds an item that is none
+        of the literals tracked for it."""
+        self.outside: dict[tuple[str, frozenset[str]], z3.BoolRef] = {}
+        """Whether a list holds an item outside a set of literals."""
         self.given: dict[str, z3.BoolRef] = {}
         """For each argument some condition tests with ``is None``: whether the call gives
         it. The other arguments are given: a call that leaves one out and passes passes as
@@ -190,9 +197,18 @@ class _Encoder:
             choices = self.parameters[name].choices
             if choices is not None:
                 out.append(z3.Or([v == self.literal(c) for c in choices]))
-        for length, held in self.lists.values():
+        for name, (length, held) in self.lists.items():
             ones = [z3.If(h, z3.IntVal(1, self.ctx), z3.IntVal(0, self.ctx)) for h in held.values()]
+            stray = self.stray.get(name)
+            if stray is not None:
+                # Every item is a tracked literal or another one; a non-empty list holds one.
+                ones.append(z3.If(stray, z3.IntVal(1, self.ctx), z3.IntVal(0, self.ctx)))
+                out.append(z3.Implies(length >= 1, z3.Or(stray, *held.values())))
             out.append(length >= (z3.Sum(ones) if ones else z3.IntVal(0, self.ctx)))
+        for (name, literals), outside in self.outside.items():
+            _, held = self.lists[name]
+            others = [h for v, h in held.items() if v not in literals]
+            out.append(outside == z3.Or(self.stray[name], *others))
         return out
 
     def literal(self, value: Literal_) -> z3.ExprRef:
@@ -240,8 +256,39 @@ class _Encoder:
             return factor * (z3.ToReal(of) if of.sort() == z3.IntSort(self.ctx) else of)
         return self.condition(t)
 
+    def quantified(self, t: Quantified) -> z3.BoolRef:
+        """``all``/``any`` of ``item in [literals]`` (or ``not in``) over a list argument:
+        some item is in the set, or every item is; another body has no Z3 form."""
+        body = t.body
+        if not (
+            isinstance(body, Member)
+            and body.item == Item(t.name)
+            and isinstance(body.container, ListConst)
+            and all(isinstance(v, str) for v in body.container.items)
+        ):
+            raise _NotEncodable(t)
+        literals = frozenset(str(v) for v in body.container.items)
+        _, held = self.list_of(t.of.name)
+        for literal in sorted(literals):
+            if literal not in held:
+                held[literal] = z3.Bool(f"{literal!r} in arg.{t.of.name}", self.ctx)
+        some_in = z3.Or([held[v] for v in sorted(literals)] or [z3.BoolVal(False, self.ctx)])
+        key = (t.of.name, literals)
+        if key not in self.outside:
+            self.outside[key] = z3.Bool(f"arg.{t.of.name} outside {sorted(literals)}", self.ctx)
+        if t.of.name not in self.stray:
+            self.stray[t.of.name] = z3.Bool(f"arg.{t.of.name} holds another item", self.ctx)
+        every_in = z3.Not(self.outside[key])
+        if body.negated:  # all(r not in S) = not any(r in S); any(r not in S) = not all(...)
+            return z3.Not(some_in) if t.every else z3.Not(every_in)
+        return every_in if t.every else some_in
+
     def condition(self, t: Term) -> z3.BoolRef:
         ctx = self.ctx
+        if isinstance(t, Quantified):
+            return self.quantified(t)
+        if isinstance(t, Item):
+            raise _NotEncodable(t)
         if isinstance(t, IsNone):
             given = self.given.get(t.of.name)
             if given is None:  # no ``presence`` asked for: the argument is given
@@ -621,6 +668,9 @@ def _arguments(enc: _Encoder, model: z3.ModelRef) -> dict[str, Any]:
             continue
         items = [lit for lit, h in held.items() if z3.is_true(model.eval(h, model_completion=True))]
         size = model.eval(length, model_completion=True).as_long()
+        stray = enc.stray.get(name)
+        if stray is not None and z3.is_false(model.eval(stray, True)) and items:
+            items += [items[0]] * (size - len(items))  # no other item: repeat a held one
         filler = (f"item{i}" for i in range(size + len(held) + 1))
         while len(items) < size:
             candidate = next(filler)

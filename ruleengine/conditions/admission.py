@@ -17,6 +17,7 @@ from typing import Any, Literal, TypeAlias
 from ruleengine.conditions.evaluate import Undefined, holds
 from ruleengine.conditions.terms import AnyOf, Term, text
 from ruleengine.conditions.types import Parameters, ParamType
+from ruleengine.conditions.witness import guess
 
 __all__ = [
     "Admission",
@@ -123,6 +124,9 @@ def admissible(checks: Sequence[ArgCheck], owners: Sequence[str] | None = None) 
     forbidden = [c.residual for _, c in gating if c.kind == "deny_if"]
     assert all(not isinstance(r, Undefined) for r in (*required, *forbidden))
     params = _parameters(checks)
+    found_call = guess(required, forbidden, params)  # type: ignore[arg-type]
+    if found_call is not None:
+        return Verdict(True, example=found_call)
     answer = _z3.satisfiable(required, forbidden, params)  # type: ignore[arg-type]
     if answer is None:
         return Verdict(True)

@@ -29,6 +29,7 @@ from ruleengine.conditions.terms import (
     Member,
     Negation,
     Outputs,
+    Quantified,
     Scale,
     Term,
     text,
@@ -168,6 +169,8 @@ def bind(term: Term, state: RunState) -> Term | Undefined:
             return AnyOf(tuple(go(i) for i in t.items))
         if isinstance(t, Negation):
             return Negation(go(t.of))
+        if isinstance(t, Quantified):
+            return Quantified(t.every, t.name, t.of, go(t.body))
         return t
 
     bound = go(term)

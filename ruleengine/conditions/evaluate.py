@@ -31,11 +31,13 @@ from ruleengine.conditions.terms import (
     Const,
     Expect,
     IsNone,
+    Item,
     Len,
     ListConst,
     Matches,
     Member,
     Negation,
+    Quantified,
     Scale,
     Term,
     text,
@@ -123,6 +125,7 @@ class _Evaluator:
     def __init__(self, arguments: Mapping[str, Any], parameters: Parameters) -> None:
         self.arguments = arguments
         self.parameters = parameters
+        self.items: dict[str, str] = {}
 
     def value(self, t: Term) -> Any:
         if isinstance(t, Const):
@@ -157,6 +160,10 @@ class _Evaluator:
             return python_pattern(t.pattern).fullmatch(self.value(t.of)) is not None
         if isinstance(t, IsNone):
             return (self.arguments.get(t.of.name) is None) != t.negated
+        if isinstance(t, Item):
+            return self.items[t.name]
+        if isinstance(t, Quantified):
+            return self.quantified(t)
         # Left to right, as Python reads them: the first part that decides ends the test, so
         # an argument the rest would read is not read (and a missing one does not refuse).
         if isinstance(t, All):
@@ -166,6 +173,14 @@ class _Evaluator:
         if isinstance(t, Negation):
             return not self.value(t.of)
         raise AssertionError(f"a run value left in a residual: {text(t)}")
+
+    def quantified(self, t: Quantified) -> bool:
+        """``all``/``any`` of the body over the list's items, stopping where it is decided."""
+        for item in self.argument(t.of):
+            self.items[t.name] = item
+            if bool(self.value(t.body)) != t.every:
+                return not t.every
+        return t.every
 
     def argument(self, t: Arg) -> Any:
         if t.name not in self.arguments or self.arguments[t.name] is None:

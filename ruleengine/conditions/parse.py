@@ -22,6 +22,7 @@ from ruleengine.conditions.terms import (
     Const,
     Input,
     IsNone,
+    Item,
     LastArg,
     LastOut,
     Len,
@@ -30,6 +31,7 @@ from ruleengine.conditions.terms import (
     Member,
     Negation,
     Outputs,
+    Quantified,
     Scale,
     Term,
     scaled,
@@ -54,6 +56,8 @@ class _Reader:
         self.source = source
         self.where = where
         self.size = 0
+        self.bound: str | None = None
+        """The item name of the ``all``/``any`` being read, if any."""
 
     def fail(self, node: ast.AST | None, problem: str, hint: str | None = None) -> PolicyError:
         column = getattr(node, "col_offset", 0) + 1
@@ -114,6 +118,8 @@ class _Reader:
                 literals.append(value.value)
             return ListConst(tuple(literals))
         if isinstance(node, ast.Name):
+            if node.id == self.bound:
+                return Item(node.id)
             if node.id == "input":
                 return Input()
             if node.id == "arg":
@@ -243,15 +249,43 @@ class _Reader:
             if len(node.args) != 1:
                 raise self.fail(node, f"`{node.func.attr}` takes one string")
             return Affix(node.func.attr, self.term(node.func.value), self.term(node.args[0]))
+        if name in ("all", "any"):
+            return self.quantified(node, name)
         if name == "last":
             raise self.fail(node, "`last(...)` needs `.arguments.NAME` or `.output`")
         shown = ast.unparse(node.func)
         raise self.fail(
             node,
             f"`{shown}(...)` is not part of the language",
-            "functions are `len`, `matches`, `last`, `outputs`, and the methods "
-            "`startswith`/`endswith`",
+            "functions are `len`, `matches`, `last`, `outputs`, `all`/`any` over a list "
+            "argument, and the methods `startswith`/`endswith`",
         )
+
+    def quantified(self, node: ast.Call, function: str) -> Term:
+        """``all(BODY for NAME in arg.LIST)`` or ``any(…)``."""
+        form = (
+            f"`{function}` takes one generator: "
+            f"`{function}(x.endswith('@ours.com') for x in arg.to)`"
+        )
+        generator = node.args[0] if len(node.args) == 1 else None
+        if not isinstance(generator, ast.GeneratorExp) or len(generator.generators) != 1:
+            raise self.fail(node, f"`{ast.unparse(node)}` is not part of the language", form)
+        loop = generator.generators[0]
+        if not isinstance(loop.target, ast.Name) or loop.ifs or loop.is_async:
+            raise self.fail(node, f"`{ast.unparse(node)}`: one name, no `if`", form)
+        if self.bound is not None:
+            raise self.fail(node, f"`{ast.unparse(node)}`: `all`/`any` inside another one")
+        if loop.target.id in ("arg", "input"):
+            raise self.fail(loop.target, f"`{loop.target.id}` is taken: name the item otherwise")
+        of = self.term(loop.iter)
+        if not isinstance(of, Arg):
+            raise self.fail(loop.iter, f"`{function}` goes over a list argument: `arg.NAME`", form)
+        self.bound = loop.target.id
+        try:
+            body = self.term(generator.elt)
+        finally:
+            self.bound = None
+        return Quantified(function == "all", loop.target.id, of, body)
 
 
 def _called(node: ast.Call) -> str | None:

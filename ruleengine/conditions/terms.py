@@ -32,6 +32,7 @@ __all__ = [
     "Expect",
     "Input",
     "IsNone",
+    "Item",
     "LastArg",
     "LastOut",
     "Len",
@@ -40,6 +41,7 @@ __all__ = [
     "Member",
     "Negation",
     "Outputs",
+    "Quantified",
     "Scale",
     "Term",
     "children",
@@ -157,6 +159,24 @@ class IsNone:
 
 
 @dataclass(frozen=True, slots=True)
+class Item:
+    """The item a ``Quantified`` condition is testing (``r`` in ``all(… for r in …)``)."""
+
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class Quantified:
+    """``all(BODY for NAME in arg.LIST)`` (``any(…)`` when not ``every``): ``body`` holds
+    for every (some) item of a list-of-strings argument."""
+
+    every: bool
+    name: str
+    of: Arg
+    body: Term
+
+
+@dataclass(frozen=True, slots=True)
 class All:
     items: tuple[Term, ...]
 
@@ -173,7 +193,8 @@ class Negation:
 
 Term: TypeAlias = (
     "Const | ListConst | Arg | Input | LastArg | LastOut | Outputs | Expect | Len | Arith "
-    "| Scale | Cmp | Member | Affix | Matches | IsNone | All | AnyOf | Negation"
+    "| Scale | Cmp | Member | Affix | Matches | IsNone | Item | Quantified | All | AnyOf "
+    "| Negation"
 )
 
 _RUN_VALUES = (Input, LastArg, LastOut, Outputs)
@@ -240,6 +261,11 @@ def _text(t: Term, outer: int) -> str:
         return f"{_text(t.of, 8)}.{t.kind}({_text(t.affix, 0)})"
     if isinstance(t, Matches):
         return f"matches({_text(t.of, 0)}, {t.pattern.source!r})"
+    if isinstance(t, Item):
+        return t.name
+    if isinstance(t, Quantified):
+        function = "all" if t.every else "any"
+        return f"{function}({_text(t.body, 0)} for {t.name} in {_text(t.of, 0)})"
     if isinstance(t, IsNone):
         op = "is not None" if t.negated else "is None"
         return _wrap(f"{_text(t.of, own)} {op}", own, outer)
@@ -264,6 +290,8 @@ def children(t: Term) -> tuple[Term, ...]:
         return (t.of,)
     if isinstance(t, All | AnyOf):
         return t.items
+    if isinstance(t, Quantified):
+        return (t.of, t.body)
     return ()
 
 

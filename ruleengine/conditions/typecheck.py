@@ -26,6 +26,7 @@ from ruleengine.conditions.terms import (
     Expect,
     Input,
     IsNone,
+    Item,
     LastArg,
     LastOut,
     Len,
@@ -34,6 +35,7 @@ from ruleengine.conditions.terms import (
     Member,
     Negation,
     Outputs,
+    Quantified,
     Scale,
     Term,
     children,
@@ -94,7 +96,7 @@ class _Checker:
                     "and lists of strings",
                 )
             return param.kind
-        if isinstance(t, Input):
+        if isinstance(t, Input | Item):
             return "string"
         if isinstance(t, LastArg):
             self.known_tool(t.tool)
@@ -161,7 +163,9 @@ class _Checker:
             return Arith(t.op, self.numeric(t.left), self.numeric(t.right))
         if isinstance(t, Scale):
             return Scale(t.factor, self.numeric(t.of))
-        if isinstance(t, Cmp | Member | Affix | Matches | IsNone | All | AnyOf | Negation):
+        if isinstance(t, Cmp | Member | Affix | Matches | IsNone | Quantified | All | AnyOf):
+            raise self.fail(f"`{text(t)}` is a condition, not a value")
+        if isinstance(t, Negation):
             raise self.fail(f"`{text(t)}` is a condition, not a value")
         self.kind(t)
         return t
@@ -189,6 +193,14 @@ class _Checker:
         if isinstance(t, IsNone):
             self.kind(t.of)  # the parameter exists, of a type conditions reason about
             return t
+        if isinstance(t, Quantified):
+            kind = self.kind(t.of)
+            if kind != "strings":
+                function = "all" if t.every else "any"
+                raise self.fail(
+                    f"`{function}` goes over a list of strings, and `{text(t.of)}` is {_a(kind)}"
+                )
+            return Quantified(t.every, t.name, t.of, self.condition(t.body))
         return self.typed(t, "boolean")
 
     def comparison(self, t: Cmp) -> Term:

@@ -6,6 +6,7 @@
   arguments out included (read left to right, ``arg.NAME is None`` tests among them);
 - ``satisfiable``'s example arguments satisfy the conditions concretely, and ``False`` means
   no tried call does;
+- a guessed call (the conditions' own values, tried before Z3) passes, and Z3 agrees;
 - a ``clash`` is unsatisfiable and minimal.
 """
 
@@ -32,17 +33,20 @@ from ruleengine.conditions.terms import (
     Cmp,
     Const,
     IsNone,
+    Item,
     Len,
     ListConst,
     Matches,
     Member,
     Negation,
+    Quantified,
     Scale,
     Term,
     walk,
 )
 from ruleengine.conditions.typecheck import Scope
 from ruleengine.conditions.types import ParamType, ToolSpec, parameters_from_spec
+from ruleengine.conditions.witness import guess
 
 PARAMS = {
     "n": ParamType("integer"),
@@ -120,6 +124,18 @@ def atoms() -> st.SearchStrategy[Term]:
             st.booleans(),
         ),
         st.builds(IsNone, st.sampled_from([Arg(name) for name in PARAMS]), st.booleans()),
+        st.builds(
+            Quantified,
+            st.booleans(),
+            st.just("r"),
+            st.just(Arg("tags")),
+            st.builds(
+                Member,
+                st.just(Item("r")),
+                st.builds(ListConst, st.lists(strings, max_size=3).map(tuple)),
+                st.booleans(),
+            ),
+        ),
         st.builds(Member, string_terms, st.sampled_from([Arg("s"), Arg("t")]), st.booleans()),
         st.builds(Member, st.builds(Const, strings), st.just(Arg("tags")), st.booleans()),
         st.builds(Affix, st.sampled_from(["startswith", "endswith"]), string_terms, string_terms),
@@ -180,6 +196,8 @@ def _z3_holds(term: Term, call: dict[str, Any]) -> bool:
         solver.add(length == len(call[name]))
         for literal, has in held.items():
             solver.add(has == (literal in call[name]))
+        if name in enc.stray:
+            solver.add(enc.stray[name] == any(i not in held for i in call[name]))
     solver.add(*enc.domain())
     solver.add(formula)
     answer = solver.check()
@@ -227,6 +245,8 @@ def test_a_call_that_leaves_arguments_out_is_decided_as_z3_decides(
             solver.add(length == len(call[name]))
             for literal, has in held.items():
                 solver.add(has == (literal in call[name]))
+            if name in enc.stray:
+                solver.add(enc.stray[name] == any(i not in held for i in call[name]))
     solver.add(*enc.domain())
 
     def possible(*formula: z3.BoolRef) -> bool:
@@ -260,6 +280,20 @@ def test_satisfiable_examples_satisfy_and_refutations_refute(
     example = {k: v for k, v in tried[0].items() if k not in tested} | answer
     assert holds(req, example, PARAMS) is True, (text(req), example)
     assert holds(forb, example, PARAMS) is False, (text(forb), example)
+
+
+@given(st.lists(conditions, max_size=3), st.lists(conditions, max_size=3))
+def test_a_guessed_call_passes_and_z3_agrees_that_some_call_does(
+    required: list[Term], forbidden: list[Term]
+) -> None:
+    req = [check(t, SCOPE, where="law") for t in required]
+    forb = [check(t, SCOPE, where="law") for t in forbidden]
+    call = guess(req, forb, PARAMS)
+    if call is None:
+        return  # a guess that finds nothing proves nothing
+    assert all(holds(t, call, PARAMS) is True for t in req)
+    assert all(holds(t, call, PARAMS) is False for t in forb)
+    assert _z3.satisfiable(req, forb, PARAMS) is not False, [text(t) for t in req + forb]
 
 
 @given(st.lists(conditions, min_size=1, max_size=4), st.lists(conditions, max_size=3))

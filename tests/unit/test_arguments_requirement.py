@@ -466,3 +466,61 @@ def test_is_none_outside_an_argument_is_a_located_error() -> None:
         last("update").output.is_none()
     with pytest.raises(PolicyError, match="has no parameter `nope`"):
         Reasoner([UPDATE], [ArgumentsRequirement("update", allow_if="arg.nope is not None")])
+
+
+# -- all / any over a list argument -------------------------------------------------------
+
+MAIL = ToolSpec(
+    "mail",
+    None,
+    parameters_from_spec({"to": ["string"], "cc": ["string"], "body": "string"}, owner="t"),
+)
+
+
+def test_every_item_of_a_list_argument_is_tested() -> None:
+    known = ArgumentsRequirement(
+        "mail",
+        allow_if=[
+            "len(arg.to) >= 1",
+            "all(r in ['ana@x.com', 'ben@x.com'] or r in input for r in arg.to)",
+            "arg.cc is None or all(c.endswith('@x.com') for c in arg.cc)",
+        ],
+        name="known",
+    )
+    p = Reasoner([MAIL], [known]).decide(RunState(input="write to eve@y.com"))
+    calls = [
+        {"to": ["ana@x.com"]},
+        {"to": ["ana@x.com", "eve@y.com"], "cc": ["zed@x.com"]},
+        {"to": []},
+        {"to": ["ana@x.com", "mallory@z.com"]},
+        {"to": ["ben@x.com"], "cc": ["mallory@z.com"]},
+    ]
+    assert [p.admits("mail", c).ok for c in calls] == [True, True, False, False, False]
+
+
+def test_z3_decides_all_and_any_over_literals() -> None:
+    clash = ArgumentsRequirement(
+        "mail", allow_if=["all(r in ['a'] for r in arg.to)", "any(r == 'b' for r in arg.to)"]
+    )
+    # `r == 'b'` has no Z3 form: the tool counts as admissible, each call still tested
+    p = Reasoner([MAIL], [clash]).decide()
+    assert "mail" in p.allowed and not p.admits("mail", {"to": ["a"]}).ok
+    exact = ArgumentsRequirement(
+        "mail", allow_if=["all(r in ['a'] for r in arg.to)", "any(r in ['b'] for r in arg.to)"]
+    )
+    assert "no arguments satisfy" in Reasoner([MAIL], [exact]).decide().reasons["mail"]
+
+
+@pytest.mark.parametrize(
+    ("condition", "message"),
+    [
+        ("all(r in ['a'] for r in arg.body)", "goes over a list of strings"),
+        ("all(r for r in arg.to if r)", "one name, no `if`"),
+        ("any(r == 'a' for r in ['a'])", "goes over a list argument"),
+        ("all(r in ['a'] for r in arg.to) and r == 'a'", "unknown name `r`"),
+        ("all(any(s == r for s in arg.cc) for r in arg.to)", "inside another one"),
+    ],
+)
+def test_all_and_any_outside_their_form_are_located_errors(condition: str, message: str) -> None:
+    with pytest.raises(PolicyError, match=message):
+        Reasoner([MAIL], [ArgumentsRequirement("mail", allow_if=condition)])
