@@ -184,21 +184,28 @@ def partial_calls(draw: st.DrawFn) -> dict[str, Any]:
     return call
 
 
+def _fix(solver: z3.Solver, enc: _z3._Encoder, call: dict[str, Any]) -> None:
+    """Fix the encoder's variables to the call's values (those it gives), with the domain."""
+    for name, var in enc.vars.items():
+        if call.get(name) is not None:
+            solver.add(var == enc.literal(call[name]))
+    for name, (length, held) in enc.lists.items():
+        if call.get(name) is not None:
+            solver.add(length == len(call[name]))
+            for literal, has in held.items():
+                solver.add(has == (literal in call[name]))
+            if name in enc.stray:
+                solver.add(enc.stray[name] == any(i not in held for i in call[name]))
+    solver.add(*enc.domain())
+
+
 def _z3_holds(term: Term, call: dict[str, Any]) -> bool:
     """Z3's answer: the condition with every argument fixed to the call's value."""
     ctx = z3.Context()
     enc = _z3._Encoder(PARAMS, ctx)
     formula = enc.condition(term)
     solver = z3.Solver(ctx=ctx)
-    for name, var in enc.vars.items():
-        solver.add(var == enc.literal(call[name]))
-    for name, (length, held) in enc.lists.items():
-        solver.add(length == len(call[name]))
-        for literal, has in held.items():
-            solver.add(has == (literal in call[name]))
-        if name in enc.stray:
-            solver.add(enc.stray[name] == any(i not in held for i in call[name]))
-    solver.add(*enc.domain())
+    _fix(solver, enc, call)
     solver.add(formula)
     answer = solver.check()
     assert answer != z3.unknown, text(term)
@@ -237,17 +244,7 @@ def test_a_call_that_leaves_arguments_out_is_decided_as_z3_decides(
     solver = z3.Solver(ctx=ctx)
     for name, given_ in enc.given.items():
         solver.add(given_ == (call.get(name) is not None))
-    for name, var in enc.vars.items():
-        if call.get(name) is not None:
-            solver.add(var == enc.literal(call[name]))
-    for name, (length, held) in enc.lists.items():
-        if call.get(name) is not None:
-            solver.add(length == len(call[name]))
-            for literal, has in held.items():
-                solver.add(has == (literal in call[name]))
-            if name in enc.stray:
-                solver.add(enc.stray[name] == any(i not in held for i in call[name]))
-    solver.add(*enc.domain())
+    _fix(solver, enc, call)
 
     def possible(*formula: z3.BoolRef) -> bool:
         answer = solver.check(*formula)
