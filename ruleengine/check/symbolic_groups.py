@@ -246,7 +246,8 @@ def split(
     tick: Callable[[], None],
 ) -> Groups | None:
     """The independent groups of ``system`` (``guard``: where a step may call a tool, over
-    the view bits), or None when it has fewer than two or one is too large to search."""
+    the view bits), or None when fewer than two of them have tools or one is too large to
+    search."""
     comps = system.components
     if len(comps) < 2:
         return None
@@ -259,26 +260,38 @@ def split(
             i = parent[i]
         return i
 
-    linked: dict[str, set[int]] = {}
-    for tool in system.callable:
-        here: set[int] = set()
-        for name in enc.bdd.support(guard(tool)):
-            if name not in owner:
-                return None  # a bit that is no component's view (an opaque check)
-            here.add(owner[name])
-        for i, c in enumerate(comps):
-            base = c.classes[tool] * 3
-            if not all(c.still[base + s] for s in range(len(STATUSES))):
-                here.add(i)
-        linked[tool] = here
+    def join(here: set[int]) -> None:
         if here:
             first = find(min(here))
             for i in here:
                 parent[find(i)] = first
+
+    linked: dict[str, set[int]] = {}
+    for tool in system.callable:
+        linked[tool] = {
+            i
+            for i, c in enumerate(comps)
+            if not all(c.still[c.classes[tool] * 3 + s] for s in range(len(STATUSES)))
+        }
+        join(linked[tool])
+    if len({find(i) for here in linked.values() for i in here}) < 2:
+        return None  # the moves alone join every moving component: no split (cheap to see)
+    for tool, here in linked.items():
+        for name in enc.bdd.support(guard(tool)):
+            if name not in owner:
+                return None  # a bit that is no component's view (an opaque check)
+            here.add(owner[name])
+        join(here)
     roots: dict[int, list[int]] = {}
     for i in range(len(comps)):
         roots.setdefault(find(i), []).append(i)
-    if len(roots) < 2:
+    tools_of: dict[int, list[str]] = {}
+    for tool, here in linked.items():
+        if here:
+            tools_of.setdefault(find(next(iter(here))), []).append(tool)
+    if len(tools_of) < 2:
+        # One group moves (the others never leave their first views): the layers of the
+        # whole are that group's, and searching it would only repeat them.
         return None
     level = enc.bdd.level_of_var
 
@@ -288,10 +301,6 @@ def split(
 
     # Groups in the order of their bits, so the walk down a target meets them top down.
     members = sorted(roots.values(), key=top)
-    tools_of: dict[int, list[str]] = {}
-    for tool, here in linked.items():
-        if here:
-            tools_of.setdefault(find(next(iter(here))), []).append(tool)
     for group in members:
         views = 1
         for i in group:
