@@ -339,7 +339,9 @@ class _Symbolic(Verdicts):
     # -- the reachable set -------------------------------------------------------------------
 
     def _reach(self) -> Node:
-        """Every reachable state: a few sweeps of chaining, then event-driven chaining.
+        """Every reachable state: from independent groups where the system has them (each
+        group's own reachable states, combined), else a few sweeps of chaining, then
+        event-driven chaining.
 
         Steps go by clusters of groups (``_Cluster``: one relational product for the
         statuses of a tool, or for tools alike). A *sweep* applies each cluster in turn to
@@ -361,6 +363,17 @@ class _Symbolic(Verdicts):
         """
         if self.settled:
             return self.layered  # the breadth-first layers reached a fixpoint already
+        try:
+            independent = self._groups_found()
+        except _OutOfTime:
+            self.result.reason = "the time limit ran out"
+            return self.start | self.layered
+        if independent is not None:
+            # The runs interleave the groups' own runs: every combination of states each
+            # group reaches on its own is reachable (``symbolic_groups``).
+            reach = independent.reachable()
+            self.enc.settle_order(reach)
+            return reach
         bdd, reach = self.bdd, self.start
         groups = self._bottom_up() if self.enc.reordering_now() else self.clusters
         try:

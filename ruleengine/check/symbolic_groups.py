@@ -76,6 +76,7 @@ class Groups:
         self._cofactors: dict[tuple[int, Node], list[tuple[int, Node]]] = {}
         self._distances: dict[tuple[Node, State], int | None] = {}
         self._reach_sets: dict[int, list[Node]] = {}
+        self._cube_sets: dict[int, list[Node]] = {}
         self._made = 0
         """Cofactors computed so far (``COFACTORS`` at most)."""
 
@@ -147,13 +148,36 @@ class Groups:
             answer = here
         return answer[target]
 
+    def reachable(self) -> Node:
+        """The reachable states of the whole system: every combination of states the groups
+        reach on their own (a step of one group changes neither another group's views nor
+        where that group's tools may be called, so the groups' runs can follow one another
+        in any order)."""
+        bdd = self._bdd
+        out = bdd.true
+        for k in range(len(self.members)):
+            here = bdd.false
+            for cube in self._cubes(k):
+                here |= cube
+            out &= here
+        return out
+
+    def _cubes(self, k: int) -> list[Node]:
+        """Group ``k``'s states as cubes over its bits, memoised."""
+        found = self._cube_sets.get(k)
+        if found is None:
+            bdd = self._bdd
+            found = [bdd.cube(values) if values else bdd.true for values in self._bits[k]]
+            self._cube_sets[k] = found
+        return found
+
     def _reaching(self, k: int) -> list[Node]:
         """Per state ``j`` of group ``k``, the group's states (over its bits) from which
         its own steps reach ``j``, memoised."""
         found = self._reach_sets.get(k)
         if found is None:
             bdd, edges = self._bdd, self._edges[k]
-            cubes = [bdd.cube(values) if values else bdd.true for values in self._bits[k]]
+            cubes = self._cubes(k)
             back: list[list[int]] = [[] for _ in edges]
             for j, out in enumerate(edges):
                 for after in out:

@@ -310,6 +310,11 @@ class Verdicts(Layers):
         and the system has them; computed once."""
         if not self.exact or self.pruned:
             return None
+        return self._groups_found()
+
+    def _groups_found(self) -> Groups | None:
+        """``split``'s groups of the system (None: it has none), computed once. They hold
+        for every state: the reachable set may come from them (``_Symbolic._reach``)."""
         if self._independent is False:
             self._independent = split(self.system, self.enc, self._callable, self._tick)
         assert not isinstance(self._independent, bool)

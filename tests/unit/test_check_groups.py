@@ -77,7 +77,7 @@ def test_the_report_is_the_layers_report(monkeypatch: pytest.MonkeyPatch) -> Non
     grouped = report(policy)
     assert [f["id"] for f in grouped["findings"]][:2] == ["deadlock", "no-finish"]
     assert len(grouped["findings"][0]["trace"]) == 12
-    monkeypatch.setattr(Verdicts, "_split", lambda self: None)
+    monkeypatch.setattr(Verdicts, "_groups_found", lambda self: None)
     assert report(policy) == grouped
 
 
@@ -90,14 +90,27 @@ def test_a_target_too_complex_for_the_groups_falls_back_to_the_layers(
     assert report(policy) == grouped
 
 
-def test_a_search_cut_short_does_not_use_the_groups(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_search_cut_short_takes_no_depth_from_the_groups(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Past the state limit only the layers explored are known: depths and witnesses come
+    # from them, not from the groups (which know every reachable state).
     asked: list[bool] = []
-    real = symbolic_groups.split
+    real = symbolic_groups.Groups.distance
 
-    def spy(*args: Any) -> Any:
+    def spy(self: Any, *args: Any) -> Any:
         asked.append(True)
-        return real(*args)
+        return real(self, *args)
 
-    monkeypatch.setattr("ruleengine.check.symbolic_verdicts.split", spy)
+    monkeypatch.setattr(symbolic_groups.Groups, "distance", spy)
     assert not check_policy(tallies(4), engine="symbolic", max_states=50).complete
     assert not asked
+
+
+def test_the_reachable_set_is_the_one_chaining_finds() -> None:
+    analysis = analysed(tallies(3))
+    grouped = analysis.reach
+    analysis._independent = None  # no groups: chaining in the same manager
+    assert analysis._reach() == grouped
+    # Per tool: 0-3 calls, and whether one succeeded (the minimum counts up to one).
+    assert analysis._count(grouped) == 7**3
