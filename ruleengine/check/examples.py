@@ -154,7 +154,8 @@ class Reads:
         """``finding`` with example values on its trace, or None when none were found."""
         inputs: list[str | None] = [None]
         if self.input_read:
-            inputs = [*_unique(m.input for m in self.models if m.input is not None), None]
+            # No input first: a finding that shows without one names none.
+            inputs = [None, *_unique(m.input for m in self.models if m.input is not None)]
         budget = [MAX_DECISIONS]
         for given in inputs:
             try:
