@@ -267,12 +267,14 @@ class ArgumentsMonitor(Monitor):
 
     A condition that reads no run value is emitted as it is (an ``ArgCheck``: the reasoner
     decides it, with the step's other conditions, exactly). One that reads the latest call of
-    a tool that never succeeded refuses every call, as at run time. One that reads values the
-    run has (an output, an argument, the input, the outputs of a tool that ran) is an opaque
-    check: either it admits some arguments (nothing is emitted) or it does not (the target is
-    denied). Every pass the runtime decides is one of these, so what the checker proves for
-    every value of the checks holds for every value of the outputs; a finding that needs
-    some values says it depends on them.
+    a tool that never succeeded refuses every call, as at run time; one whose only run values
+    are the outputs of tools that never succeeded reads empty lists, and is emitted bound to
+    them. One that reads values the run has (an output, an argument, the input, the outputs
+    of a tool that ran) is an opaque check: either it admits some arguments (nothing is
+    emitted) or it does not (the target is denied). Every pass the runtime decides is one of
+    these, so what the checker proves for every value of the checks holds for every value of
+    the outputs; a finding that needs some values says it depends on them (and may need
+    values no run has: it is then a false alarm, flagged as such).
     """
 
     def __init__(
@@ -330,6 +332,12 @@ class ArgumentsMonitor(Monitor):
                 out.append(ArgCheck(self.target, kind, shown, value, self.parameters, self.reason))
             elif i not in values:
                 out.append(ArgCheck(self.target, kind, shown, term, self.parameters, self.reason))
+            elif _only_outputs_of(term, view):
+                # every value it reads is `outputs(T)` of a tool that never succeeded: the
+                # empty list, at run time too, so the condition is decided as it is
+                empty = bind(term, RunState())
+                assert not isinstance(empty, Undefined)
+                out.append(ArgCheck(self.target, kind, shown, empty, self.parameters, self.reason))
             elif kind != "ask_if" and not values[i]:
                 why = self.reason or f"{kind} `{shown}` admits no arguments for these values"
                 out.append(Rule(self.target, allowed=False, reason=why))
@@ -337,6 +345,13 @@ class ArgumentsMonitor(Monitor):
 
 
 _VALUES = (Input, LastArg, LastOut, Outputs)
+
+
+def _only_outputs_of(term: Term, view: frozenset[str]) -> bool:
+    """Whether every run value ``term`` reads is ``outputs(T)`` of a tool not in ``view``."""
+    return all(
+        isinstance(t, Outputs) and t.tool not in view for t in walk(term) if isinstance(t, _VALUES)
+    )
 
 
 def _tools_read(term: Term) -> list[str]:

@@ -347,6 +347,22 @@ def test_unsatisfiable_and_shadowed_conditions_are_found_from_the_conditions_alo
     assert shadowed == [("shadowed-condition", "loose")]  # conditions on run values aside
 
 
+def test_the_checker_reads_the_outputs_of_a_tool_that_never_ran_as_empty() -> None:
+    """`outputs("T")` before `T` succeeded is the empty list, at run time and to the checker:
+    no finding hinges on values that cannot exist yet."""
+    from ruleengine.check import check_policy
+
+    first = ConditionalRequirement("refund", force_at_step=1, name="refund-first")
+    fresh = ArgumentsRequirement("refund", deny_if="arg.order_id in outputs('lookup_order')")
+    report = check_policy(Policy([LOOKUP, REFUND], [first, fresh]), timeout=30)
+    assert report.complete and not [f for f in report.findings if f.id == "forced-conflict"]
+    # and where the outputs are empty no argument passes, the finding is exact
+    none = ArgumentsRequirement("refund", allow_if="arg.order_id in outputs('lookup_order')")
+    report = check_policy(Policy([LOOKUP, REFUND], [first, none]), timeout=30)
+    found = [f for f in report.findings if f.id == "forced-conflict"]
+    assert found and not found[0].depends_on_tool_outputs
+
+
 def test_checks_first_met_late_in_a_reasoners_life_are_decided() -> None:
     """The reasoner looks for argument checks only once it has met one: a requirement that
     emits its first one after many plain steps still gets it decided, at that very step."""
