@@ -90,6 +90,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--json", help="write every outcome to this file")
     args = parser.parse_args(argv)
     names = [s.strip() for s in args.suites.split(",") if s.strip()]
+    if not names:
+        parser.error(f"--suites names no suite (suites: {', '.join(SUITES)})")
     unknown = [n for n in names if n not in SUITES]
     if unknown:
         parser.error(f"unknown suite {', '.join(unknown)} (suites: {', '.join(SUITES)})")
