@@ -102,17 +102,24 @@ class _Encoder:
         well with it given (a part that is never read decides nothing)."""
 
     def presence(self, terms: Sequence[Term]) -> None:
-        """A ``given`` variable for each argument ``terms`` test with ``is None``."""
+        """A ``given`` variable for each argument ``terms`` track (``tracked``)."""
         for term in terms:
             for t in walk(term):
-                if isinstance(t, IsNone) and t.of.name not in self.given:
-                    name = t.of.name
-                    self.given[name] = z3.Bool(f"given(arg.{name})", self.ctx)
-                    # Its value too: an example that gives it must say what it gives.
-                    if self.parameters[name].kind == "strings":
-                        self.list_of(name)
-                    else:
-                        self.var(name)
+                name = self.tracked(t)
+                if name is not None and name not in self.given:
+                    self.add_given(name)
+
+    def tracked(self, t: Term) -> str | None:
+        """The argument whose presence ``t`` asks for: one tested with ``is None``."""
+        return t.of.name if isinstance(t, IsNone) else None
+
+    def add_given(self, name: str) -> None:
+        self.given[name] = z3.Bool(f"given(arg.{name})", self.ctx)
+        # Its value too: an example that gives it must say what it gives.
+        if self.parameters[name].kind == "strings":
+            self.list_of(name)
+        else:
+            self.var(name)
 
     def defined(self, t: Term) -> z3.BoolRef | None:
         """When ``t`` can be read: each argument it reads is given, read left to right as
@@ -435,20 +442,13 @@ class _Proof(_Encoder):
         self.readable: dict[str, z3.BoolRef] = {}
         self.sets: dict[tuple[Term, str], z3.FuncDeclRef] = {}
 
-    def presence(self, terms: Sequence[Term]) -> None:
-        for term in terms:
-            for t in walk(term):
-                name = (
-                    t.of.name if isinstance(t, IsNone) else t.name if isinstance(t, Arg) else None
-                )
-                if name is None or name in self.given:
-                    continue
-                self.given[name] = z3.Bool(f"given(arg.{name})", self.ctx)
-                self.readable[name] = z3.Bool(f"readable(arg.{name})", self.ctx)
-                if self.parameters[name].kind == "strings":
-                    self.list_of(name)
-                else:
-                    self.var(name)
+    def tracked(self, t: Term) -> str | None:
+        """Every argument: any may be left out or mistyped."""
+        return t.name if isinstance(t, Arg) else super().tracked(t)
+
+    def add_given(self, name: str) -> None:
+        super().add_given(name)
+        self.readable[name] = z3.Bool(f"readable(arg.{name})", self.ctx)
 
     def defined(self, t: Term) -> z3.BoolRef | None:
         if isinstance(t, Arg):
@@ -491,18 +491,15 @@ def equivalent(
     enc.presence([t for side in (old, new) for group in side for t in group])
     true = z3.BoolVal(True, ctx)
 
-    def part(t: Term, negate: bool) -> z3.BoolRef:
-        formula = enc.condition(t)
-        formula = z3.Not(formula) if negate else formula
-        defined = enc.defined(t)
-        return formula if defined is None else z3.And(defined, formula)
-
     def side(conditions: Conditions) -> tuple[z3.BoolRef, z3.BoolRef]:
         allow, deny, ask = conditions
         # An ask_if that reads a missing argument refuses the call too.
         readable = [d for d in (enc.defined(t) for t in ask) if d is not None]
         admitted = z3.And(
-            [part(t, False) for t in allow] + [part(t, True) for t in deny] + readable + [true]
+            [_part(enc, t, False) for t in allow]
+            + [_part(enc, t, True) for t in deny]
+            + readable
+            + [true]
         )
         asks = z3.Or([enc.condition(t) for t in ask] + [z3.BoolVal(False, ctx)])
         return admitted, asks
@@ -573,6 +570,15 @@ def _solver(ctx: z3.Context) -> z3.Solver:
     return solver
 
 
+def _part(enc: _Encoder, t: Term, negate: bool) -> z3.BoolRef:
+    """The condition ``t`` (negated for a ``deny_if``) where it reads no missing argument: one
+    that reads a missing argument refuses, an ``allow_if`` and a ``deny_if`` alike."""
+    formula = enc.condition(t)
+    formula = z3.Not(formula) if negate else formula
+    defined = enc.defined(t)
+    return formula if defined is None else z3.And(defined, formula)
+
+
 def _formula(
     enc: _Encoder, required: Sequence[Term], forbidden: Sequence[Term]
 ) -> tuple[list[z3.BoolRef | None], bool]:
@@ -583,14 +589,9 @@ def _formula(
     enc.presence([*required, *forbidden])
     for t, negate in [(t, False) for t in required] + [(t, True) for t in forbidden]:
         try:
-            formula = enc.condition(t)
-            defined = enc.defined(t)
+            parts.append(_part(enc, t, negate))
         except _NotEncodable:
             parts.append(None)
-            continue
-        formula = z3.Not(formula) if negate else formula
-        # A condition that reads a missing argument refuses, an allow_if and a deny_if alike.
-        parts.append(formula if defined is None else z3.And(defined, formula))
     return parts, any(p is None for p in parts)
 
 
