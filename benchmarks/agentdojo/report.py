@@ -17,7 +17,15 @@ import sys
 from collections.abc import Sequence
 from dataclasses import asdict
 
-from benchmarks.agentdojo.run import SUITES, VERSION, Outcome, SuiteResult, run_suite
+from benchmarks.agentdojo.run import (
+    SUITES,
+    VERSION,
+    Outcome,
+    PolicyLiteralError,
+    SuiteResult,
+    run_suite,
+)
+from ruleengine import PolicyError
 
 __all__ = ["main", "meets_targets", "table"]
 
@@ -99,7 +107,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         import agentdojo  # noqa: F401
     except ImportError:
         sys.exit("the AgentDojo benchmark needs the agentdojo extra: pip install -e '.[agentdojo]'")
-    results = [run_suite(name) for name in names]
+    try:
+        results = [run_suite(name) for name in names]
+    except (PolicyError, PolicyLiteralError) as error:
+        sys.exit(f"python -m benchmarks.agentdojo: {error}")
     print(table(results))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as out:

@@ -97,12 +97,19 @@ def _plain(value: object) -> object:
 
 
 def _outputs(t: Outputs, state: RunState) -> ListConst:
-    """Every literal among the tool's successful outputs (a list output counts its items)."""
+    """Every literal among the tool's successful outputs (a list output counts its items, a
+    mapping its keys, as Python's ``in`` reads them)."""
     items: list[Literal_] = []
     for step in state.steps:
         if step.tool != t.tool or step.status != "ok":
             continue
-        values = step.output if isinstance(step.output, list | tuple) else [step.output]
+        output = step.output
+        if isinstance(output, Mapping):
+            values: Sequence[object] = list(output)
+        elif isinstance(output, list | tuple):
+            values = output
+        else:
+            values = [output]
         for value in values:
             literal = literal_of(value)
             if literal is not None and not isinstance(literal, tuple):

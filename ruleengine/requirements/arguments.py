@@ -55,6 +55,9 @@ __all__ = ["ArgumentsMonitor", "ArgumentsRequirement", "parameters_of"]
 
 _KINDS: tuple[CheckKind, ...] = ("allow_if", "deny_if", "ask_if")
 
+FINAL_ANSWER_PARAMETERS: Parameters = {"response": ParamType("string")}
+"""What ``final_answer`` takes unless it is declared otherwise: the answer's text."""
+
 
 def parameters_of(tool: object) -> Parameters | None:
     """A declared tool's parameters, where it says them: a ``parameters`` mapping (types by
@@ -178,7 +181,10 @@ class ArgumentsRequirement(Requirement):
                 tool_name = tool[0]
             if isinstance(tool_name, str):
                 declared[tool_name] = parameters_of(tool)
-        declared.setdefault(FINAL_ANSWER, None)
+        if declared.get(FINAL_ANSWER) is None:
+            # The built-in answer tool takes the answer's text (an agent with a typed answer
+            # gives its own `final_answer`, whose input model says its fields).
+            declared[FINAL_ANSWER] = FINAL_ANSWER_PARAMETERS
         # Bound again to the same tools by name (the checker, a policy's copy): what the
         # first binding learnt of their parameters still holds.
         for tool_name, known in self._scope.items():
@@ -270,11 +276,12 @@ class ArgumentsMonitor(Monitor):
     a tool that never succeeded refuses every call, as at run time; one whose only run values
     are the outputs of tools that never succeeded reads empty lists, and is emitted bound to
     them. One that reads values the run has (an output, an argument, the input, the outputs
-    of a tool that ran) is an opaque check: either it admits some arguments (nothing is
-    emitted) or it does not (the target is denied). Every pass the runtime decides is one of
-    these, so what the checker proves for every value of the checks holds for every value of
-    the outputs; a finding that needs some values says it depends on them (and may need
-    values no run has: it is then a false alarm, flagged as such).
+    of a tool that ran) is opaque: together, such conditions either admit some arguments
+    (nothing is emitted) or do not (the target is denied), so they make one opaque check
+    however many they are (an ``ask_if`` never refuses, so it makes none). Every pass the
+    runtime decides is one of these, so what the checker proves for every value of the check
+    holds for every value of the outputs; a finding that needs some values says it depends
+    on them (and may need values no run has: it is then a false alarm, flagged as such).
     """
 
     def __init__(
@@ -298,7 +305,8 @@ class ArgumentsMonitor(Monitor):
             if any(isinstance(t, _VALUES) for t in walk(term)):
                 self._opaque.append(i)
         self.read = tuple(read)
-        self.checks = len(self._opaque)
+        self._refusing = tuple(i for i in self._opaque if conditions[i][0] != "ask_if")
+        self.checks = 1 if self._refusing else 0
 
     def initial(self) -> frozenset[str]:
         return frozenset()
@@ -313,15 +321,16 @@ class ArgumentsMonitor(Monitor):
         return frozenset(self.read)
 
     def check_keys(self) -> tuple[Hashable, ...]:
-        return tuple(
-            ("arguments", self.target, self.conditions[i][0], text(self.conditions[i][1]))
-            for i in self._opaque
-        )
+        if not self._refusing:
+            return ()
+        read = tuple((self.conditions[i][0], text(self.conditions[i][1])) for i in self._refusing)
+        return (("arguments", self.target, read),)
 
     def emit(self, view: Hashable, checks: tuple[bool, ...] = ()) -> Sequence[Item]:
         assert isinstance(view, frozenset)
         out: list[Item] = []
-        values = dict(zip(self._opaque, checks or (True,) * len(self._opaque), strict=True))
+        opaque = set(self._opaque)
+        undecided: list[str] = []
         for i, (kind, term) in enumerate(self.conditions):
             missing = [t for t in _last_read(term) if t not in view]
             shown = text(term)
@@ -330,7 +339,7 @@ class ArgumentsMonitor(Monitor):
                     f"last({missing[0]!r})", "does not exist: the tool never succeeded", True
                 )
                 out.append(ArgCheck(self.target, kind, shown, value, self.parameters, self.reason))
-            elif i not in values:
+            elif i not in opaque:
                 out.append(ArgCheck(self.target, kind, shown, term, self.parameters, self.reason))
             elif _only_outputs_of(term, view):
                 # every value it reads is `outputs(T)` of a tool that never succeeded: the
@@ -338,9 +347,14 @@ class ArgumentsMonitor(Monitor):
                 empty = bind(term, RunState())
                 assert not isinstance(empty, Undefined)
                 out.append(ArgCheck(self.target, kind, shown, empty, self.parameters, self.reason))
-            elif kind != "ask_if" and not values[i]:
-                why = self.reason or f"{kind} `{shown}` admits no arguments for these values"
-                out.append(Rule(self.target, allowed=False, reason=why))
+            elif kind != "ask_if":
+                undecided.append(f"{kind} `{shown}`")
+        admits = checks[0] if checks else True
+        if undecided and not admits:
+            # the check is whether the conditions left open admit some arguments together
+            what = undecided[0] if len(undecided) == 1 else "; ".join(undecided)
+            why = self.reason or f"{what} admits no arguments for these values"
+            out.append(Rule(self.target, allowed=False, reason=why))
         return tuple(out)
 
 

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from pydantic import BaseModel
 
 from agent import Admitted, Gate, Refused, tool
 from agent.tools import FinalAnswerTool
@@ -272,6 +273,51 @@ def test_the_checker_proves_policies_with_conditions_for_every_value_of_the_outp
     real = check_policy(Policy([LOOKUP, REFUND], [first, never]), timeout=30)
     found = [f for f in real.findings if f.id == "forced-conflict"]
     assert real.complete and found and not found[0].depends_on_tool_outputs
+
+
+def test_final_answer_takes_the_answer_text_unless_declared_otherwise() -> None:
+    quiet = ArgumentsRequirement(
+        "final_answer", deny_if="'secret' in arg.response", name="no-secret-in-answer"
+    )
+    reasoner = Policy([LOOKUP], [quiet]).reasoner()
+    step = reasoner.decide(RunState())
+    assert step.admits("final_answer", {"response": "all done"}).ok
+    assert not step.admits("final_answer", {"response": "the secret is 42"}).ok
+    # an agent with a typed answer gives its own `final_answer`: its fields are the parameters
+    with pytest.raises(PolicyError, match="response"):
+        quiet.bind([LOOKUP, FinalAnswerTool(_Typed)])
+
+
+class _Typed(BaseModel):
+    city: str
+
+
+def test_many_conditions_on_run_values_are_one_check_for_the_checker() -> None:
+    """However many conditions of one requirement read run values, together they either
+    admit some arguments or refuse the target: the checker explores one opaque check, not
+    2**n valuations (past 12 it gave up)."""
+    from ruleengine.check import check_policy
+
+    names = [f"hotel {i}" for i in range(20)]
+    answer = ArgumentsRequirement(
+        "final_answer",
+        deny_if=[f"'{n}' in arg.response and '{n}' not in outputs('lookup_order')" for n in names],
+        ask_if="'refund' in input",
+        name="answer-names-what-was-looked-up",
+    )
+    monitor = answer.bind([LOOKUP, REFUND]).monitor()
+    assert monitor is not None and monitor.checks == 1
+    report = check_policy(Policy([LOOKUP, REFUND], [answer]), timeout=30)
+    assert report.complete and report.findings == ()
+    # the runtime refuses what the conditions refuse, and says which condition
+    looked = RunState.from_trace(
+        [{"tool": "lookup_order", "arguments": {"order_id": "o"}, "output": {"hotel 3": 1}}],
+        input="find me a hotel",
+    )
+    step = Policy([LOOKUP, REFUND], [answer]).reasoner().decide(looked)
+    assert step.admits("final_answer", {"response": "book hotel 3"}).ok
+    refused = step.admits("final_answer", {"response": "book hotel 4"})
+    assert not refused.ok and "hotel 4" in (refused.reason or "")
 
 
 def test_the_bounded_search_reports_nothing_that_hinges_on_values_it_does_not_have() -> None:

@@ -316,6 +316,14 @@ def test_outputs_lists_every_successful_output_and_their_items() -> None:
         assert decide("arg.order_id in outputs('search')", {"order_id": order}, state) is expected
 
 
+def test_outputs_counts_the_keys_of_a_mapping_output_as_python_in_does() -> None:
+    state = RunState.from_trace(
+        [{"tool": "search", "output": {"o1": {"price": 3}, "o2": "x", 7: "not a string"}}]
+    )
+    for order, expected in (("o1", True), ("o2", True), ("price", False), ("x", False)):
+        assert decide("arg.order_id in outputs('search')", {"order_id": order}, state) is expected
+
+
 # -- the Python handles -------------------------------------------------------------------
 
 
