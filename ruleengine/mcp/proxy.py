@@ -10,10 +10,13 @@ with the policy's one ``Reasoner``:
 - a tool the policy does not declare, a call the pass does not allow (not allowed, hidden, or
   another tool forced), a conflict or a failure to decide: a tool error result
   (``isError: true``) whose text says why; nothing runs and nothing is recorded;
-- a tool an ask-permission requirement covers: the client is asked with an MCP elicitation (a
-  form with one yes/no field), when it declared the capability; a refusal, a dismissal, a
-  failed question or no answer within the requirement's ``timeout`` is a ``denied`` step (as in
-  the agent); a client that cannot be asked gets a tool error saying so, and no step;
+- a call that meets an ``ask_if`` condition of an arguments requirement (``Admission.ask``),
+  then a tool an ask-permission requirement covers: the client is asked with an MCP
+  elicitation (a form with one yes/no field, naming the tool, its arguments and, for an
+  ``ask_if``, the conditions that hold), when it declared the capability; a refusal, a
+  dismissal, a failed question or no answer within the requirement's ``timeout`` is a
+  ``denied`` step (as in the agent; an ``ask_if`` answer is not remembered); a client that
+  cannot be asked gets a tool error saying so, and no step;
 - an allowed call is forwarded, and the upstream's result comes back unchanged: a step with
   status ``ok``, or ``error`` when the result is a tool error. A JSON-RPC error from the
   upstream comes back as the same error (an ``error`` step);
@@ -52,6 +55,7 @@ from mcp.server.stdio import stdio_server
 from mcp.server.streamable_http_manager import DEFAULT_SESSION_IDLE_TIMEOUT
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from ruleengine.conditions.admission import admit
 from ruleengine.errors import ConflictError, PolicyError, RuleEngineError
 from ruleengine.ir import FINAL_ANSWER
 from ruleengine.mcp.connection import (
@@ -65,7 +69,7 @@ from ruleengine.mcp.connection import (
 from ruleengine.mcp.content import result_output, result_text
 from ruleengine.passes import Pass
 from ruleengine.policy import Policy
-from ruleengine.requirements import AskPermissionRequirement
+from ruleengine.requirements import ArgumentsRequirement, AskPermissionRequirement
 from ruleengine.state import RunState, Step
 
 __all__ = ["EnforcingProxy", "enforcing_proxy", "refusal", "serve"]
@@ -142,6 +146,13 @@ class EnforcingProxy:
             r for r in self.reasoner.requirements if isinstance(r, AskPermissionRequirement)
         )
         """The ask-permission requirements: asked through MCP elicitation."""
+        self.arguments_asking = {
+            r.name: r
+            for r in self.reasoner.requirements
+            if isinstance(r, ArgumentsRequirement) and r.asks
+        }
+        """The arguments requirements with ``ask_if`` conditions, by name: a call that meets
+        one is asked about through MCP elicitation."""
         names = [t.name for t in upstream.tools]
         declared = set(policy.tools)
         self.undeclared: tuple[str, ...] = tuple(n for n in names if n not in declared)
@@ -331,11 +342,11 @@ class EnforcingProxy:
                 _log.info("refused `%s`: %s", name, admission.reason)
                 return error_result(f"`{name}` did not run: {admission.reason}")
             if admission.ask:
-                asking = ", ".join(f"`{r}`" for r in admission.ask)
-                return error_result(
-                    f"`{name}` did not run: {asking} asks for permission for these arguments,"
-                    " and the proxy cannot ask about a call's arguments yet"
+                denied = await self._ask_arguments(
+                    session, name, arguments, pass_, admission.ask, ctx
                 )
+                if denied is not None:
+                    return error_result(denied)
             denied = await self._ask(session, name, arguments, ctx)
             if denied is not None:
                 return error_result(denied)
@@ -376,20 +387,42 @@ class EnforcingProxy:
             if remembered is False:
                 reason: str | None = f"the user refused `{name}`"
             elif not _can_elicit(ctx):
-                return (
-                    f"`{name}` did not run: the policy asks the user before `{name}` runs, and"
-                    " this client cannot be asked (it did not declare the MCP elicitation"
-                    " capability)"
-                )
+                return _cannot_ask(name, "runs")
             else:
-                reason = await _elicit(requirement, name, arguments, ctx)
+                question = f"The policy asks before `{name}` runs. Allow this call?"
+                reason = await _elicit(question, name, arguments, requirement.timeout, ctx)
             if reason is not None:
-                text = f"`{name}` did not run: {reason}"
-                session.record(
-                    Step(tool=name, arguments=dict(arguments), status="denied", error=text)
-                )
-                return text
+                return _denied(session, name, arguments, reason)
         return None
+
+    async def _ask_arguments(
+        self,
+        session: _Session,
+        name: str,
+        arguments: Mapping[str, Any],
+        pass_: Pass,
+        asking: Sequence[str],
+        ctx: _Context,
+    ) -> str | None:
+        """``None`` when the user allows a call whose arguments meet ``ask_if`` conditions
+        (``asking``: their requirements, ``Admission.ask``), else why it did not run, as
+        ``_ask`` says it. One question covers every requirement asking, within the shortest
+        of their ``timeout``s; as in the agent, the answer is not remembered."""
+        shown = _asking_conditions(pass_, name, arguments, asking, self.arguments_asking)
+        if not _can_elicit(ctx):
+            return _cannot_ask(name, f"runs with these arguments ({shown})")
+        timeouts = [
+            r.timeout
+            for n in asking
+            if (r := self.arguments_asking.get(n)) is not None and r.timeout is not None
+        ]
+        question = (
+            f"The policy asks before `{name}` runs with these arguments ({shown}). Allow this call?"
+        )
+        reason = await _elicit(question, name, arguments, min(timeouts, default=None), ctx)
+        if reason is None:
+            return None
+        return _denied(session, name, arguments, reason)
 
     async def _forward(
         self, session: _Session, name: str, arguments: Mapping[str, Any]
@@ -453,6 +486,53 @@ def refusal(name: str, pass_: Pass, *, offered: Collection[str] | None = None) -
     return text + "; no tool may be called now in this session"
 
 
+def _asking_conditions(
+    pass_: Pass,
+    name: str,
+    arguments: Mapping[str, Any],
+    asking: Sequence[str],
+    requirements: Mapping[str, ArgumentsRequirement],
+) -> str:
+    """The ``ask_if`` conditions that hold for this call, each as written and with its
+    requirement (``asking``, from ``Admission.ask``; ``requirements``: the arguments
+    requirements by name), as ``Violation`` says a condition: ``ask_if `…` of `r` holds``. A
+    requirement whose conditions are not known (a custom one emitting checks) is named
+    alone."""
+    checks = [c for c in pass_.argument_checks(name) if c.kind == "ask_if"]
+    parts: list[str] = []
+    for r in asking:
+        requirement = requirements.get(r)
+        written = (
+            {c for kind, c in requirement.conditions if kind == "ask_if"}
+            if requirement is not None
+            else ()
+        )
+        # A check is the requirement's when it has its text; it holds when `admit` asks.
+        found = dict.fromkeys(
+            c.condition for c in checks if c.condition in written and admit([(r, c)], arguments)[1]
+        )
+        parts.extend(f"ask_if `{c}` of `{r}` holds" for c in found)
+        if not found:
+            parts.append(f"`{r}` asks")
+    return "; ".join(parts)
+
+
+def _cannot_ask(name: str, when: str) -> str:
+    """Why a call the policy asks about did not run, for a client that cannot be asked."""
+    return (
+        f"`{name}` did not run: the policy asks the user before `{name}` {when}, and this"
+        " client cannot be asked (it did not declare the MCP elicitation capability)"
+    )
+
+
+def _denied(session: _Session, name: str, arguments: Mapping[str, Any], reason: str) -> str:
+    """Record a call the user did not allow as a ``denied`` step, and say why it did not
+    run."""
+    text = f"`{name}` did not run: {reason}"
+    session.record(Step(tool=name, arguments=dict(arguments), status="denied", error=text))
+    return text
+
+
 def _can_elicit(ctx: _Context) -> bool:
     """Whether the client declared form elicitation (an empty ``elicitation`` means form)."""
     capabilities = ctx.session.client_capabilities
@@ -463,16 +543,17 @@ def _can_elicit(ctx: _Context) -> bool:
 
 
 async def _elicit(
-    requirement: AskPermissionRequirement,
+    question: str,
     name: str,
     arguments: Mapping[str, Any],
+    timeout: float | None,
     ctx: _Context,
 ) -> str | None:
-    """Ask the client whether ``name`` may run: ``None`` if approved, else why not (fails
-    closed: an error, a dismissal or no answer in time is a refusal)."""
+    """Ask the client ``question`` about a call of ``name`` (its ``arguments`` shown below
+    it), with ``timeout`` seconds to answer (``None``: no limit): ``None`` if approved, else
+    why not (fails closed: an error, a dismissal or no answer in time is a refusal)."""
     shown = json.dumps(dict(arguments), ensure_ascii=False, default=str)
-    message = f"The policy asks before `{name}` runs. Allow this call?\nArguments: {shown}"
-    timeout = requirement.timeout
+    message = f"{question}\nArguments: {shown}"
     answer: types.ElicitResult | None = None
     try:
         with anyio.move_on_after(timeout) as scope:
@@ -482,6 +563,8 @@ async def _elicit(
     except Exception as error:
         return f"asking about `{name}` failed ({describe_exception(error)}), so it was refused"
     if scope.cancelled_caught or answer is None:
+        # INVARIANT: only a deadline cancels this scope, so there is one
+        assert timeout is not None
         return f"no answer about `{name}` within {timeout:g} s, so it was refused"
     if answer.action == "accept":
         approve = (answer.content or {}).get("approve", True)

@@ -4,7 +4,8 @@ a real upstream MCP server (``mcp_upstream.py``, a subprocess over stdio).
 Clients reach the proxy in-process over the SDK's memory streams (each connection a session of
 its own), over streamable HTTP on 127.0.0.1 (a port the system chooses), and over stdio through
 ``serve``, the command line's entry, in a subprocess. Nothing sleeps: every step awaits the
-answer it checks.
+answer it checks (the client that never answers a question waits on nothing but the proxy's
+deadline).
 """
 
 from __future__ import annotations
@@ -366,3 +367,136 @@ async def test_conditions_on_arguments_are_enforced_per_call(upstream: ServerCon
         assert "allow_if `arg.to.endswith('@ours.com')` of `ours` fails" in text_of(refused)
         sent = await client.call_tool("send", {"to": "bob@ours.com"})
         assert (sent.is_error, text_of(sent)) == (False, "sent to bob@ours.com")
+
+
+def asking_policy(*requirements: Any, timeout: float | None = None) -> Policy:
+    """The tests' policy with `send` typed, and a question before a send outside `@ours.com`."""
+    from ruleengine import ArgumentsRequirement
+    from ruleengine.conditions.types import ToolSpec, parameters_from_spec
+
+    send = ToolSpec("send", None, parameters_from_spec({"to": "string"}, owner="tool `send`"))
+    tools = [send if t == "send" else t for t in TOOLS]
+    outside = ArgumentsRequirement(
+        "send", ask_if="not arg.to.endswith('@ours.com')", timeout=timeout, name="outside"
+    )
+    return Policy(
+        tools, [ConditionalRequirement("send", only_after=["lookup"]), outside, *requirements]
+    )
+
+
+OUTSIDE = "ask_if `not arg.to.endswith('@ours.com')` of `outside` holds"
+
+
+class Forwarded:
+    """Records the calls the proxy forwards to the upstream (which still runs them)."""
+
+    def __init__(self, upstream: ServerConnection, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.names: list[str] = []
+        call = upstream.call
+
+        async def recorded(name: str, arguments: Any) -> types.CallToolResult:
+            self.names.append(name)
+            return await call(name, arguments)
+
+        monkeypatch.setattr(upstream, "call", recorded)
+
+
+async def test_a_call_meeting_an_ask_if_is_asked_about_and_runs_when_accepted(
+    upstream: ServerConnection,
+) -> None:
+    answers = Answers(ACCEPT)
+    async with session(EnforcingProxy(asking_policy(), upstream), answers) as client:
+        await client.call_tool("lookup", {"query": "x"})
+        # The condition does not hold: no question.
+        assert text_of(await client.call_tool("send", {"to": "bob@ours.com"})) == (
+            "sent to bob@ours.com"
+        )
+        assert answers.asked == []
+        sent = await client.call_tool("send", {"to": "eve@evil.com"})
+    assert (sent.is_error, text_of(sent)) == (False, "sent to eve@evil.com")
+    assert answers.asked == [
+        f"The policy asks before `send` runs with these arguments ({OUTSIDE}). Allow this call?"
+        '\nArguments: {"to": "eve@evil.com"}'
+    ]
+
+
+async def test_a_declined_ask_if_question_is_a_denied_step_and_nothing_runs(
+    upstream: ServerConnection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    answers = Answers(DECLINE)
+    forwarded = Forwarded(upstream, monkeypatch)
+    # `remember_choices` reads the `denied` step: a later `send` is refused by the pass.
+    remember = AskPermissionRequirement(include=["send"], remember_choices=True)
+    async with session(EnforcingProxy(asking_policy(remember), upstream), answers) as client:
+        await client.call_tool("lookup", {"query": "x"})
+        declined = await client.call_tool("send", {"to": "eve@evil.com"})
+        assert (declined.is_error, text_of(declined)) == (
+            True,
+            "`send` did not run: the user refused `send`",
+        )
+        again = await client.call_tool("send", {"to": "bob@ours.com"})
+        assert again.is_error and "(the user refused `send`)" in text_of(again)
+    assert forwarded.names == ["lookup"]
+    assert len(answers.asked) == 1 and OUTSIDE in answers.asked[0]
+
+
+async def test_an_accepted_ask_if_question_still_goes_through_ask_permission(
+    upstream: ServerConnection,
+) -> None:
+    answers = Answers(ACCEPT, DECLINE)
+    ask = AskPermissionRequirement(include=["send"])
+    async with session(EnforcingProxy(asking_policy(ask), upstream), answers) as client:
+        await client.call_tool("lookup", {"query": "x"})
+        refused = await client.call_tool("send", {"to": "eve@evil.com"})
+    assert (refused.is_error, text_of(refused)) == (
+        True,
+        "`send` did not run: the user refused `send`",
+    )
+    assert [OUTSIDE in asked for asked in answers.asked] == [True, False]
+
+
+async def test_a_client_without_elicitation_is_told_it_cannot_be_asked_about_arguments(
+    upstream: ServerConnection,
+) -> None:
+    remember = AskPermissionRequirement(include=["send"], remember_choices=True)
+    async with session(EnforcingProxy(asking_policy(remember), upstream)) as client:
+        await client.call_tool("lookup", {"query": "x"})
+        refused = await client.call_tool("send", {"to": "eve@evil.com"})
+        assert (refused.is_error, text_of(refused)) == (
+            True,
+            f"`send` did not run: the policy asks the user before `send` runs with these"
+            f" arguments ({OUTSIDE}), and this client cannot be asked (it did not declare the"
+            " MCP elicitation capability)",
+        )
+        # No step: the next call is not refused as remembered, but for the same reason.
+        again = await client.call_tool("send", {"to": "bob@ours.com"})
+        assert text_of(again).startswith(
+            "`send` did not run: the policy asks the user before `send` runs, and this client"
+        )
+
+
+async def test_no_answer_to_an_ask_if_question_within_its_timeout_is_a_refusal(
+    upstream: ServerConnection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The client never answers, so the outcome does not depend on how long anything takes:
+    only the requirement's deadline ends the question."""
+
+    async def never(
+        context: ClientRequestContext, params: types.ElicitRequestParams
+    ) -> types.ElicitResult:
+        await anyio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    forwarded = Forwarded(upstream, monkeypatch)
+    remember = AskPermissionRequirement(include=["send"], remember_choices=True)
+    proxy = EnforcingProxy(asking_policy(remember, timeout=0.001), upstream)
+    async with session(proxy, never) as client:
+        await client.call_tool("lookup", {"query": "x"})
+        refused = await client.call_tool("send", {"to": "eve@evil.com"})
+        assert (refused.is_error, text_of(refused)) == (
+            True,
+            "`send` did not run: no answer about `send` within 0.001 s, so it was refused",
+        )
+        again = await client.call_tool("send", {"to": "bob@ours.com"})
+        assert again.is_error and "(the user refused `send`)" in text_of(again)
+    assert forwarded.names == ["lookup"]
