@@ -92,10 +92,11 @@ def _values(
     out: list[Any] = []
     if optional:
         out.append(None)  # left out
+    room = _PER_PARAMETER - 2 - len(out)  # the neutral values keep their places
     if choices is not None:
         out.extend(choices)
     elif kind == "string":
-        out.extend([*strings, "", "x"])
+        out.extend([*strings[:room], "", "x"])
     elif kind == "boolean":
         out.extend([True, False])
     elif kind == "strings":
@@ -107,7 +108,7 @@ def _values(
                 near.extend([int(n // 1), int(n // 1) + 1])
             else:
                 near.extend([n, n + 1, n - 1])
-        near.extend([0, 1])
+        near = [*near[:room], 0, 1]
         for n in near:
             value = int(n) if kind == "integer" or Fraction(n).denominator == 1 else n
             if value not in out:

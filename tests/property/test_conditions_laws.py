@@ -373,3 +373,14 @@ def test_every_runtime_pass_is_one_the_checker_considers(trace: list[dict[str, A
                 continue
             seen.add((decided.allowed, decided.forced, decided.can_stop))
         assert (runtime.allowed, runtime.forced, runtime.can_stop) in seen, (trace[:n], seen)
+
+
+def test_a_guess_past_many_named_values_still_tries_the_neutral_ones() -> None:
+    # twenty names an answer may not mention: the empty answer passes, and is tried although
+    # the conditions name more values than one parameter gets
+    params = {"response": ParamType("string")}
+    scope = Scope("final_answer", params, {"final_answer": params})
+    forbidden = [
+        check(parse(f"'hotel {i}' in arg.response", where="w"), scope, where="w") for i in range(20)
+    ]
+    assert guess([], forbidden, params) == {"response": ""}
