@@ -68,7 +68,7 @@ class Policy:
         source: str | None = None,
         locations: Mapping[str, Location] | None = None,
     ) -> None:
-        declared, names, descriptions, tags = _declared_tools(tools)
+        declared, names, descriptions, tags, answer = _declared_tools(tools)
         self.tools: tuple[str, ...] = names
         """The declared tools, in order, without ``final_answer`` (always implicit, last)."""
         self.descriptions: Mapping[str, str] = MappingProxyType(descriptions)
@@ -90,7 +90,9 @@ class Policy:
         """How many LLM rounds a run may take (SPEC §8's `budget` counts against it)."""
         self.mode: Mode = _validate.one_of(mode, ("strict", "priority"), name="mode")
         """``strict`` (deny wins) or ``priority`` (rules soft at their priority)."""
-        self.requirements: tuple[Requirement, ...] = _bound_requirements(requirements, declared)
+        self.requirements: tuple[Requirement, ...] = _bound_requirements(
+            requirements, declared if answer is None else [*declared, answer]
+        )
         """The requirements in declared order, each bound to the tools."""
         self.source: str = (
             PYTHON_SOURCE if source is None else _validate.text(source, name="source")
@@ -217,10 +219,12 @@ class Policy:
 
 def _declared_tools(
     tools: object,
-) -> tuple[list[object], tuple[str, ...], dict[str, str], dict[str, tuple[str, ...]]]:
-    """The tools as the requirements bind to them, their names, their descriptions and their
-    tags."""
+) -> tuple[list[object], tuple[str, ...], dict[str, str], dict[str, tuple[str, ...]], object]:
+    """The tools as the requirements bind to them, their names, their descriptions, their
+    tags, and ``final_answer`` where it is declared as more than a name (its parameters say
+    what conditions on the answer read), else ``None``."""
     declared: list[object] = []
+    answer: object = None
     names: list[str] = []
     descriptions: dict[str, str] = {}
     tags: dict[str, tuple[str, ...]] = {}
@@ -239,10 +243,13 @@ def _declared_tools(
             raise PolicyError(exc.message, hint=exc.hint, parameter=f"{at}.tags") from None
         if carried and name != FINAL_ANSWER:
             tags[name] = carried
+        kept = tool if hasattr(tool, "name") and not isinstance(tool, tuple) else name
         if name != FINAL_ANSWER:
             names.append(name)
             # Tool objects stay as they are, so requirements may name them by class.
-            declared.append(tool if hasattr(tool, "name") and not isinstance(tool, tuple) else name)
+            declared.append(kept)
+        elif kept is not name:
+            answer = kept
     if not names:
         # A run could only end at once: surely a mistake (an emptied list, a wrong key).
         but = f" but `{FINAL_ANSWER}`" if seen else ""
@@ -252,7 +259,7 @@ def _declared_tools(
             "implicitly)",
             parameter="tools",
         )
-    return declared, tuple(names), descriptions, tags
+    return declared, tuple(names), descriptions, tags, answer
 
 
 def _tool_entry(tool: object, at: str) -> tuple[str, str | None]:

@@ -181,15 +181,15 @@ class ArgumentsRequirement(Requirement):
                 tool_name = tool[0]
             if isinstance(tool_name, str):
                 declared[tool_name] = parameters_of(tool)
-        if declared.get(FINAL_ANSWER) is None:
-            # The built-in answer tool takes the answer's text (an agent with a typed answer
-            # gives its own `final_answer`, whose input model says its fields).
-            declared[FINAL_ANSWER] = FINAL_ANSWER_PARAMETERS
         # Bound again to the same tools by name (the checker, a policy's copy): what the
         # first binding learnt of their parameters still holds.
         for tool_name, known in self._scope.items():
             if declared.get(tool_name) is None and known is not None:
                 declared[tool_name] = known
+        if declared.get(FINAL_ANSWER) is None:
+            # The built-in answer tool takes the answer's text (an agent with a typed answer
+            # gives its own `final_answer`, whose input model says its fields).
+            declared[FINAL_ANSWER] = FINAL_ANSWER_PARAMETERS
         params = declared.get(target) or {}
         scope = Scope(target, params, declared)
         typed = []

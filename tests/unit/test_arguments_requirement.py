@@ -288,6 +288,27 @@ def test_final_answer_takes_the_answer_text_unless_declared_otherwise() -> None:
         quiet.bind([LOOKUP, FinalAnswerTool(_Typed)])
 
 
+def test_a_policy_file_may_declare_final_answers_parameters(tmp_path: Path) -> None:
+    path = tmp_path / "typed.toml"
+    path.write_text(
+        """
+[[tools]]
+name = "search"
+[[tools]]
+name = "final_answer"
+parameters = { city = "string" }
+[[requirements]]
+type = "arguments"
+target = "final_answer"
+deny_if = "arg.city == 'Paris'"
+""",
+        encoding="utf-8",
+    )
+    step = Policy.load(str(path)).reasoner().decide(RunState())
+    assert step.admits("final_answer", {"city": "Rome"}).ok
+    assert not step.admits("final_answer", {"city": "Paris"}).ok
+
+
 class _Typed(BaseModel):
     city: str
 
