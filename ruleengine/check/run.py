@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any, Literal, Protocol
 
 from ruleengine import _validate
@@ -114,6 +115,7 @@ def check(
     _validate.one_of(engine, ("auto", "explicit", "symbolic"), name="engine")
     started = time.monotonic()
     deadline = started + timeout if timeout is not None else None
+    clock = _Clock(deadline)
     system: Checked
     run: Callable[[Any, str | None], Analysis]
     try:
@@ -132,14 +134,12 @@ def check(
         run = concrete
 
     else:
-        run = _engine(
-            system, engine, max_states=max_states, deadline=deadline, budget=max_iterations - 1
-        )
+        run = _engine(system, engine, max_states=max_states, clock=clock, budget=max_iterations - 1)
 
     note_progress(phase="exploring states")
-    analysis = None
+    analysis = probe = None
     if engine == "auto" and isinstance(system, System):
-        analysis = _whole_if_small(system, max_states=max_states, deadline=deadline)
+        analysis, probe = _whole_if_small(system, max_states=max_states, deadline=deadline)
         if analysis is not None and analysis.states > SMALL_STATES:
             # Narrow and deep: its subsystems are too, so the core questions go to the
             # explicit engine as well.
@@ -147,11 +147,28 @@ def check(
                 system,
                 "explicit",
                 max_states=max_states,
-                deadline=deadline,
+                clock=clock,
                 budget=max_iterations - 1,
             )
     if analysis is None:
+        # With a time limit, `auto` keeps a share of it (``RESERVE``) for a breadth-first
+        # search of the first steps, should the engine stop before a verdict of its own,
+        # and for the cores of what either found.
+        reserve = 0.0
+        if engine == "auto" and timeout is not None and isinstance(system, System):
+            reserve = min(RESERVE_MOST, RESERVE * timeout)
+        clock.deadline = None if deadline is None else deadline - reserve
         analysis = run(system, None)
+        clock.deadline = deadline
+        if not analysis.complete and reserve and isinstance(system, System):
+            assert deadline is not None
+            late = analyse(
+                system, max_states=max_states, deadline=deadline - reserve / 2, live=False
+            )
+            if probe is None or late.states > probe.states:
+                probe = late
+        if probe is not None and not analysis.complete:
+            analysis = with_probe(analysis, probe)
     cut: list[str] = []
 
     def core_question(sub: Any, focus: str | None = None) -> Analysis:
@@ -191,6 +208,12 @@ def check(
     )
 
 
+RESERVE = 0.1
+"""The share of a time limit ``auto`` keeps from its engine (see ``check``)."""
+
+RESERVE_MOST = 3.0
+"""The most seconds it keeps."""
+
 SMALL_STATES = 256
 """Reachable states up to which ``auto`` analyses a whole policy with the explicit engine."""
 
@@ -203,11 +226,12 @@ NARROW_WIDTH = 4
 
 def _whole_if_small(
     system: System, *, max_states: int | None, deadline: float | None
-) -> Analysis | None:
+) -> tuple[Analysis | None, Analysis]:
     """The explicit engine's analysis of ``system`` when a breadth-first search without
     liveness (the costly part: a decision per requirement and state) finds every reachable
     state within ``SMALL_STATES``, or within ``NARROW_STATES`` with at most ``NARROW_WIDTH``
-    states per layer on average (and within the state limit); else None.
+    states per layer on average (and within the state limit); else None. Second, that
+    search itself (``with_probe`` keeps what it found when the other engine stops early).
 
     Narrow and deep spaces (a chain of steps, a forced sequence) are the symbolic engine's
     worst case: its cost grows with the layers times the steps, the explicit one's with the
@@ -225,8 +249,34 @@ def _whole_if_small(
                 system, max_states=limit, deadline=deadline, live=False, width=NARROW_WIDTH
             )
     if not probe.complete:
-        return None
-    return analyse(system, max_states=max_states, deadline=deadline, live=True)
+        return None, probe
+    return analyse(system, max_states=max_states, deadline=deadline, live=True), probe
+
+
+def with_probe(analysis: Analysis, probe: Analysis) -> Analysis:
+    """``analysis`` (incomplete) with the witnesses a shorter search (``probe``, of the same
+    system) found and it did not: each is a real shortest history, so a report that stops
+    early still shows what the first steps hold (a symbolic search that runs out of time
+    before its first verdict reports nothing of its own). Verdicts that need a whole search
+    (dead tools, no-finish) are not taken from an incomplete probe."""
+    return replace(
+        analysis,
+        deadlock=analysis.deadlock or probe.deadlock,
+        tie=analysis.tie or probe.tie,
+        forced_conflicts={**probe.forced_conflicts, **analysis.forced_conflicts},
+        allowed_tools=analysis.allowed_tools | probe.allowed_tools,
+        firsts={**probe.firsts, **analysis.firsts},
+        finish_depth=probe.finish_depth if analysis.finish_depth is None else analysis.finish_depth,
+        finishes_within=analysis.finishes_within or probe.finish_depth,
+        depth_done=max(analysis.depth_done, probe.depth_done),
+    )
+
+
+class _Clock:
+    """The deadline the engines keep, read at each question (``check`` moves it)."""
+
+    def __init__(self, deadline: float | None) -> None:
+        self.deadline = deadline
 
 
 def _engine(
@@ -234,7 +284,7 @@ def _engine(
     name: EngineName,
     *,
     max_states: int | None,
-    deadline: float | None,
+    clock: _Clock,
     budget: int,
 ) -> Callable[[Any, str | None], Analysis]:
     """The engine ``name`` picks for ``system``, as a function of a (sub)system and a focus."""
@@ -247,10 +297,10 @@ def _engine(
             live: bool | str = focus is None
             if focus is not None and focus.startswith("live:"):
                 live = focus[5:]
-            return analyse(sub, max_states=max_states, deadline=deadline, live=live)
+            return analyse(sub, max_states=max_states, deadline=clock.deadline, live=live)
 
         return explicit
-    return _SymbolicEngine(system, max_states=max_states, deadline=deadline, budget=budget)
+    return _SymbolicEngine(system, max_states=max_states, clock=clock, budget=budget)
 
 
 class _SymbolicEngine:
@@ -260,11 +310,11 @@ class _SymbolicEngine:
     the core questions) never pays for either."""
 
     def __init__(
-        self, system: System, *, max_states: int | None, deadline: float | None, budget: int
+        self, system: System, *, max_states: int | None, clock: _Clock, budget: int
     ) -> None:
         self.system = system
         self.max_states = max_states
-        self.deadline = deadline
+        self.clock = clock
         self.budget = budget
         self.encoding: Any = None
 
@@ -276,7 +326,7 @@ class _SymbolicEngine:
         return analyse_symbolic(
             sub,
             max_states=self.max_states,
-            deadline=self.deadline,
+            deadline=self.clock.deadline,
             encoding=self.encoding,
             focus=focus,
             budget=self.budget,

@@ -424,3 +424,33 @@ def test_past_the_deadline_no_core_question_is_asked_at_all(
     assert len(dead) == 12 and asked == []
     assert all({c.requirement for c in f.core} == {r.name for r in reqs} for f in dead)
     assert not report.complete and "cores may not be minimal" in (report.reason or "")
+
+
+def test_auto_keeps_time_for_the_first_steps_when_its_engine_stops_without_a_verdict(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The symbolic engine computes its verdicts from the whole reachable set: stopped by the
+    # time limit before it has one, it reports nothing. `auto` keeps a share of the limit for
+    # a breadth-first search of the first steps, whose findings are real shortest histories.
+    from ruleengine.check.analysis import Analysis
+
+    tools = ["t0", "t1", "t2", "t3"]
+    reqs = [
+        C("t1", force_after=["t0"], name="t1-after-t0"),
+        C("t2", force_after=["t0"], name="t2-after-t0"),
+        C("t3", max_invocations=30, name="t3-cap"),
+    ]
+    stopped = Analysis(states=7, complete=False, reason="the time limit ran out")
+
+    def out_of_time(self: Any, sub: Any, focus: str | None = None) -> Analysis:
+        return stopped
+
+    monkeypatch.setattr(check_run._SymbolicEngine, "__call__", out_of_time)
+    monkeypatch.setattr(check_run, "_whole_if_small", lambda *a, **k: (None, None))
+    report = check(tools, reqs, timeout=3600)
+    assert_sound(report, tools, reqs)
+    tie = [f for f in report.findings if f.id == "forced-tie"]
+    assert tie and [str(s) for s in tie[0].trace] == ["t0"]
+    assert {c.requirement for c in tie[0].core} == {"t1-after-t0", "t2-after-t0"}
+    # without a time limit there is no share to keep: the engine's report stands alone
+    assert check(tools, reqs).findings == ()
