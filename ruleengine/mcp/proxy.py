@@ -33,31 +33,27 @@ negotiate (as the SDK's do by default) fall back to it.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import socket
 import sys
-import time
 from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
 from contextlib import asynccontextmanager
 from importlib import metadata
 from pathlib import Path
-from typing import Any, TypeAlias
+from typing import Any
 
 import anyio
 import anyio.abc
 from mcp import MCPError, types
 from mcp.server import Server
-from mcp.server.context import ServerRequestContext
 from mcp.server.runner import serve_loop
 from mcp.server.stdio import stdio_server
-from mcp.server.streamable_http_manager import DEFAULT_SESSION_IDLE_TIMEOUT
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp
 
-from ruleengine.conditions.admission import admit
 from ruleengine.errors import ConflictError, PolicyError, RuleEngineError
 from ruleengine.ir import FINAL_ANSWER
+from ruleengine.mcp.asking import asking_conditions, can_elicit, cannot_ask, denied, elicit
 from ruleengine.mcp.connection import (
     MCPServerError,
     ServerConnection,
@@ -67,58 +63,18 @@ from ruleengine.mcp.connection import (
     sole_exception,
 )
 from ruleengine.mcp.content import result_output, result_text
+from ruleengine.mcp.sessions import Context, HTTPSessions, Session
 from ruleengine.passes import Pass
 from ruleengine.policy import Policy
 from ruleengine.requirements import ArgumentsRequirement, AskPermissionRequirement
-from ruleengine.state import RunState, Step
+from ruleengine.state import Step
 
 __all__ = ["EnforcingProxy", "enforcing_proxy", "refusal", "serve"]
 
 _log = logging.getLogger("ruleengine.mcp")
 
-_Context: TypeAlias = ServerRequestContext[Any, Any]
-
-SESSION_HEADER = "mcp-session-id"
-"""The HTTP header naming a streamable HTTP session."""
-
-_SESSION_HEADER_BYTES = SESSION_HEADER.encode("ascii")
-
-_FORGET_AFTER = DEFAULT_SESSION_IDLE_TIMEOUT + 60.0
-"""Seconds without a request after which an HTTP session's history is dropped: the SDK's
-session manager has ended the session by then (it ends one idle for its idle timeout)."""
-
-_APPROVAL_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "approve": {
-            "type": "boolean",
-            "title": "Allow this call",
-            "description": "Let the tool run with these arguments",
-            "default": True,
-        }
-    },
-}
-"""The form of a permission question: accepting it with ``approve`` true (or left out) allows
-the call."""
-
 _SHUTDOWN_WAIT = 10.0
 """Seconds the HTTP server gets to shut down gracefully before it is forced to."""
-
-
-class _Session:
-    """One client session: its history, the lock that runs its calls one at a time, and (over
-    HTTP) how many requests of it are in flight and since when it has had none."""
-
-    def __init__(self) -> None:
-        self.state = RunState()
-        self.lock = anyio.Lock()
-        self.in_flight = 0
-        self.idle_since = time.monotonic()
-
-    def record(self, step: Step) -> None:
-        steps = (*self.state.steps, step)
-        # Each call is a round of its own: the iteration counter counts the recorded calls.
-        self.state = RunState(steps=steps, iteration=len(steps))
 
 
 class EnforcingProxy:
@@ -191,7 +147,7 @@ class EnforcingProxy:
         ``mcp.server.stdio.stdio_server`` does), or the server's ends of a pair of memory
         streams. Every call of this method is a session of its own.
         """
-        session = _Session()
+        session = Session()
         server = self._server(lambda ctx: session)
         await serve_loop(
             server,
@@ -212,7 +168,7 @@ class EnforcingProxy:
         Its lifespan runs the SDK's session manager: run it under an ASGI server that runs
         lifespans. It accepts only requests addressed to 127.0.0.1 or localhost.
         """
-        sessions = _HTTPSessions()
+        sessions = HTTPSessions()
         server = self._server(sessions.of)
         app = server.streamable_http_app(host="127.0.0.1")
         return sessions.track(app)
@@ -284,17 +240,17 @@ class EnforcingProxy:
 
     # -- one call -----------------------------------------------------------------------------
 
-    def _server(self, session_of: Callable[[_Context], _Session | None]) -> Server[Any]:
+    def _server(self, session_of: Callable[[Context], Session | None]) -> Server[Any]:
         """An SDK server whose ``tools/call`` runs in the session ``session_of`` finds."""
         tools = list(self.upstream.tools)
 
         async def list_tools(
-            ctx: _Context, params: types.PaginatedRequestParams | None
+            ctx: Context, params: types.PaginatedRequestParams | None
         ) -> types.ListToolsResult:
             return types.ListToolsResult(tools=tools)
 
         async def call_tool(
-            ctx: _Context, params: types.CallToolRequestParams
+            ctx: Context, params: types.CallToolRequestParams
         ) -> types.CallToolResult:
             session = session_of(ctx)
             if session is None:
@@ -317,7 +273,7 @@ class EnforcingProxy:
         return server
 
     async def _call(
-        self, session: _Session, name: str, arguments: Mapping[str, Any], ctx: _Context
+        self, session: Session, name: str, arguments: Mapping[str, Any], ctx: Context
     ) -> types.CallToolResult:
         """Decide, maybe ask about, forward and record one call of ``session``."""
         async with session.lock:
@@ -372,7 +328,7 @@ class EnforcingProxy:
         return None
 
     async def _ask(
-        self, session: _Session, name: str, arguments: Mapping[str, Any], ctx: _Context
+        self, session: Session, name: str, arguments: Mapping[str, Any], ctx: Context
     ) -> str | None:
         """``None`` when no ask-permission requirement stops the call, else why it did not run
         (a refusal is recorded as a ``denied`` step; a client that cannot be asked is not)."""
@@ -386,31 +342,31 @@ class EnforcingProxy:
                 continue
             if remembered is False:
                 reason: str | None = f"the user refused `{name}`"
-            elif not _can_elicit(ctx):
-                return _cannot_ask(name, "runs")
+            elif not can_elicit(ctx):
+                return cannot_ask(name, "runs")
             else:
                 question = f"The policy asks before `{name}` runs. Allow this call?"
-                reason = await _elicit(question, name, arguments, requirement.timeout, ctx)
+                reason = await elicit(question, name, arguments, requirement.timeout, ctx)
             if reason is not None:
-                return _denied(session, name, arguments, reason)
+                return denied(session, name, arguments, reason)
         return None
 
     async def _ask_arguments(
         self,
-        session: _Session,
+        session: Session,
         name: str,
         arguments: Mapping[str, Any],
         pass_: Pass,
         asking: Sequence[str],
-        ctx: _Context,
+        ctx: Context,
     ) -> str | None:
         """``None`` when the user allows a call whose arguments meet ``ask_if`` conditions
         (``asking``: their requirements, ``Admission.ask``), else why it did not run, as
         ``_ask`` says it. One question covers every requirement asking, within the shortest
         of their ``timeout``s; as in the agent, the answer is not remembered."""
-        shown = _asking_conditions(pass_, name, arguments, asking, self.arguments_asking)
-        if not _can_elicit(ctx):
-            return _cannot_ask(name, f"runs with these arguments ({shown})")
+        shown = asking_conditions(pass_, name, arguments, asking, self.arguments_asking)
+        if not can_elicit(ctx):
+            return cannot_ask(name, f"runs with these arguments ({shown})")
         timeouts = [
             r.timeout
             for n in asking
@@ -419,13 +375,13 @@ class EnforcingProxy:
         question = (
             f"The policy asks before `{name}` runs with these arguments ({shown}). Allow this call?"
         )
-        reason = await _elicit(question, name, arguments, min(timeouts, default=None), ctx)
+        reason = await elicit(question, name, arguments, min(timeouts, default=None), ctx)
         if reason is None:
             return None
-        return _denied(session, name, arguments, reason)
+        return denied(session, name, arguments, reason)
 
     async def _forward(
-        self, session: _Session, name: str, arguments: Mapping[str, Any]
+        self, session: Session, name: str, arguments: Mapping[str, Any]
     ) -> types.CallToolResult:
         """Run the call upstream, record it, and give its result back unchanged."""
         try:
@@ -486,95 +442,7 @@ def refusal(name: str, pass_: Pass, *, offered: Collection[str] | None = None) -
     return text + "; no tool may be called now in this session"
 
 
-def _asking_conditions(
-    pass_: Pass,
-    name: str,
-    arguments: Mapping[str, Any],
-    asking: Sequence[str],
-    requirements: Mapping[str, ArgumentsRequirement],
-) -> str:
-    """The ``ask_if`` conditions that hold for this call, each as written and with its
-    requirement (``asking``, from ``Admission.ask``; ``requirements``: the arguments
-    requirements by name), as ``Violation`` says a condition: ``ask_if `…` of `r` holds``. A
-    requirement whose conditions are not known (a custom one emitting checks) is named
-    alone."""
-    checks = [c for c in pass_.argument_checks(name) if c.kind == "ask_if"]
-    parts: list[str] = []
-    for r in asking:
-        requirement = requirements.get(r)
-        written = (
-            {c for kind, c in requirement.conditions if kind == "ask_if"}
-            if requirement is not None
-            else ()
-        )
-        # A check is the requirement's when it has its text; it holds when `admit` asks.
-        found = dict.fromkeys(
-            c.condition for c in checks if c.condition in written and admit([(r, c)], arguments)[1]
-        )
-        parts.extend(f"ask_if `{c}` of `{r}` holds" for c in found)
-        if not found:
-            parts.append(f"`{r}` asks")
-    return "; ".join(parts)
-
-
-def _cannot_ask(name: str, when: str) -> str:
-    """Why a call the policy asks about did not run, for a client that cannot be asked."""
-    return (
-        f"`{name}` did not run: the policy asks the user before `{name}` {when}, and this"
-        " client cannot be asked (it did not declare the MCP elicitation capability)"
-    )
-
-
-def _denied(session: _Session, name: str, arguments: Mapping[str, Any], reason: str) -> str:
-    """Record a call the user did not allow as a ``denied`` step, and say why it did not
-    run."""
-    text = f"`{name}` did not run: {reason}"
-    session.record(Step(tool=name, arguments=dict(arguments), status="denied", error=text))
-    return text
-
-
-def _can_elicit(ctx: _Context) -> bool:
-    """Whether the client declared form elicitation (an empty ``elicitation`` means form)."""
-    capabilities = ctx.session.client_capabilities
-    elicitation = capabilities.elicitation if capabilities is not None else None
-    if elicitation is None:
-        return False
-    return elicitation.form is not None or elicitation.url is None
-
-
-async def _elicit(
-    question: str,
-    name: str,
-    arguments: Mapping[str, Any],
-    timeout: float | None,
-    ctx: _Context,
-) -> str | None:
-    """Ask the client ``question`` about a call of ``name`` (its ``arguments`` shown below
-    it), with ``timeout`` seconds to answer (``None``: no limit): ``None`` if approved, else
-    why not (fails closed: an error, a dismissal or no answer in time is a refusal)."""
-    shown = json.dumps(dict(arguments), ensure_ascii=False, default=str)
-    message = f"{question}\nArguments: {shown}"
-    answer: types.ElicitResult | None = None
-    try:
-        with anyio.move_on_after(timeout) as scope:
-            answer = await ctx.session.elicit_form(
-                message, _APPROVAL_SCHEMA, related_request_id=ctx.request_id
-            )
-    except Exception as error:
-        return f"asking about `{name}` failed ({describe_exception(error)}), so it was refused"
-    if scope.cancelled_caught or answer is None:
-        # INVARIANT: only a deadline cancels this scope, so there is one
-        assert timeout is not None
-        return f"no answer about `{name}` within {timeout:g} s, so it was refused"
-    if answer.action == "accept":
-        approve = (answer.content or {}).get("approve", True)
-        return None if approve is True else f"the user refused `{name}`"
-    if answer.action == "cancel":
-        return f"the user dismissed the question about `{name}`, so it was refused"
-    return f"the user refused `{name}`"
-
-
-async def _no_discover(ctx: _Context, params: types.RequestParams) -> types.DiscoverResult:
+async def _no_discover(ctx: Context, params: types.RequestParams) -> types.DiscoverResult:
     raise MCPError(code=types.METHOD_NOT_FOUND, message="Method not found", data="server/discover")
 
 
@@ -583,82 +451,6 @@ def _version() -> str:
         return metadata.version("ruleengine")
     except metadata.PackageNotFoundError:  # pragma: no cover - a bare checkout
         return "0"
-
-
-class _HTTPSessions:
-    """The HTTP sessions' histories, by session id, dropped when a session ends.
-
-    ``track`` wraps the app to see every request of a session: a history is dropped when the
-    client ends the session (``DELETE``), or once the session has had no request in flight for
-    longer than the SDK's session manager keeps an idle session.
-    """
-
-    def __init__(self) -> None:
-        self._sessions: dict[str, _Session] = {}
-
-    def __len__(self) -> int:
-        return len(self._sessions)
-
-    def of(self, ctx: _Context) -> _Session | None:
-        headers = getattr(ctx.request, "headers", None)
-        key = headers.get(SESSION_HEADER) if headers is not None else None
-        if not isinstance(key, str) or not key:
-            return None
-        return self._get(key)
-
-    def _get(self, key: str) -> _Session:
-        session = self._sessions.get(key)
-        if session is None:
-            session = self._sessions[key] = _Session()
-        return session
-
-    def _prune(self) -> None:
-        now = time.monotonic()
-        stale = [
-            key
-            for key, session in self._sessions.items()
-            if session.in_flight == 0 and now - session.idle_since > _FORGET_AFTER
-        ]
-        for key in stale:
-            del self._sessions[key]
-
-    def track(self, app: ASGIApp) -> ASGIApp:
-        async def tracked(scope: Scope, receive: Receive, send: Send) -> None:
-            key = _session_id(scope)
-            if key is None:
-                await app(scope, receive, send)
-                return
-            self._prune()
-            session = self._get(key)
-            session.in_flight += 1
-            status: list[int] = []
-
-            async def watch(message: Message) -> None:
-                if message["type"] == "http.response.start":
-                    status.append(int(message["status"]))
-                await send(message)
-
-            try:
-                await app(scope, receive, watch)
-            finally:
-                session.in_flight -= 1
-                session.idle_since = time.monotonic()
-                ended = scope.get("method") == "DELETE" and status and status[0] < 300
-                if ended or (status and status[0] == 404):
-                    # Ended by the client, or unknown to the session manager: no history.
-                    self._sessions.pop(key, None)
-
-        return tracked
-
-
-def _session_id(scope: Scope) -> str | None:
-    if scope.get("type") != "http":
-        return None
-    for header, value in scope.get("headers", ()):
-        if header == _SESSION_HEADER_BYTES:
-            text: str = value.decode("latin-1")
-            return text or None
-    return None
 
 
 @asynccontextmanager
