@@ -118,7 +118,8 @@ def _on_conditions(search: _Search, left: System, right: System, report: DiffRep
     tool's conditions admit the same calls in every state, the passes are compared again
     with the old policy's arguments requirements in the new one (same conditions, same
     unknowns), whose proof is then a proof for the two. Otherwise a history and a call one
-    policy admits and the other refuses; else no proof, and why."""
+    policy admits and the other refuses, or both admit and only one asks about; else no
+    proof, and why."""
     why = unproved(left.reasoner, right.reasoner)
     if why is None:
         kept = [r for r in right.requirements if not isinstance(r, ArgumentsRequirement)]

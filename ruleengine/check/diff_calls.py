@@ -1,5 +1,6 @@
-"""``diff`` on conditions on arguments: a call one policy admits and the other refuses, or a
-proof that the two admit the same calls in every state.
+"""``diff`` on conditions on arguments: a call one policy admits and the other refuses (or
+asks about and the other does not), or a proof that the two admit the same calls, and ask
+about the same ones, in every state.
 
 ``differing`` names the tools whose conditions differ (as written). ``call_witness`` searches
 concrete histories, breadth-first and bounded (``MAX_DEPTH`` steps, ``MAX_DECISIONS``
@@ -7,7 +8,11 @@ decisions), with example values (``examples.Reads``: models of both policies' co
 and the empty output); at each state where both passes allow such a tool it asks Z3 for
 arguments one policy's residual conditions admit and the other's refuse
 (``some_arguments``), and keeps a call only when ``Pass.admits`` says so in the runtime: a
-witness replays by construction. ``unproved`` asks Z3 whether each such tool's conditions
+witness replays by construction. Where the tool's ``ask_if`` conditions differ and no such
+call is found there, it asks Z3 for arguments both admit with some ``ask_if`` of one side
+holding and none of the other's, kept only when the two ``Admission.ask`` differ; such a
+witness is returned once every history as short as its own is decided (a refusal that short
+comes first). ``unproved`` asks Z3 whether each such tool's conditions
 admit the same calls, and ask about the same ones, for every call and every value of the run
 values (``same_calls``); conditions that read different run values are not compared (a value
 the run lacks refuses every call on one side only).
@@ -23,7 +28,7 @@ from typing import Any
 from ruleengine.check.examples import Reads, _filled, _json, _unique
 from ruleengine.check.report import CallVerdict, CallWitness, TraceStep
 from ruleengine.check.trace import emit_state
-from ruleengine.conditions.admission import ArgCheck, same_calls, some_arguments
+from ruleengine.conditions.admission import Admission, ArgCheck, same_calls, some_arguments
 from ruleengine.conditions.evaluate import Undefined
 from ruleengine.conditions.terms import All, AnyOf, Negation, Term, run_values, walk
 from ruleengine.conditions.types import Parameters, ParamType
@@ -72,7 +77,7 @@ def _conditions(reasoner: Reasoner) -> dict[str, _Side]:
     return out
 
 
-def _shown(side: _Side) -> Counter[tuple[int, str]]:
+def _shown(side: Sequence[list[Term]]) -> Counter[tuple[int, str]]:
     from ruleengine.conditions.terms import text
 
     return Counter((i, text(t)) for i, group in enumerate(side) for t in group)
@@ -132,18 +137,25 @@ def _read(term: Term) -> list[object]:
 
 def call_witness(left: Reasoner, right: Reasoner, tools: Sequence[str]) -> Found | None:
     """A short history (with example values) after which the passes differ, or a call of one
-    of ``tools`` one policy admits and the other refuses; None when none is found within the
-    bounds."""
+    of ``tools`` one policy admits and the other refuses, or one both admit and only one asks
+    about (the shortest history first; at equal length, a refusal first); None when none is
+    found within the bounds."""
     reads = [r for r in (Reads.of(left), Reads.of(right)) if r is not None]
     inputs: list[str | None] = [None]
     if any(r.input_read for r in reads):
         models = [m for r in reads for m in r.models]
         inputs = [*_unique(m.input for m in models if m.input is not None), None]
     decisions = 0
+    # The first call only one policy asks about, reported once every history as short as
+    # its own is decided: a refusal (or passes that differ) that short comes first.
+    asked: Found | None = None
+    asking = _asks_differ(left, right, tools)
     for given in inputs:
         queue: deque[tuple[TraceStep, ...]] = deque([()])
         while queue and decisions < MAX_DECISIONS:
             steps = queue.popleft()
+            if asked is not None and len(steps) > len(asked.trace):
+                return asked
             decisions += 1
             try:
                 old, new = _decide(left, steps, given), _decide(right, steps, given)
@@ -155,14 +167,25 @@ def call_witness(left: Reasoner, right: Reasoner, tools: Sequence[str]) -> Found
                 continue
             if _view(old) != _view(new):
                 return Found(steps, given, old, new, None)
-            for tool in tools:
-                if tool in old.allowed:
-                    call = _call(old, new, tool, reads)
-                    if call is not None:
-                        return Found(steps, given, old, new, call)
+            for tool in (t for t in tools if t in old.allowed):
+                call = _call(old, new, tool, reads, ask=asked is None and tool in asking)
+                if call is not None and call.old.admitted != call.new.admitted:
+                    return Found(steps, given, old, new, call)
+                if call is not None:
+                    asked = Found(steps, given, old, new, call)
             if len(steps) < MAX_DEPTH:
                 queue.extend((*steps, s) for s in _next_steps(old, new, reads))
+        if asked is not None:
+            return asked
     return None
+
+
+def _asks_differ(left: Reasoner, right: Reasoner, tools: Sequence[str]) -> list[str]:
+    """The ``tools`` whose ``ask_if`` conditions differ (as written): with the same ones, a
+    call both policies admit is asked about by both or by neither."""
+    a, b = _conditions(left), _conditions(right)
+    empty: _Side = ([], [], [])
+    return [t for t in tools if _shown(a.get(t, empty)[2:]) != _shown(b.get(t, empty)[2:])]
 
 
 def _decide(reasoner: Reasoner, steps: Sequence[TraceStep], given: str | None) -> Any:
@@ -198,48 +221,110 @@ def _next_steps(old: Pass, new: Pass, reads: Sequence[Reads]) -> list[TraceStep]
     return out
 
 
+def _of(checks: Sequence[ArgCheck], kind: str) -> list[Term]:
+    """The residuals of ``checks`` of one kind."""
+    out = []
+    for c in checks:
+        if c.kind == kind:
+            # INVARIANT: the callers skip a tool with an undefined residual (`_bound`).
+            assert not isinstance(c.residual, Undefined)
+            out.append(c.residual)
+    return out
+
+
 def _admits(checks: Sequence[ArgCheck]) -> Term:
     """One term for what a call must meet: every ``allow_if`` and no ``deny_if``."""
-    allow = [c.residual for c in checks if c.kind == "allow_if"]
-    deny = [c.residual for c in checks if c.kind == "deny_if"]
-    return All((*allow, Negation(AnyOf(tuple(deny)))))  # type: ignore[arg-type]
+    return All((*_of(checks, "allow_if"), Negation(AnyOf(tuple(_of(checks, "deny_if"))))))
 
 
-def _call(old: Pass, new: Pass, tool: str, reads: Sequence[Reads]) -> CallWitness | None:
-    """A call of ``tool`` one pass admits and the other refuses."""
+def _bound(old: Pass, new: Pass, tool: str) -> tuple[tuple[ArgCheck, ...], ...] | None:
+    """Both passes' checks on ``tool``; None when a value they read is undefined (each call
+    is refused on that side, and the passes already tell whether the tool is allowed)."""
     checks = (old.argument_checks(tool), new.argument_checks(tool))
     if any(isinstance(c.residual, Undefined) for side in checks for c in side):
         return None
+    return checks
+
+
+def _parameters(old: Pass, new: Pass, tool: str, reads: Sequence[Reads]) -> dict[str, ParamType]:
+    """The parameters of ``tool``: declared, and those its checks on either side name."""
     params: dict[str, ParamType] = {}
     for r in reads:
         params.update(r.declared.get(tool) or {})
-    for side in checks:
-        for c in side:
+    for side in (old, new):
+        for c in side.argument_checks(tool):
             params.update(c.parameters)
-    candidates: list[dict[str, Any]] = []
-    for mine, other in (checks, checks[::-1]):
-        required = [c.residual for c in mine if c.kind == "allow_if"]
-        forbidden = [c.residual for c in mine if c.kind == "deny_if"]
-        if other:
-            forbidden.append(_admits(other))
-        answer = some_arguments(required, forbidden, params)  # type: ignore[arg-type]
-        if isinstance(answer, dict):
-            candidates += [_filled(_json(answer), params), _json(answer)]
+    return params
+
+
+def _examples(old: Pass, new: Pass, tool: str, reads: Sequence[Reads]) -> list[dict[str, Any]]:
+    """Example arguments either pass admits for a call of ``tool``, each also without each
+    of its arguments (one side may read one the other does not)."""
+    out: list[dict[str, Any]] = []
     for r in reads:
         for decided in (old, new):
             admitted = list(r.arguments(decided, tool))
-            candidates += admitted
-            # Without each argument: one side may read it where the other does not.
-            candidates += [
-                {k: v for k, v in a.items() if k != name} for a in admitted for name in a
-            ]
-    for arguments in _unique(candidates):
+            out += admitted
+            out += [{k: v for k, v in a.items() if k != name} for a in admitted for name in a]
+    return out
+
+
+def _modelled(answer: dict[str, Any] | bool | None, params: dict[str, ParamType]) -> list[Any]:
+    """A Z3 model as candidate calls: every parameter given, and only those it names."""
+    if not isinstance(answer, dict):
+        return []
+    return [_filled(_json(answer), params), _json(answer)]
+
+
+def _witness(tool: str, arguments: dict[str, Any], a: Admission, b: Admission) -> CallWitness:
+    def verdict(admission: Admission) -> CallVerdict:
+        return CallVerdict(admitted=admission.ok, reason=admission.reason, ask=admission.ask)
+
+    return CallWitness(tool=tool, arguments=arguments, old=verdict(a), new=verdict(b))
+
+
+def _call(
+    old: Pass, new: Pass, tool: str, reads: Sequence[Reads], *, ask: bool
+) -> CallWitness | None:
+    """A call of ``tool`` one pass admits and the other refuses; failing one, with ``ask``,
+    a call both admit and only one asks about."""
+    checks = _bound(old, new, tool)
+    if checks is None:
+        return None
+    params = _parameters(old, new, tool, reads)
+    examples = _examples(old, new, tool, reads)
+    candidates: list[dict[str, Any]] = []
+    for mine, other in (checks, checks[::-1]):
+        forbidden = [*_of(mine, "deny_if"), *([_admits(other)] if other else [])]
+        answer = some_arguments(_of(mine, "allow_if"), forbidden, params)
+        candidates += _modelled(answer, params)
+    for arguments in _unique([*candidates, *examples]):
         a, b = old.admits(tool, arguments), new.admits(tool, arguments)
         if a.ok != b.ok:
-            return CallWitness(
-                tool=tool,
-                arguments=arguments,
-                old=CallVerdict(admitted=a.ok, reason=a.reason),
-                new=CallVerdict(admitted=b.ok, reason=b.reason),
-            )
+            return _witness(tool, arguments, a, b)
+    if not ask:
+        return None
+    for arguments in _unique([*_asking(checks, params), *examples]):
+        a, b = old.admits(tool, arguments), new.admits(tool, arguments)
+        if a.ok and b.ok and bool(a.ask) != bool(b.ask):
+            return _witness(tool, arguments, a, b)
     return None
+
+
+def _asking(
+    checks: tuple[tuple[ArgCheck, ...], ...], params: dict[str, ParamType]
+) -> list[dict[str, Any]]:
+    """Candidate calls both sides' checks admit and only one side asks about: Z3's arguments
+    that meet every ``allow_if`` and no ``deny_if`` of both, some ``ask_if`` of one side and
+    none of the other's, every ``ask_if`` of the asking side readable (one that reads a
+    missing argument refuses the call)."""
+    both = [c for side in checks for c in side]
+    out: list[dict[str, Any]] = []
+    for mine, other in (checks, checks[::-1]):
+        asking = _of(mine, "ask_if")
+        if not asking:
+            continue
+        required = [*_of(both, "allow_if"), AnyOf(tuple(asking))]
+        forbidden = [*_of(both, "deny_if"), *_of(other, "ask_if")]
+        out += _modelled(some_arguments(required, forbidden, params, readable=asking), params)
+    return out

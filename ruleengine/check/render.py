@@ -22,7 +22,15 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Protocol, TextIO
 
 from ruleengine.check.progress import Status
-from ruleengine.check.report import DiffReport, Finding, FindingId, PassView, Report, TraceStep
+from ruleengine.check.report import (
+    CallVerdict,
+    DiffReport,
+    Finding,
+    FindingId,
+    PassView,
+    Report,
+    TraceStep,
+)
 from ruleengine.errors import ConflictError
 from ruleengine.ir import FINAL_ANSWER
 from ruleengine.passes import CoreEntry, Pass
@@ -274,9 +282,10 @@ def text_diff(report: DiffReport) -> str:
         call = report.call
         if call is not None:
             lines.append(f"  call: {call.tool} {_brief(call.arguments)}")
+            # Both admit it: they differ in asking, which the quiet side then says too.
+            both = call.old.admitted and call.new.admitted
             for side, verdict_of in (("old", call.old), ("new", call.new)):
-                said = "admits it" if verdict_of.admitted else f"refuses it: {verdict_of.reason}"
-                lines.append(f"  {side}: {said}")
+                lines.append(f"  {side}: {_said(verdict_of, both)}")
         else:
             for side in ("old", "new"):
                 view = difference.get(side)
@@ -295,6 +304,15 @@ def text_diff(report: DiffReport) -> str:
     stats = f"{_states(report.stats.states)} · {report.stats.seconds:.2f} s"
     lines.append(f"  {verdict}{stats}")
     return "\n".join(lines)
+
+
+def _said(verdict: CallVerdict, both: bool) -> str:
+    """What one policy says of a diff's witness call."""
+    if not verdict.admitted:
+        return f"refuses it: {verdict.reason}"
+    if verdict.ask:
+        return "admits it after asking: " + ", ".join(f"`{r}`" for r in verdict.ask)
+    return "admits it without asking" if both else "admits it"
 
 
 def _view(view: PassView) -> str:

@@ -214,11 +214,21 @@ class CallVerdict(ResultModel):
     admitted: bool
     reason: str | None = None
     """Why it refuses the call (None when admitted)."""
+    ask: tuple[str, ...] = ()
+    """The requirements whose ``ask_if`` holds for the admitted call: it asks for permission
+    before the call runs (``Admission.ask``); in reports only when some do."""
+
+    @model_serializer(mode="wrap")
+    def _spec_shape(self, handler: Any) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if not self.ask:
+            data.pop("ask", None)
+        return data
 
 
 class CallWitness(ResultModel):
-    """A call two policies decide differently after a ``diff``'s trace: one admits it, the
-    other refuses it."""
+    """A call two policies decide differently after a ``diff``'s trace: one admits it and the
+    other refuses it, or both admit it and only one asks first (``ask_if``)."""
 
     tool: str
     arguments: dict[str, Any]
@@ -246,7 +256,8 @@ class DiffReport(ResultModel):
     passes alone). ``equivalent`` is about passes: equivalent policies may differ here."""
     call: CallWitness | None = None
     """When the passes after ``trace`` agree but the policies' conditions on arguments do
-    not: a call one admits and the other refuses (only present then)."""
+    not: a call one admits and the other refuses, or one both admit and only one asks about
+    (only present then)."""
     input: str | None = None
     """The run's input the trace and the call need (only present then)."""
 

@@ -605,14 +605,26 @@ def _answer(enc: _Encoder, parts: Sequence[z3.BoolRef], ctx: z3.Context) -> tupl
 
 
 def satisfiable(
-    required: Sequence[Term], forbidden: Sequence[Term], parameters: Parameters
+    required: Sequence[Term],
+    forbidden: Sequence[Term],
+    parameters: Parameters,
+    *,
+    readable: Sequence[Term] = (),
 ) -> dict[str, Any] | bool | None:
     """Some arguments that satisfy every ``required`` residual and no ``forbidden`` one (only
     the parameters the conditions name), ``False`` if none do, ``None`` if Z3 could not tell
-    within ``RLIMIT`` (or the conditions have no Z3 form)."""
+    within ``RLIMIT`` (or the conditions have no Z3 form). Each ``readable`` condition reads
+    no missing argument either (an ``ask_if`` that does refuses the call), whether it holds
+    or not."""
     ctx = z3.Context()
     enc = _Encoder(parameters, ctx)
+    enc.presence(readable)
     parts, partial = _formula(enc, required, forbidden)
+    for t in readable:
+        try:
+            parts.append(enc.defined(t))
+        except _NotEncodable:
+            partial = True
     answer, solver = _answer(enc, [p for p in parts if p is not None], ctx)
     if answer == z3.unsat:
         return False

@@ -185,13 +185,18 @@ def admit(
 
 
 def some_arguments(
-    required: Sequence[Term], forbidden: Sequence[Term], parameters: Mapping[str, ParamType]
+    required: Sequence[Term],
+    forbidden: Sequence[Term],
+    parameters: Mapping[str, ParamType],
+    *,
+    readable: Sequence[Term] = (),
 ) -> dict[str, Any] | bool | None:
     """Some arguments meeting every ``required`` condition and no ``forbidden`` one (residuals:
-    no run values), ``False`` if none do, ``None`` if Z3 cannot tell (``_z3.satisfiable``)."""
+    no run values), each ``readable`` one reading no missing argument, whether it holds or
+    not; ``False`` if none do, ``None`` if Z3 cannot tell (``_z3.satisfiable``)."""
     from ruleengine.conditions import _z3
 
-    return _z3.satisfiable(required, forbidden, parameters)
+    return _z3.satisfiable(required, forbidden, parameters, readable=readable)
 
 
 def clashing(

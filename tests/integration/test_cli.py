@@ -743,6 +743,52 @@ def test_diff_reports_the_budgets_beside_a_difference_in_passes() -> None:
     assert data["budget"] == {"old": 20, "new": 15}
 
 
+# -- diff: conditions on arguments ------------------------------------------------------------
+
+ASKS_ABOVE = """max_iterations = 5
+
+[[tools]]
+name = "refund"
+parameters = { amount = "number" }
+
+[[requirements]]
+type = "arguments"
+name = "approve"
+target = "refund"
+ask_if = "arg.amount > LIMIT"
+"""
+
+
+def test_diff_gives_a_call_only_one_policy_asks_about(tmp_path: Path) -> None:
+    old, new = tmp_path / "old.toml", tmp_path / "new.toml"
+    old.write_text(ASKS_ABOVE.replace("LIMIT", "50"))
+    new.write_text(ASKS_ABOVE.replace("LIMIT", "100"))
+    ran = run("diff", str(old), str(new))
+    assert ran.code == 1
+    lines = ran.out.splitlines()
+    assert lines[:2] == [
+        f"{old} and {new} differ at the first step",
+        "  trace: none, at the first step",
+    ]
+    assert lines[2].startswith('  call: refund {"amount": ')
+    assert lines[3:5] == [
+        "  old: admits it after asking: `approve`",
+        "  new: admits it without asking",
+    ]
+    data = run("diff", str(old), str(new), "--format", "json")
+    assert data.code == 1
+    report = data.json()
+    assert set(report) == DIFF_KEYS | {"call"}
+    assert report["equivalent"] is False and report["complete"] is True
+    assert report["difference"]["old"] == report["difference"]["new"]
+    call = report["call"]
+    assert call["tool"] == "refund" and 50 < call["arguments"]["amount"] <= 100
+    assert call["old"] == {"admitted": True, "reason": None, "ask": ["approve"]}
+    assert call["new"] == {"admitted": True, "reason": None}
+    same = run("diff", str(old), str(old), "--format", "json")
+    assert same.code == 0 and set(same.json()) == DIFF_KEYS
+
+
 # -- schema and bench -------------------------------------------------------------------------
 
 
