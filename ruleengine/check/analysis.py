@@ -25,6 +25,14 @@ class Witness:
     records: tuple[Emitted, ...] = ()
     depends_on_checks: bool = False
     """Whether the history, or the finding at its end, needs particular check values."""
+    steps: int | None = None
+    """How many calls the history stands for, where a step may stand for several (a band of
+    a counter, ``check/skipping.py``); None: one call per step."""
+
+    @property
+    def calls(self) -> int:
+        """How many calls the history stands for."""
+        return len(self.trace) if self.steps is None else self.steps
 
 
 @dataclass(slots=True)

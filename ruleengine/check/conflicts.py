@@ -55,7 +55,7 @@ def _steps(n: int) -> str:
 
 
 def _after(witness: Witness) -> str:
-    n = len(witness.trace)
+    n = witness.calls
     return "at the first step" if n == 0 else f"after {_steps(n)}"
 
 

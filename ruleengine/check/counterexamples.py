@@ -29,7 +29,7 @@ def _shows(sub: System, trace: tuple[Event, ...], focus: str) -> bool:
     (``live:R``)."""
     kind, _, subject = focus.partition(":")
     if kind == "finish":
-        return len(trace) <= int(subject) and reaches(sub, trace, FINAL_ANSWER)
+        return sub.calls(trace) <= int(subject) and reaches(sub, trace, FINAL_ANSWER)
     if kind == "tool":
         return reaches(sub, trace, subject)
     if kind != "live":
@@ -58,11 +58,12 @@ def _first_key(focus: str | None) -> str | None:
     return "finish" if focus.startswith("finish:") else focus
 
 
-def _example_of(analysis: Analysis, focus: str) -> tuple[Event, ...] | None:
-    """The explicit search's first history refuting the "never" finding ``focus``."""
+def _example_of(sub: System, analysis: Analysis, focus: str) -> tuple[Event, ...] | None:
+    """The explicit search's first history (of ``sub``) refuting the "never" finding
+    ``focus``."""
     key = _first_key(focus)
     trace = None if key is None else analysis.firsts.get(key)
-    if trace is not None and key == "finish" and len(trace) > int(focus[7:]):
+    if trace is not None and key == "finish" and sub.calls(trace) > int(focus[7:]):
         return None  # the first stop comes after the budget: none within it
     return trace
 

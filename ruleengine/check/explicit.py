@@ -8,10 +8,16 @@ lexicographically smallest shortest trace, which is the witness reported.
 
 It handles every policy whose requirements have monitors (priority mode, formulas, custom
 checks included), and stops, incomplete, at ``max_states`` or the deadline.
+
+A system with counters tabulated band by band (``check/skipping.py``) has steps that weigh
+more than one call: it is searched by weighted depth (Dijkstra's order, ties in the order
+states were found), so depths, first states and witnesses are those of the calls, and the
+states a band's view stands for are counted.
 """
 
 from __future__ import annotations
 
+import heapq
 import time
 from collections import deque
 from collections.abc import Mapping, Sequence
@@ -21,6 +27,7 @@ from dataclasses import dataclass
 from ruleengine.aggregate import Clash
 from ruleengine.check.analysis import Analysis, Witness
 from ruleengine.check.progress import note as note_progress
+from ruleengine.check.skipping import Impure
 from ruleengine.check.system import Event, State, System
 from ruleengine.ir import FINAL_ANSWER
 from ruleengine.passes import Pass
@@ -188,12 +195,22 @@ class _Explorer:
         self.only_live = live if isinstance(live, str) else None
         self.nodes: list[_Node] = [_Node(system.initial, 0, -1, None, False)]
         self.index: dict[State, int] = {system.initial: 0}
-        self.edges: list[list[int]] = []
-        self.finishing: list[bool] = []
-        self.deciding: list[bool] = []
-        """Per node, whether some check values give it a pass (it does not conflict)."""
-        self.always_deciding: list[bool] = []
-        """Per node, whether every check value gives it a pass."""
+        self.edges: dict[int, list[int]] = {}
+        """Per expanded node, the nodes one step leads to."""
+        self.finishing: dict[int, bool] = {}
+        self.deciding: dict[int, bool] = {}
+        """Per expanded node, whether some check values give it a pass (it does not
+        conflict)."""
+        self.always_deciding: dict[int, bool] = {}
+        """Per expanded node, whether every check value gives it a pass."""
+        self.weighted = bool(system.skips)
+        """Whether some steps weigh more than one call (``System.weight``)."""
+        self.skipping: dict[int, set[tuple[int, ...]]] = {}
+        """Weighted: per node, the groups of components counting the same calls
+        (``System.skips``) whose inside a counting step skips from it."""
+        self.crossing: dict[int, set[tuple[int, tuple[int, ...]]]] = {}
+        """Weighted: per node, each node a counting step leads to, with the group counting
+        it."""
         self.result = Analysis(depends_on_checks=any(c.opaque for c in system.components))
         self.asking = asking_of(system)
         self.firsts: dict[str, int] = {}
@@ -206,9 +223,12 @@ class _Explorer:
 
     def run(self) -> Analysis:
         result = self.result
-        queue = deque([0])
+        queue: _Queue = _Heap() if self.weighted else _Fifo()
+        queue.push(0, 0)
         while queue:
-            i = queue.popleft()
+            i = queue.pop()
+            if i in self.edges:
+                continue  # found again by a shorter path, and expanded then
             if self._out_of_time(i):
                 break
             self._expand(i, queue)
@@ -222,10 +242,10 @@ class _Explorer:
                 self._stop(i, f"more than {width} states per layer were found")
                 break
         if result.reason is None:
-            result.depth_done = self.nodes[-1].depth
+            result.depth_done = max(n.depth for n in self.nodes)
             self._no_finish()
         result.complete = result.reason is None
-        result.states = len(self.nodes)
+        result.states = self._states()
         result.firsts = {key: self._trace(self.nodes[i]) for key, i in self.firsts.items()}
         return result
 
@@ -238,10 +258,35 @@ class _Explorer:
         return False
 
     def _stop(self, i: int, reason: str) -> None:
-        self.result.reason = f"{reason} after {len(self.nodes)} states"
+        self.result.reason = f"{reason} after {self._states()} states"
         self.result.depth_done = self.nodes[i].depth - 1
 
-    def _expand(self, i: int, queue: deque[int]) -> None:
+    def _states(self) -> int:
+        """The states the nodes found stand for: one each, or, for a view of a band
+        (``System.weight``), the band's counts where the band's tool can be called on a way
+        to it (see ``check/skipping.py``)."""
+        if not self.weighted:
+            return len(self.nodes)
+        system, nodes = self.system, self.nodes
+        factor = [1] * len(nodes)
+        # The components counting the same calls keep the same count: one factor each group.
+        for group in sorted(set(system.skips.values())):
+            todo = [i for i, groups in self.skipping.items() if group in groups]
+            full = set(todo)
+            while todo:
+                i = todo.pop()
+                crossing = self.crossing.get(i, set())
+                for j in self.edges.get(i, ()):
+                    if j not in full and (j, group) not in crossing:
+                        full.add(j)
+                        todo.append(j)
+            for i in full:
+                state = nodes[i].state
+                spans = [system.components[k].spans for k in group]
+                factor[i] *= max(s[state[k]] for k, s in zip(group, spans, strict=True) if s)
+        return sum(factor)
+
+    def _expand(self, i: int, queue: _Queue) -> None:
         system, node = self.system, self.nodes[i]
         outcomes = [
             (records, decide(system, records)) for records, _ in system.variants(node.state)
@@ -282,26 +327,51 @@ class _Explorer:
                 self._liveness(i, records, outcome)
         if finishing and self.result.finish_depth is None:
             self.result.finish_depth = node.depth
-        self.finishing.append(finishing)
-        self.deciding.append(deciding)
-        self.always_deciding.append(always)
-        self.edges.append(self._successors(i, callable_by_some, callable_by_all or set(), queue))
+        self.finishing[i] = finishing
+        self.deciding[i] = deciding
+        self.always_deciding[i] = always
+        self.edges[i] = self._successors(i, callable_by_some, callable_by_all or set(), queue)
 
-    def _successors(self, i: int, some: set[str], every: set[str], queue: deque[int]) -> list[int]:
-        node, nodes, index = self.nodes[i], self.nodes, self.index
+    def _successors(self, i: int, some: set[str], every: set[str], queue: _Queue) -> list[int]:
+        node, nodes, index, system = self.nodes[i], self.nodes, self.index, self.system
         found: dict[int, None] = {}  # in order of discovery, without repeats
-        for after, event in self.system.steps_from(node.state, some).items():
+        for after, event in system.steps_from(node.state, some).items():
+            weight = system.weight(node.state, event) if self.weighted else 1
+            depth = node.depth + weight
+            depends = node.depends or event[0] not in every
             j = index.get(after)
             if j is None:
                 if self.max_states is not None and len(nodes) >= self.max_states:
                     self._stop(i, f"the state limit ({self.max_states}) was reached")
                     return list(found)
-                depends = node.depends or event[0] not in every
                 j = index[after] = len(nodes)
-                nodes.append(_Node(after, node.depth + 1, i, event, depends))
-                queue.append(j)
+                nodes.append(_Node(after, depth, i, event, depends))
+                queue.push(depth, j)
+            elif depth < nodes[j].depth and j not in self.edges:
+                # Weighted: a shorter way to a state found but not expanded yet.
+                nodes[j] = _Node(after, depth, i, event, depends)
+                queue.push(depth, j)
+            counting = system.skips.get(event)
+            if counting is not None:
+                self.crossing.setdefault(i, set()).add((j, counting))
+                if weight > 1:
+                    self._skipped(i, after, counting, weight)
             found[j] = None
         return list(found)
+
+    def _skipped(self, i: int, after: State, counting: tuple[int, ...], weight: int) -> None:
+        """Note that a counting step from node ``i`` to ``after`` skips ``weight`` calls of
+        the bands of ``counting``'s components; raise ``Impure`` where the skip is not
+        exact: another component's view moves, or one of ``counting`` is at a band's start
+        (a different count: its next call is a step of its own)."""
+        system, state = self.system, self.nodes[i].state
+        for n, (a, b) in enumerate(zip(after, state, strict=True)):
+            if a == b:
+                continue
+            spans = system.components[n].spans
+            if n not in counting or spans is None or spans[b] != weight:
+                raise Impure
+        self.skipping.setdefault(i, set()).add(counting)
 
     def _conflict(
         self,
@@ -331,7 +401,8 @@ class _Explorer:
         return tuple(reversed(trace))
 
     def _witness(self, node: _Node, records: tuple[Emitted, ...], partial: bool) -> Witness:
-        return Witness(self._trace(node), records, node.depends or partial)
+        steps = node.depth if self.weighted else None
+        return Witness(self._trace(node), records, node.depends or partial, steps)
 
     def _liveness(self, i: int, records: tuple[Emitted, ...], outcome: Outcome) -> None:
         """Mark the requirements whose records change ``outcome`` (SPEC §8), and the
@@ -346,11 +417,11 @@ class _Explorer:
         """The first state (breadth-first) from which no path reaches a finishing state."""
         nodes = self.nodes
         back: list[list[int]] = [[] for _ in nodes]
-        for i, successors in enumerate(self.edges):
+        for i, successors in self.edges.items():
             for j in successors:
                 back[j].append(i)
         reaches = [False] * len(nodes)
-        todo = [i for i, f in enumerate(self.finishing) if f]
+        todo = [i for i, f in self.finishing.items() if f]
         for i in todo:
             reaches[i] = True
         while todo:
@@ -359,9 +430,53 @@ class _Explorer:
                 if not reaches[i]:
                     reaches[i] = True
                     todo.append(i)
-        for i, node in enumerate(nodes):
+        # The first such node by depth (by index when every step is one call).
+        order = sorted(range(len(nodes)), key=lambda i: (nodes[i].depth, i))
+        for i in order:
+            node = nodes[i]
             if self.deciding[i] and not reaches[i]:
                 # Stuck whatever the checks say; but the state has a pass (rather than a
                 # conflict) only for some check values when not every value decides it.
                 self.result.no_finish = self._witness(node, (), not self.always_deciding[i])
                 return
+
+
+class _Queue:
+    """The nodes to expand: breadth-first (``_Fifo``), or by weighted depth (``_Heap``)."""
+
+    def push(self, depth: int, i: int) -> None:
+        raise NotImplementedError
+
+    def pop(self) -> int:
+        raise NotImplementedError
+
+    def __bool__(self) -> bool:
+        raise NotImplementedError
+
+
+class _Fifo(_Queue):
+    def __init__(self) -> None:
+        self._items: deque[int] = deque()
+
+    def push(self, depth: int, i: int) -> None:
+        self._items.append(i)
+
+    def pop(self) -> int:
+        return self._items.popleft()
+
+    def __bool__(self) -> bool:
+        return bool(self._items)
+
+
+class _Heap(_Queue):
+    def __init__(self) -> None:
+        self._items: list[tuple[int, int]] = []
+
+    def push(self, depth: int, i: int) -> None:
+        heapq.heappush(self._items, (depth, i))
+
+    def pop(self) -> int:
+        return heapq.heappop(self._items)[1]
+
+    def __bool__(self) -> bool:
+        return bool(self._items)

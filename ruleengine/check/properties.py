@@ -593,7 +593,7 @@ def requirement_core(
                 return None  # past the deadline: no growth (the question asks nothing)
             names = frozenset([*pool, *keep])
             sub = system.subsystem(sorted(names))
-            trace = _example_of(_quick(sub, names, focus, shared), focus)
+            trace = _example_of(sub, _quick(sub, names, focus, shared), focus)
             if trace is None:
                 # No history refutes it within the short search: the engine decides. When
                 # it finds the finding refuted, a longer search looks for the first history
@@ -604,7 +604,7 @@ def requirement_core(
                 # search against the engine's 14 ms to find the finding holds).
                 if holds_for(mask):
                     break
-                trace = _example_of(_search(sub, focus, REFUTE_STATES, shared.deadline), focus)
+                trace = _example_of(sub, _search(sub, focus, REFUTE_STATES, shared.deadline), focus)
                 if trace is None:
                     return None
             memo[mask] = False  # the history refutes it

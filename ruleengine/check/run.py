@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol
 
 from ruleengine import _validate
@@ -25,7 +25,8 @@ from ruleengine.check.examples import with_examples
 from ruleengine.check.explicit import analyse
 from ruleengine.check.progress import note as note_progress
 from ruleengine.check.properties import findings
-from ruleengine.check.report import Report, Stats
+from ruleengine.check.report import Finding, Report, Stats
+from ruleengine.check.skipping import Impure, expand
 from ruleengine.check.system import Checked, System, Unexplorable, symbolic_problem
 from ruleengine.errors import PolicyError
 from ruleengine.passes import Mode
@@ -119,7 +120,9 @@ def check(
     system: Checked
     run: Callable[[Any, str | None], Analysis]
     try:
-        system = System(tools, requirements, mode=mode)
+        # Counters past ``SKIP_FROM`` are tabulated band by band (``check/skipping.py``),
+        # which only the explicit engine weighs: not when the symbolic one is asked for.
+        system = System(tools, requirements, mode=mode, skipping=engine != "symbolic")
     except Unexplorable as exc:
         system = ConcreteSystem(tools, requirements, mode)
         why = str(exc)
@@ -135,7 +138,51 @@ def check(
 
     else:
         run = _engine(system, engine, max_states=max_states, clock=clock, budget=max_iterations - 1)
+    options = _Options(engine, timeout, deadline, clock, max_states, max_iterations)
+    try:
+        analysis, found, cut = _checked(system, run, options)
+    except Impure:
+        # A counter's calls inside a band move another requirement's view somewhere: every
+        # count is visited instead (the time spent counts against the limit).
+        system = System(tools, requirements, mode=mode)
+        clock.deadline = deadline
+        run = _engine(system, engine, max_states=max_states, clock=clock, budget=max_iterations - 1)
+        analysis, found, cut = _checked(system, run, options)
+    complete = analysis.complete and not cut
+    reason = analysis.reason
+    if analysis.complete and cut:
+        reason = f"{cut[0]} while computing cores: the cores may not be minimal"
+    return Report(
+        policy=name,
+        complete=complete,
+        findings=tuple(found),
+        stats=Stats(states=analysis.states, seconds=round(time.monotonic() - started, 3)),
+        reason=None if complete else reason,
+    )
 
+
+@dataclass(frozen=True, slots=True)
+class _Options:
+    engine: EngineName
+    timeout: float | None
+    deadline: float | None
+    clock: _Clock
+    max_states: int | None
+    max_iterations: int
+
+
+def _checked(
+    system: Checked, run: Callable[[Any, str | None], Analysis], options: _Options
+) -> tuple[Analysis, list[Finding], list[str]]:
+    """The analysis of ``system``, its findings (traces written out, with example values)
+    and the answers the limits cut short."""
+    engine, timeout, deadline, clock = (
+        options.engine,
+        options.timeout,
+        options.deadline,
+        options.clock,
+    )
+    max_states, max_iterations = options.max_states, options.max_iterations
     note_progress(phase="exploring states")
     analysis = probe = None
     if engine == "auto" and isinstance(system, System):
@@ -193,19 +240,10 @@ def check(
         deadline=deadline,
         cut=cut,
     )
+    if isinstance(system, System) and system.skips:
+        found = expand(system, found)  # a band's calls written out, as the runtime replays
     # Traces through conditions on arguments carry example values that replay.
-    found = with_examples(system.reasoner, found)
-    complete = analysis.complete and not cut
-    reason = analysis.reason
-    if analysis.complete and cut:
-        reason = f"{cut[0]} while computing cores: the cores may not be minimal"
-    return Report(
-        policy=name,
-        complete=complete,
-        findings=tuple(found),
-        stats=Stats(states=analysis.states, seconds=round(time.monotonic() - started, 3)),
-        reason=None if complete else reason,
-    )
+    return analysis, with_examples(system.reasoner, found), cut
 
 
 RESERVE = 0.1

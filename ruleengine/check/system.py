@@ -18,6 +18,8 @@ from functools import cached_property, lru_cache
 from itertools import product
 from typing import Any, Protocol
 
+from ruleengine.check import skipping
+from ruleengine.check.skipping import NotPure, Skip, skip_of
 from ruleengine.conditions.admission import ArgCheck
 from ruleengine.errors import PolicyError
 from ruleengine.ir import FINAL_ANSWER
@@ -94,6 +96,12 @@ class Component:
     status order): a system's steps are built from these, not from every tool and status."""
     keys: tuple[Hashable, ...] = ()
     """What each opaque check computes (``Monitor.check_keys``), in check order."""
+    spans: tuple[int, ...] | None = None
+    """Tabulated band by band (``skipping``): per view, how many counts it stands for (and
+    how many calls a counting step from it weighs); None for a component tabulated view by
+    view."""
+    counting: frozenset[Event] = frozenset()
+    """The steps that count, for a component tabulated band by band."""
 
     @property
     def opaque(self) -> bool:
@@ -162,11 +170,34 @@ class Component:
 
 
 def tabulate(
-    requirement: Requirement, monitor: Monitor, tools: Sequence[str], reasoner: Reasoner
+    requirement: Requirement,
+    monitor: Monitor,
+    tools: Sequence[str],
+    reasoner: Reasoner,
+    *,
+    skip: Skip | None = None,
 ) -> Component:
-    """Explore ``monitor``'s views from its initial one over every step on ``tools``."""
+    """Explore ``monitor``'s views from its initial one over every step on ``tools`` (with
+    ``skip``, band by band where its counter keeps its promise: ``check/skipping.py``)."""
     callable_tools = [t for t in tools if t != FINAL_ANSWER]
     named = monitor.tools()
+    if skip is not None:
+        try:
+            return _tabulated(requirement, monitor, callable_tools, named, reasoner, skip)
+        except NotPure:
+            pass  # a counting call changes more than the count somewhere: view by view
+    return _tabulated(requirement, monitor, callable_tools, named, reasoner, None)
+
+
+def _tabulated(
+    requirement: Requirement,
+    monitor: Monitor,
+    callable_tools: list[str],
+    named: frozenset[str] | None,
+    reasoner: Reasoner,
+    skip: Skip | None,
+) -> Component:
+    advance = monitor.advance if skip is None else skip.advance
     if named is None:
         representatives = list(callable_tools)
     else:
@@ -189,7 +220,7 @@ def tabulate(
         view = views[i]
         for c, tool in enumerate(representatives):
             for s, status in enumerate(STATUSES):
-                after = monitor.advance(view, tool, status)
+                after = advance(view, tool, status)
                 found = index.get(after)
                 if found is None:
                     found = index[after] = len(views)
@@ -203,6 +234,9 @@ def tabulate(
         i += 1
     tables = tuple(tuple(m) for m in moves)
     still = tuple(all(after == view for view, after in enumerate(t)) for t in tables)
+    spans = None if skip is None else tuple(skip.span(v) for v in views)
+    if spans is not None and all(n == 1 for n in spans):
+        spans = skip = None  # every step was one call: as tabulated view by view
     return Component(
         requirement,
         tuple(views),
@@ -217,6 +251,15 @@ def tabulate(
             if not still[table := classes[tool] * 3 + s]
         ),
         _check_keys(requirement, monitor),
+        spans,
+        frozenset()
+        if skip is None
+        else frozenset(
+            (tool, status)
+            for tool in callable_tools
+            for status in STATUSES
+            if skip.counts(tool, status)
+        ),
     )
 
 
@@ -265,6 +308,7 @@ class System:
         mode: Mode = "strict",
         components: Sequence[Component] | None = None,
         reasoner: Reasoner | None = None,
+        skipping: bool = False,
     ) -> None:
         if reasoner is None:
             reasoner = Reasoner(tools, requirements, mode=mode, cache_size=65536)
@@ -285,10 +329,11 @@ class System:
             unmonitored = [r.name for r in self.requirements if _monitor(r) is None]
             if unmonitored:
                 raise Unexplorable(_unmonitored(self.requirements, unmonitored[0]))
+            monitors = [(r, m) for r in self.requirements for m in _factors_of(_monitor_of(r))]
+            chosen = _skips(monitors, self.tools) if skipping else [None] * len(monitors)
             components = [
-                tabulate(r, monitor, self.tools, self.reasoner)
-                for r in self.requirements
-                for monitor in _factors_of(_monitor_of(r))
+                tabulate(r, m, self.tools, self.reasoner, skip=skip)
+                for (r, m), skip in zip(monitors, chosen, strict=True)
             ]
         self.components = tuple(components)
         self.callable = tuple(t for t in self.tools if t != FINAL_ANSWER)
@@ -312,6 +357,13 @@ class System:
         self._effects: dict[Event, tuple[tuple[int, tuple[int, ...]], ...]] = {
             event: tuple(moved) for event, moved in effects.items()
         }
+        counted: dict[Event, list[int]] = {}
+        for i, comp in enumerate(self.components):
+            for event in comp.counting:
+                counted.setdefault(event, []).append(i)
+        self.skips: dict[Event, tuple[int, ...]] = {e: tuple(c) for e, c in counted.items()}
+        """Per counting step of components tabulated band by band, those components (such
+        a step may weigh several calls: ``weight``)."""
         # Per tool, its events, each with the key of its effects: events with the same key
         # lead every state to the same successor (key 0: they move nothing).
         keys: dict[tuple[tuple[int, tuple[int, ...]], ...], int] = {(): 0}
@@ -382,6 +434,29 @@ class System:
         for i, table in effects:
             after[i] = table[state[i]]
         return tuple(after)
+
+    def weight(self, state: State, event: Event) -> int:
+        """How many calls ``event`` from ``state`` stands for: for a counting step of a
+        component tabulated band by band, the counts its view stands for, else 1."""
+        counting = self.skips.get(event)
+        if counting is None:
+            return 1
+        most = 1
+        for i in counting:
+            spans = self.components[i].spans
+            assert spans is not None
+            most = max(most, spans[state[i]])
+        return most
+
+    def calls(self, trace: Sequence[Event]) -> int:
+        """How many calls ``trace`` (a history of this system) stands for (``weight``)."""
+        if not self.skips:
+            return len(trace)
+        state, total = self.initial, 0
+        for event in trace:
+            total += self.weight(state, event)
+            state = self.successor(state, event)
+        return total
 
     def steps_from(self, state: State, tools: AbstractSet[str]) -> dict[State, Event]:
         """The states one step calling one of ``tools`` leads to from ``state``, each with
@@ -466,6 +541,37 @@ def _unmonitored(requirements: Sequence[Requirement], name: str) -> str:
     return f"requirement `{name}` has no monitor"
 
 
+def _skips(
+    monitors: Sequence[tuple[Requirement, Monitor]], tools: Sequence[str]
+) -> list[Skip | None]:
+    """Per monitor, how to tabulate it band by band (``check/skipping.py``), or None: its
+    counter's bands (with those of every counter of the same calls, which must skip alike)
+    are all narrower than ``SKIP_FROM``, or another counter counts some of its calls but
+    not the same ones (their counts drift apart: count by count)."""
+    callable_tools = [t for t in tools if t != FINAL_ANSWER]
+    found = [skip_of(m, m.tools()) for _, m in monitors]
+    events = [None if s is None else s.events(callable_tools) for s in found]
+    out: list[Skip | None] = list(found)
+    for i, skip in enumerate(found):
+        mine = events[i]
+        if skip is None or mine is None:
+            continue
+        group = [j for j, theirs in enumerate(events) if theirs is not None and theirs & mine]
+        if any(events[j] != mine for j in group):
+            out[i] = None
+            continue
+        shared = [skip]
+        for j in group:
+            other = found[j]
+            assert other is not None
+            skip = skip.sharing(other.counter.bounds)
+            shared.append(other.sharing(skip.bounds))
+        # The counters of the same calls skip alike, or none of them does.
+        wide = max(s.sharing(skip.bounds).widest() for s in shared) >= skipping.SKIP_FROM
+        out[i] = skip if wide else None
+    return out
+
+
 def _factors_of(monitor: Monitor) -> Sequence[Monitor]:
     """The monitors to tabulate for ``monitor``: its factors, or itself."""
     factors = monitor.factors()
@@ -484,6 +590,8 @@ def symbolic_problem(system: System) -> str | None:
     engine's module, so that choosing an engine imports no BDD package."""
     if system.mode != "strict":
         return "it decides strict mode only"
+    if system.skips:
+        return "it has counters tabulated band by band, which only the explicit engine weighs"
     if sum(c.requirement.yielding for c in system.components) > 1:
         return "it models one yielding requirement at most"
     for comp in system.components:

@@ -27,9 +27,9 @@ from ruleengine.errors import PolicyError
 from ruleengine.ir import FINAL_ANSWER, forced
 from ruleengine.requirements._targets import as_refs, names_now, resolve, resolve_all
 from ruleengine.requirements.base import DEFAULT_PRIORITY, Requirement
-from ruleengine.requirements.monitor import Monitor
+from ruleengine.requirements.monitor import Counter, Monitor
 from ruleengine.rules import Item, Rule
-from ruleengine.state import RunState, Status
+from ruleengine.state import STATUSES, RunState, Status
 
 __all__ = ["ConditionalMonitor", "ConditionalRequirement"]
 
@@ -96,6 +96,20 @@ class ConditionalMonitor(Monitor):
 
     def initial(self) -> View:
         return (0, None, 0, False, 1)
+
+    def counter(self) -> Counter | None:
+        """The count of the target's (counted) calls: the rules read it only as below or at
+        ``min_invocations`` and ``max_invocations``."""
+        if self._cap == 0:
+            return None
+        bounds = sorted({0, self.min_invocations, self.max_invocations or 0, self._cap})
+        return Counter(
+            self.target,
+            frozenset(("ok",)) if self.only_success else frozenset(STATUSES),
+            tuple(bounds),
+            _count_of,
+            _with_count,
+        )
 
     def advance(self, view: Hashable, tool: str, status: Status) -> View:
         count, last, after, before, step = _unpack(view)
@@ -194,6 +208,15 @@ class ConditionalMonitor(Monitor):
         if failed:
             causes.append(f"custom check {_listed(failed)} failed")
         return "; ".join(causes)
+
+
+def _count_of(view: Hashable) -> int:
+    return _unpack(view)[0]
+
+
+def _with_count(view: Hashable, count: int) -> View:
+    _, last, after, before, step = _unpack(view)
+    return (count, last, after, before, step)
 
 
 def _listed(names: Sequence[str], conjunction: str = "and") -> str:

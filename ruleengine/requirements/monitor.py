@@ -18,14 +18,16 @@ runtime and the checker cannot disagree.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Hashable, Iterable, Sequence
+from bisect import bisect_right
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ruleengine.rules import Item
     from ruleengine.state import RunState, Status
 
-__all__ = ["Monitor", "replay"]
+__all__ = ["Counter", "Monitor", "replay"]
 
 
 class Monitor(ABC):
@@ -73,6 +75,26 @@ class Monitor(ABC):
         """
         return tuple((self, i) for i in range(self.checks))
 
+    def counter(self) -> Counter | None:
+        """The count of one tool's calls this monitor's view keeps, or ``None`` (the default).
+
+        A monitor that declares one promises, for every view ``v`` and count ``c`` the view
+        can hold:
+
+        1. a call of ``Counter.tool`` ending with one of ``Counter.statuses`` adds one to the
+           count (it stays at ``Counter.bounds[-1]``, the largest); any other step leaves it;
+        2. the rest of the view moves as if the count were not there:
+           ``advance(write(v, c), t, s)`` is ``write(advance(v, t, s), c')`` with ``c'`` the
+           count rule 1 gives;
+        3. ``emit`` reads the count only through its *band*: two counts between the same two
+           consecutive ``bounds`` (the last one alone) give the same rules.
+
+        The static checker then skips through a band (``check/pumping.py``) instead of
+        visiting every count in it: ``max_invocations = 100000`` costs what ``10`` does.
+        Tests check the promise for every built-in (the counter law).
+        """
+        return None
+
     def factors(self) -> Sequence[Monitor] | None:
         """Independent monitors whose product is this one, or ``None`` (the default).
 
@@ -84,6 +106,30 @@ class Monitor(ABC):
         opaque checks.
         """
         return None
+
+
+@dataclass(frozen=True, slots=True)
+class Counter:
+    """A count a monitor's view keeps (see ``Monitor.counter``)."""
+
+    tool: str
+    statuses: frozenset[str]
+    """The statuses of the calls it counts."""
+    bounds: tuple[int, ...]
+    """Where its bands start, increasing from 0; the last is the count it stays at."""
+    read: Callable[[Hashable], int]
+    """The count a view holds."""
+    write: Callable[[Hashable, int], Hashable]
+    """The view with another count (a count in ``0..bounds[-1]``)."""
+
+    def band(self, count: int) -> int:
+        """The index of the band ``count`` is in."""
+        return bisect_right(self.bounds, count) - 1
+
+    def size(self, count: int) -> int:
+        """How many counts ``count``'s band holds (the last band holds one)."""
+        i = self.band(count)
+        return 1 if i + 1 == len(self.bounds) else self.bounds[i + 1] - self.bounds[i]
 
 
 def replay(monitor: Monitor, trace: Iterable[tuple[str, Status]]) -> Hashable:

@@ -1,0 +1,169 @@
+"""Skipping through counts: a component whose monitor keeps a large count is tabulated with
+one view per band of the count, not one per count.
+
+A monitor may declare a ``Counter`` (``Monitor.counter``): a count of one tool's calls that
+its rules read only through bands (``max_invocations = 100000``: below the cap, or at it).
+Its component is then tabulated with two views per band: the band's first count (its
+*start*) and the count after it, standing for the rest of the band (its *inside*). The
+first call into a band is a step like any other (it may change other views: the first call
+of a tool that another requirement waits for); a call from an inside must change nothing
+but the count, and then the band's remaining calls can be taken at once, a step to the next
+band's start that weighs that many calls. This is exact:
+
+- every count of a band gives the same rules, and calls from an inside change no other
+  view (checked at the monitor's views when it is tabulated, and at each state of the
+  system by the explicit engine, which raises ``Impure`` where one does: the check then
+  runs again without skipping), so a state at any count of an inside decides as the state
+  the inside stands for, and the states reachable from them differ only in that count;
+- the shortest history to a state takes an inside's calls where the tool is allowed, all at
+  once: it is a weighted shortest path (``explicit.analyse`` searches by weighted depth);
+- an inside stands for its first count alone, or for all of its counts when some state of
+  it where the tool is allowed leads there (``explicit`` counts them, so a report says how
+  many states there are, as without skipping).
+
+Traces are kept with one counting call per inside crossed (every internal replay uses the
+skipping system); ``expand`` writes each such call out as the calls it weighs, before a
+report leaves ``check``.
+
+Where a call from an inside changes anything else (a step counter, the last tool called),
+the component is tabulated count by count, or the check runs again without skipping.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Hashable, Sequence
+from itertools import pairwise
+from typing import Protocol
+
+from ruleengine.check.report import Finding, TraceStep
+from ruleengine.requirements.monitor import Counter, Monitor
+from ruleengine.state import STATUSES, Status
+
+Event = tuple[str, Status]
+
+
+class Weighted(Protocol):
+    """What ``expand`` reads of a system (``System``): its steps and their weights."""
+
+    @property
+    def initial(self) -> tuple[int, ...]: ...
+
+    def weight(self, state: tuple[int, ...], event: Event) -> int: ...
+
+    def successor(self, state: tuple[int, ...], event: Event) -> tuple[int, ...]: ...
+
+__all__ = ["SKIP_FROM", "Impure", "NotPure", "Skip", "expand", "skip_of"]
+
+SKIP_FROM = 64
+"""The smallest band a counter must have for its component to be tabulated band by band
+(smaller counts cost less to visit than to reason about)."""
+
+
+class NotPure(Exception):
+    """A counting call changes more than the count, or another step changes the count: the
+    monitor is tabulated view by view."""
+
+
+class Impure(Exception):
+    """A counting call inside a band moves another component: the system is checked again
+    without skipping (raised by the explicit engine where it meets one)."""
+
+
+class Skip:
+    """How a component with a counter steps band by band (see the module's docstring).
+
+    Its views hold a band's first count (the band's *start*) or the one after it (its
+    *inside*, standing for every count after the start to the band's end). A counting call
+    from a start is a step like any other (to the inside, or to the next start when the
+    band holds one count); one from an inside, which must change nothing but the count,
+    leads to the next band's start and weighs the calls it stands for (``span``)."""
+
+    def __init__(
+        self, monitor: Monitor, counter: Counter, bounds: tuple[int, ...] | None = None
+    ) -> None:
+        self.monitor = monitor
+        self.counter = counter
+        self.bounds = counter.bounds if bounds is None else bounds
+        """Where bands start: the counter's own bounds, and those of the other counters of
+        the same calls (so that counters of the same calls skip alike)."""
+
+    def events(self, tools: Sequence[str]) -> frozenset[tuple[str, Status]]:
+        """The steps that count, among calls of ``tools``."""
+        return frozenset((t, s) for t in tools for s in STATUSES if self.counts(t, s))
+
+    def sharing(self, bounds: Sequence[int]) -> Skip:
+        """This skip with the bands of other counters of the same calls as well."""
+        return Skip(self.monitor, self.counter, tuple(sorted({*self.bounds, *bounds})))
+
+    def counts(self, tool: str, status: Status) -> bool:
+        return tool == self.counter.tool and status in self.counter.statuses
+
+    def advance(self, view: Hashable, tool: str, status: Status) -> Hashable:
+        """The view after a step. Raises ``NotPure`` where the monitor breaks its promise,
+        or a counting call from an inside changes more than the count."""
+        c = self.counter
+        after = self.monitor.advance(view, tool, status)
+        count = c.read(view)
+        if not self.counts(tool, status):
+            if c.read(after) != count:
+                raise NotPure
+            return after
+        if self.span(view) == 1:
+            return after
+        if after != c.write(view, count + 1):
+            raise NotPure
+        return c.write(view, self.bounds[bisect_right(self.bounds, count)])
+
+    def span(self, view: Hashable) -> int:
+        """How many counts ``view`` stands for, and how many calls a counting step from it
+        weighs: a band's inside from its count to the band's end (below the counter's own
+        largest count, where it stays), else one."""
+        count = self.counter.read(view)
+        following = bisect_right(self.bounds, count)
+        if following == len(self.bounds) or count >= self.counter.bounds[-1]:
+            return 1
+        if count == self.bounds[following - 1]:
+            return 1  # a band's start
+        return self.bounds[following] - count
+
+    def widest(self) -> int:
+        """The most counts one band holds (below the counter's largest count)."""
+        top = self.counter.bounds[-1]
+        return max((b - a for a, b in pairwise(self.bounds) if b <= top), default=0)
+
+
+def skip_of(monitor: Monitor, named: frozenset[str] | None) -> Skip | None:
+    """How to tabulate ``monitor`` band by band, or None: it keeps no counter, or its
+    counted tool shares a class with others (``named``: ``Monitor.tools()``). Whether its
+    bands are wide enough (``SKIP_FROM``) is for the system to say, with the other counters
+    of the same calls (``Skip.sharing``)."""
+    counter = monitor.counter()
+    if counter is None:
+        return None
+    bounds = counter.bounds
+    if not bounds or bounds[0] != 0 or any(b <= a for a, b in pairwise(bounds)):
+        return None  # not a promise the checker can use
+    if named is not None and counter.tool not in named:
+        return None
+    return Skip(monitor, counter)
+
+
+def expand(system: Weighted, findings: Sequence[Finding]) -> list[Finding]:
+    """``findings`` with each counting call that crosses a band written out as the band's
+    size of calls (the histories the runtime replays)."""
+    return [_expanded(system, f) for f in findings]
+
+
+def _expanded(system: Weighted, finding: Finding) -> Finding:
+    if not finding.trace:
+        return finding
+    state = system.initial
+    steps: list[TraceStep] = []
+    for step in finding.trace:
+        event: Event = (step.tool, step.status)
+        steps.extend([step] * system.weight(state, event))
+        state = system.successor(state, event)
+    if len(steps) == len(finding.trace):
+        return finding
+    return finding.model_copy(update={"trace": tuple(steps)})

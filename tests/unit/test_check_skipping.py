@@ -1,0 +1,70 @@
+"""Skipping through counts (``check/skipping.py``): a counter's threshold costs what its
+bands cost, not one state per count, and the reports say what visiting every count says."""
+
+from __future__ import annotations
+
+from ruleengine import ConditionalRequirement as C
+from ruleengine import Reasoner
+from ruleengine.check import check, confirm
+from ruleengine.check.system import System
+
+
+def test_a_cap_of_a_hundred_thousand_is_a_few_views_and_every_state_is_counted() -> None:
+    reqs = [C("a", max_invocations=100_000, name="cap")]
+    system = System(["a", "b"], reqs, skipping=True)
+    assert [len(c.views) for c in system.components] == [3]  # 0, 1 (to 99,999), 100,000
+    assert [len(c.views) for c in System(["a", "b"], reqs).components] == [100_001]
+    report = check(["a", "b"], reqs)
+    assert report.complete and report.findings == ()
+    assert report.stats.states == 100_001
+
+
+def test_a_deadlock_past_two_counters_has_its_whole_trace_and_replays() -> None:
+    tools = ["a", "b"]
+    reqs = [
+        C("a", max_invocations=300, name="cap"),
+        C("a", min_invocations=301, name="need"),
+        C("b", only_after=["a"], max_invocations=100, name="b-after"),
+    ]
+    skipped = check(tools, reqs, max_iterations=500)
+    exact = check(tools, reqs, engine="symbolic", max_iterations=500)  # every count visited
+    assert [(f.id, len(f.trace)) for f in skipped.findings] == [
+        (f.id, len(f.trace)) for f in exact.findings
+    ]
+    deadlock = next(f for f in skipped.findings if f.id == "deadlock")
+    assert len(deadlock.trace) == 400 and "after 400 steps" in deadlock.message
+    assert confirm(Reasoner(tools, reqs), deadlock) is None
+    assert skipped.stats.states == exact.stats.states
+
+
+def test_counters_of_the_same_calls_skip_in_step() -> None:
+    # Their counts are always equal: 100,001 states, not 100,001².
+    reqs = [
+        C("a", max_invocations=100_000, name="cap"),
+        C("a", min_invocations=50_000, name="need"),
+    ]
+    report = check(["a", "b"], reqs, max_iterations=200_000)
+    assert report.complete and report.stats.states == 100_001
+    assert report.findings == ()
+
+
+def test_a_counter_whose_calls_another_requirement_sees_is_counted_call_by_call() -> None:
+    # A step counter moves on every call until step 3: the calls inside the first band
+    # are not alike there, so the check runs again without skipping, with the same report.
+    tools = ["a", "b"]
+    reqs = [C("a", max_invocations=100, name="cap"), C("b", force_at_step=3, name="third")]
+    report = check(tools, reqs, max_iterations=10)
+    exact = check(tools, reqs, engine="symbolic", max_iterations=10)
+    assert report.model_dump(exclude={"stats"}) == exact.model_dump(exclude={"stats"})
+    assert report.stats.states == exact.stats.states
+
+
+def test_a_conditional_monitor_declares_the_counts_its_rules_read() -> None:
+    monitor = C("a", min_invocations=3, max_invocations=10).bind(["a", "b"]).monitor()
+    assert monitor is not None
+    counter = monitor.counter()
+    assert counter is not None and counter.tool == "a" and counter.bounds == (0, 3, 10)
+    assert counter.statuses == frozenset({"ok"})
+    assert [counter.band(n) for n in (0, 2, 3, 9, 10)] == [0, 0, 1, 1, 2]
+    no_count = C("a", max_invocations=0).bind(["a", "b"]).monitor()
+    assert no_count is not None and no_count.counter() is None
