@@ -53,6 +53,7 @@ class Weighted(Protocol):
 
     def successor(self, state: tuple[int, ...], event: Event) -> tuple[int, ...]: ...
 
+
 __all__ = ["SKIP_FROM", "Impure", "NotPure", "Skip", "expand", "skip_of"]
 
 SKIP_FROM = 64
