@@ -40,6 +40,13 @@ from ruleengine.check.report import Finding, TraceStep
 from ruleengine.requirements.monitor import Counter, Monitor
 from ruleengine.state import STATUSES, Status
 
+__all__ = ["SKIP_FROM", "Impure", "NotPure", "Skip", "Weighted", "expand", "skip_of"]
+
+SKIP_FROM = 64
+"""The smallest band a counter must have for its component to be tabulated band by band
+(smaller counts cost less to visit than to reason about)."""
+
+
 Event = tuple[str, Status]
 
 
@@ -52,13 +59,6 @@ class Weighted(Protocol):
     def weight(self, state: tuple[int, ...], event: Event) -> int: ...
 
     def successor(self, state: tuple[int, ...], event: Event) -> tuple[int, ...]: ...
-
-
-__all__ = ["SKIP_FROM", "Impure", "NotPure", "Skip", "expand", "skip_of"]
-
-SKIP_FROM = 64
-"""The smallest band a counter must have for its component to be tabulated band by band
-(smaller counts cost less to visit than to reason about)."""
 
 
 class NotPure(Exception):
