@@ -37,6 +37,7 @@ from itertools import pairwise
 from typing import Protocol
 
 from ruleengine.check.report import Finding, TraceStep
+from ruleengine.errors import PolicyError
 from ruleengine.requirements.monitor import Counter, Monitor
 from ruleengine.state import STATUSES, Status
 
@@ -84,7 +85,9 @@ class Skip:
         self, monitor: Monitor, counter: Counter, bounds: tuple[int, ...] | None = None
     ) -> None:
         self.monitor = monitor
-        self.counter = counter
+        self.counter = (
+            counter if isinstance(counter, _Checked) else _Checked(counter, type(monitor).__name__)
+        )
         self.bounds = counter.bounds if bounds is None else bounds
         """Where bands start: the counter's own bounds, and those of the other counters of
         the same calls (so that counters of the same calls skip alike)."""
@@ -134,6 +137,39 @@ class Skip:
         return max((b - a for a, b in pairwise(self.bounds) if b <= top), default=0)
 
 
+class _Checked(Counter):
+    """A monitor's ``Counter`` whose ``read`` and ``write`` fail with a ``PolicyError``
+    naming the monitor (a wrong count is a broken promise, not a verdict)."""
+
+    def __init__(self, counter: Counter, owner: str) -> None:
+        def read(view: Hashable) -> int:
+            try:
+                count = counter.read(view)
+            except Exception as exc:
+                raise _broken(owner, "read", exc) from exc
+            if type(count) is not int:
+                raise PolicyError(
+                    f"{owner}.counter().read gave `{count!r:.40}` for view `{view!r:.40}`: "
+                    "it must be an int"
+                )
+            return count
+
+        def write(view: Hashable, count: int) -> Hashable:
+            try:
+                return counter.write(view, count)
+            except Exception as exc:
+                raise _broken(owner, "write", exc) from exc
+
+        super().__init__(counter.tool, counter.statuses, counter.bounds, read, write)
+
+
+def _broken(owner: str, what: str, exc: Exception) -> PolicyError:
+    return PolicyError(
+        f"{owner}.counter().{what} raised {type(exc).__name__}: {exc}",
+        hint="a monitor's counter must read and write every view its monitor gives",
+    )
+
+
 def skip_of(monitor: Monitor, named: frozenset[str] | None) -> Skip | None:
     """How to tabulate ``monitor`` band by band, or None: it keeps no counter, or its
     counted tool shares a class with others (``named``: ``Monitor.tools()``). Whether its
@@ -142,6 +178,11 @@ def skip_of(monitor: Monitor, named: frozenset[str] | None) -> Skip | None:
     counter = monitor.counter()
     if counter is None:
         return None
+    if not isinstance(counter, Counter):
+        raise PolicyError(
+            f"{type(monitor).__name__}.counter() gave `{counter!r:.60}`: it must be a `Counter`"
+            " or None"
+        )
     bounds = counter.bounds
     if not bounds or bounds[0] != 0 or any(b <= a for a, b in pairwise(bounds)):
         return None  # not a promise the checker can use

@@ -4,7 +4,7 @@ from ruleengine.requirements.arguments import ArgumentsRequirement, parameters_o
 from ruleengine.requirements.base import FunctionRequirement, Requirement, requirement
 from ruleengine.requirements.conditional import ConditionalMonitor, ConditionalRequirement
 from ruleengine.requirements.cycle import CycleGuard, CycleMonitor, canonical_arguments
-from ruleengine.requirements.monitor import Monitor, replay
+from ruleengine.requirements.monitor import Counter, Monitor, replay
 from ruleengine.requirements.permission import AskPermissionRequirement, PermissionMonitor
 
 __all__ = [
@@ -12,6 +12,7 @@ __all__ = [
     "AskPermissionRequirement",
     "ConditionalMonitor",
     "ConditionalRequirement",
+    "Counter",
     "CycleGuard",
     "CycleMonitor",
     "FunctionRequirement",

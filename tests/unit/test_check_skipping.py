@@ -3,10 +3,24 @@ bands cost, not one state per count, and the reports say what visiting every cou
 
 from __future__ import annotations
 
+from collections.abc import Hashable
+
+import pytest
+
 from ruleengine import ConditionalRequirement as C
-from ruleengine import Reasoner
+from ruleengine import (
+    Monitor,
+    PolicyError,
+    Reasoner,
+    Requirement,
+    Rule,
+    RunState,
+    requirement,
+)
 from ruleengine.check import check, confirm
 from ruleengine.check.system import System
+from ruleengine.requirements import Counter
+from ruleengine.state import STATUSES, Status
 
 
 def test_a_cap_of_a_hundred_thousand_is_a_few_views_and_every_state_is_counted() -> None:
@@ -68,3 +82,50 @@ def test_a_conditional_monitor_declares_the_counts_its_rules_read() -> None:
     assert [counter.band(n) for n in (0, 2, 3, 9, 10)] == [0, 0, 1, 1, 2]
     no_count = C("a", max_invocations=0).bind(["a", "b"]).monitor()
     assert no_count is not None and no_count.counter() is None
+
+
+class _Capped(Monitor):
+    """Calls of `a`, every status, up to 100; `a` allowed below 100."""
+
+    def initial(self) -> int:
+        return 0
+
+    def advance(self, view: Hashable, tool: str, status: Status) -> int:
+        assert isinstance(view, int)
+        return min(view + (tool == "a"), 100)
+
+    def emit(self, view: Hashable, checks: tuple[bool, ...] = ()) -> tuple[Rule, ...]:
+        assert isinstance(view, int)
+        return (Rule("a", allowed=view < 100),)
+
+    def tools(self) -> frozenset[str]:
+        return frozenset({"a"})
+
+
+def _capped(counter: object) -> Requirement:
+    class Declared(_Capped):
+        def counter(self) -> Counter | None:
+            return counter  # type: ignore[return-value]
+
+    @requirement(monitor=Declared(), name="cap")
+    def cap(state: RunState) -> list[Rule]:
+        return [Rule("a", allowed=state.count("a") < 100)]
+
+    return cap
+
+
+def test_a_hand_written_counter_is_skipped_through_or_refused_by_name() -> None:
+    every = frozenset(STATUSES)
+    good = Counter("a", every, (0, 100), lambda v: v, lambda v, c: c)  # type: ignore[arg-type,return-value]
+    assert check(["a", "b"], [_capped(good)]).stats.states == 101
+    # A promise the monitor does not keep (it counts every status): count by count.
+    liar = Counter("a", frozenset({"ok"}), (0, 100), lambda v: v, lambda v, c: c)  # type: ignore[arg-type,return-value]
+    assert check(["a", "b"], [_capped(liar)]).stats.states == 101
+    broken = Counter("a", every, (0, 100), lambda v: 1 // 0, lambda v, c: c)
+    with pytest.raises(PolicyError, match=r"Declared.counter\(\).read raised ZeroDivisionError"):
+        check(["a", "b"], [_capped(broken)])
+    floats = Counter("a", every, (0, 100), lambda v: float(v), lambda v, c: c)  # type: ignore[arg-type,return-value]
+    with pytest.raises(PolicyError, match=r"read gave `0.0` for view `0`: it must be an int"):
+        check(["a", "b"], [_capped(floats)])
+    with pytest.raises(PolicyError, match=r"counter\(\) gave `'junk'`: it must be a `Counter`"):
+        check(["a", "b"], [_capped("junk")])
