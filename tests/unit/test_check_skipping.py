@@ -4,6 +4,7 @@ bands cost, not one state per count, and the reports say what visiting every cou
 from __future__ import annotations
 
 from collections.abc import Hashable
+from typing import Any
 
 import pytest
 
@@ -129,3 +130,32 @@ def test_a_hand_written_counter_is_skipped_through_or_refused_by_name() -> None:
         check(["a", "b"], [_capped(floats)])
     with pytest.raises(PolicyError, match=r"counter\(\) gave `'junk'`: it must be a `Counter`"):
         check(["a", "b"], [_capped("junk")])
+
+
+def test_auto_skips_through_counts_only_where_the_explicit_engine_can_cover_the_space(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import ruleengine.check.run as check_run
+    from benchmarks._policies import make_policy
+
+    given: list[bool] = []
+    engine = check_run._engine
+
+    def spy(system: System, *args: Any, **kwargs: Any) -> Any:
+        given.append(bool(system.skips))
+        return engine(system, *args, **kwargs)
+
+    monkeypatch.setattr(check_run, "_engine", spy)
+    narrow = check(["a", "b"], [C("a", max_invocations=100_000, name="cap")])
+    assert given and all(given) and narrow.stats.states == 100_001
+    # Twenty tools whose approvals interleave freely, and one large cap: too wide for the
+    # explicit engine, so the symbolic one checks it, every count visited.
+    wide = make_policy("approvals", 20, 40, 1)
+    reqs = [*wide.requirements, C(wide.tools[3], max_invocations=100, name="big-cap")]
+    given.clear()
+    report = check(wide.tools, reqs, mode=wide.mode, max_iterations=wide.max_iterations)
+    assert given and not any(given) and report.complete
+    exact = check(
+        wide.tools, reqs, mode=wide.mode, max_iterations=wide.max_iterations, engine="symbolic"
+    )
+    assert report.model_dump(exclude={"stats"}) == exact.model_dump(exclude={"stats"})
