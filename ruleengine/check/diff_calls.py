@@ -28,7 +28,13 @@ from typing import Any
 from ruleengine.check.examples import Reads, _filled, _json, _unique
 from ruleengine.check.report import CallVerdict, CallWitness, TraceStep
 from ruleengine.check.trace import emit_state
-from ruleengine.conditions.admission import Admission, ArgCheck, same_calls, some_arguments
+from ruleengine.conditions.admission import (
+    Admission,
+    ArgCheck,
+    same_calls,
+    separating_run,
+    some_arguments,
+)
 from ruleengine.conditions.evaluate import Undefined
 from ruleengine.conditions.terms import All, AnyOf, Negation, Term, run_values, walk
 from ruleengine.conditions.types import Parameters, ParamType
@@ -141,6 +147,11 @@ def call_witness(left: Reasoner, right: Reasoner, tools: Sequence[str]) -> Found
     about (the shortest history first; at equal length, a refusal first); None when none is
     found within the bounds."""
     reads = [r for r in (Reads.of(left), Reads.of(right)) if r is not None]
+    if reads:
+        # Run values under which the two decide some call differently (a price between two
+        # limits): histories that hold them are tried too.
+        for values in _separating(left, right):
+            reads[0].add_run(values)
     inputs: list[str | None] = [None]
     if any(r.input_read for r in reads):
         models = [m for r in reads for m in r.models]
@@ -178,6 +189,21 @@ def call_witness(left: Reasoner, right: Reasoner, tools: Sequence[str]) -> Found
         if asked is not None:
             return asked
     return None
+
+
+def _separating(left: Reasoner, right: Reasoner) -> list[dict[Term, Any]]:
+    """Per tool whose conditions differ (as written), run values under which they decide
+    some call differently (``separating_run``), where Z3 finds some."""
+    a, b = _conditions(left), _conditions(right)
+    declared = {**_declared(right), **_declared(left)}
+    empty: _Side = ([], [], [])
+    out = []
+    for tool in differing(left, right):
+        params: dict[str, ParamType] = dict(declared.get(tool) or {})
+        found = separating_run(a.get(tool, empty), b.get(tool, empty), params, tools=declared)
+        if found:
+            out.append(found)
+    return out
 
 
 def _asks_differ(left: Reasoner, right: Reasoner, tools: Sequence[str]) -> list[str]:

@@ -148,6 +148,14 @@ class Reads:
             out.insert(0, merged)
         return out
 
+    def add_run(self, values: Mapping[Any, Any]) -> None:
+        """Take a model's run values (by term) as one more candidate: after the others, so
+        what a finding shows with the policy's own models comes first."""
+        found = _values_of(values)
+        self.models.append(found)
+        if found.input is not None:
+            self.input_read = True
+
     # -- the search ------------------------------------------------------------------------
 
     def example(self, finding: Finding) -> Finding | None:

@@ -62,6 +62,7 @@ __all__ = [
     "equivalent",
     "satisfiable",
     "satisfiable_with_run",
+    "separating_run",
 ]
 
 RLIMIT = 5_000_000
@@ -486,6 +487,44 @@ def equivalent(
     Z3 finds a call and values on which they differ; ``None`` when it cannot tell, or a
     condition has no Z3 form. The two must read the same run values (a value the run lacks
     refuses every call, which the unknowns do not say): the caller checks that."""
+    found = _difference(old, new, parameters, tools)
+    if found is None:
+        return None
+    answer, _, _ = found
+    if answer == z3.unsat:
+        return True
+    return False if answer == z3.sat else None
+
+
+def separating_run(
+    old: Conditions,
+    new: Conditions,
+    parameters: Parameters,
+    tools: Mapping[str, Parameters | None],
+) -> dict[Term, Any] | None:
+    """Values of the run values the conditions read (``input``, ``last(…)``, by term) under
+    which some call is decided differently by the two sets of conditions, as
+    ``equivalent`` finds them; None when it finds none (or cannot tell). A run value read
+    only through ``outputs(…)`` gets none."""
+    found = _difference(old, new, parameters, tools)
+    if found is None or found[0] != z3.sat:
+        return None
+    _, enc, solver = found
+    model = solver.model()
+    return {
+        term: _argument(model.eval(v, model_completion=True), kind)
+        for (term, kind), v in enc.run.items()
+    }
+
+
+def _difference(
+    old: Conditions,
+    new: Conditions,
+    parameters: Parameters,
+    tools: Mapping[str, Parameters | None],
+) -> tuple[z3.CheckSatResult, _Proof, z3.Solver] | None:
+    """Z3's answer to "some call and run values on which the two decide differently", with
+    the encoder and solver (its model, when sat); None when a condition has no Z3 form."""
     ctx = z3.Context()
     enc = _Proof(parameters, ctx, tools)
     enc.presence([t for side in (old, new) for group in side for t in group])
@@ -510,10 +549,8 @@ def equivalent(
     except _NotEncodable:
         return None
     differ = z3.Or(a_old != a_new, z3.And(a_old, k_old != k_new))
-    answer, _ = _answer(enc, [differ], ctx)
-    if answer == z3.unsat:
-        return True
-    return False if answer == z3.sat else None
+    answer, solver = _answer(enc, [differ], ctx)
+    return answer, enc, solver
 
 
 def _is_bool(e: z3.ExprRef) -> bool:

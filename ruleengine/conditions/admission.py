@@ -30,6 +30,7 @@ __all__ = [
     "clashing",
     "conditions_text",
     "same_calls",
+    "separating_run",
     "some_arguments",
     "some_run",
 ]
@@ -227,6 +228,21 @@ def some_run(
     from ruleengine.conditions import _z3
 
     return _z3.satisfiable_with_run(required, forbidden, mentioned, parameters, tools)
+
+
+def separating_run(
+    old: tuple[Sequence[Term], Sequence[Term], Sequence[Term]],
+    new: tuple[Sequence[Term], Sequence[Term], Sequence[Term]],
+    parameters: Mapping[str, ParamType],
+    *,
+    tools: Mapping[str, Parameters | None],
+) -> dict[Term, Any] | None:
+    """Values of the run values two sets of conditions on one tool read (by term: ``input``,
+    ``last(…)``) under which they decide some call differently, or None when Z3 finds none
+    (``_z3.separating_run``): what a history must hold for a call to tell them apart."""
+    from ruleengine.conditions import _z3
+
+    return _z3.separating_run(old, new, parameters, tools)
 
 
 def same_calls(

@@ -125,3 +125,25 @@ def test_an_ask_if_that_reads_a_missing_argument_is_not_a_witness_of_asking() ->
     assert report.call is not None
     a, b = replayed(old, new, report)
     assert a.ok != b.ok or bool(a.ask) != bool(b.ask)
+
+
+# -- differences that need values of the run ---------------------------------------------------
+
+LIMIT = "arg.amount <= last('lookup').output.price"
+
+
+def test_a_difference_that_needs_a_value_of_the_run_gets_a_history_that_holds_it() -> None:
+    # Both refuse a payment above the looked-up price; they ask (or refuse) from different
+    # amounts: only a lookup whose price lies between tells them apart, and diff finds one.
+    base = policy(allow_if=LIMIT, ask_if="arg.amount > 50")
+    for other in (
+        policy(allow_if=LIMIT, ask_if="arg.amount > 80"),
+        policy(allow_if=LIMIT, ask_if="arg.amount > 50", deny_if="arg.amount > 80"),
+    ):
+        report = diff_policies(base, other)
+        assert not report.equivalent and report.complete and report.call is not None
+        assert [s.tool for s in report.trace] == ["lookup"]
+        old, new = replayed(base, other, report)
+        assert (old.ok, bool(old.ask)) != (new.ok, bool(new.ask))
+        price = report.trace[0].output["price"]
+        assert price > 50 and 50 < report.call.arguments["amount"] <= price
