@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from ruleengine.aggregate import Clash
 from ruleengine.check.analysis import Analysis, Witness
 from ruleengine.check.progress import note as note_progress
-from ruleengine.check.skipping import Impure
+from ruleengine.check.skipping import exact_skip, stood_for
 from ruleengine.check.system import Event, State, System
 from ruleengine.ir import FINAL_ANSWER
 from ruleengine.passes import Pass
@@ -262,29 +262,11 @@ class _Explorer:
         self.result.depth_done = self.nodes[i].depth - 1
 
     def _states(self) -> int:
-        """The states the nodes found stand for: one each, or, for a view of a band
-        (``System.weight``), the band's counts where the band's tool can be called on a way
-        to it (see ``check/skipping.py``)."""
+        """The states the nodes found stand for (``skipping.stood_for``)."""
         if not self.weighted:
             return len(self.nodes)
-        system, nodes = self.system, self.nodes
-        factor = [1] * len(nodes)
-        # The components counting the same calls keep the same count: one factor each group.
-        for group in sorted(set(system.skips.values())):
-            todo = [i for i, groups in self.skipping.items() if group in groups]
-            full = set(todo)
-            while todo:
-                i = todo.pop()
-                crossing = self.crossing.get(i, set())
-                for j in self.edges.get(i, ()):
-                    if j not in full and (j, group) not in crossing:
-                        full.add(j)
-                        todo.append(j)
-            for i in full:
-                state = nodes[i].state
-                spans = [system.components[k].spans for k in group]
-                factor[i] *= max(s[state[k]] for k, s in zip(group, spans, strict=True) if s)
-        return sum(factor)
+        states = [n.state for n in self.nodes]
+        return stood_for(self.system, states, self.edges, self.skipping, self.crossing)
 
     def _expand(self, i: int, queue: _Queue) -> None:
         system, node = self.system, self.nodes[i]
@@ -360,17 +342,10 @@ class _Explorer:
         return list(found)
 
     def _skipped(self, i: int, after: State, counting: tuple[int, ...], weight: int) -> None:
-        """Note that a counting step from node ``i`` to ``after`` skips ``weight`` calls of
-        the bands of ``counting``'s components; raise ``Impure`` where the skip is not
-        exact: another component's view moves, or one of ``counting`` is at a band's start
-        (a different count: its next call is a step of its own)."""
-        system, state = self.system, self.nodes[i].state
-        for n, (a, b) in enumerate(zip(after, state, strict=True)):
-            if a == b:
-                continue
-            spans = system.components[n].spans
-            if n not in counting or spans is None or spans[b] != weight:
-                raise Impure
+        """Note that a counting step from node ``i`` skips through the insides of
+        ``counting``'s components (``skipping.exact_skip`` raises ``Impure`` where it is
+        not exact)."""
+        exact_skip(self.system, self.nodes[i].state, after, counting, weight)
         self.skipping.setdefault(i, set()).add(counting)
 
     def _conflict(
@@ -430,9 +405,9 @@ class _Explorer:
                 if not reaches[i]:
                     reaches[i] = True
                     todo.append(i)
-        # The first such node by depth (by index when every step is one call).
-        order = sorted(range(len(nodes)), key=lambda i: (nodes[i].depth, i))
-        for i in order:
+        # The first such node by depth (by index, when every step is one call).
+        order = sorted(range(len(nodes)), key=lambda i: nodes[i].depth) if self.weighted else None
+        for i in order or range(len(nodes)):
             node = nodes[i]
             if self.deciding[i] and not reaches[i]:
                 # Stuck whatever the checks say; but the state has a pass (rather than a

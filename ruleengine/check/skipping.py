@@ -32,7 +32,7 @@ the component is tabulated count by count, or the check runs again without skipp
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from itertools import pairwise
 from typing import Protocol
 
@@ -41,7 +41,17 @@ from ruleengine.errors import PolicyError
 from ruleengine.requirements.monitor import Counter, Monitor
 from ruleengine.state import STATUSES, Status
 
-__all__ = ["SKIP_FROM", "Impure", "NotPure", "Skip", "Weighted", "expand", "skip_of"]
+__all__ = [
+    "SKIP_FROM",
+    "Impure",
+    "NotPure",
+    "Skip",
+    "Weighted",
+    "exact_skip",
+    "expand",
+    "skip_of",
+    "stood_for",
+]
 
 SKIP_FROM = 64
 """The smallest band a counter must have for its component to be tabulated band by band
@@ -51,15 +61,24 @@ SKIP_FROM = 64
 Event = tuple[str, Status]
 
 
+State = tuple[int, ...]
+
+
 class Weighted(Protocol):
-    """What ``expand`` reads of a system (``System``): its steps and their weights."""
+    """What this module reads of a system (``System``): its steps, their weights, and the
+    components counting each step (with the counts each view stands for)."""
 
     @property
-    def initial(self) -> tuple[int, ...]: ...
+    def initial(self) -> State: ...
 
-    def weight(self, state: tuple[int, ...], event: Event) -> int: ...
+    @property
+    def skips(self) -> Mapping[Event, tuple[int, ...]]: ...
 
-    def successor(self, state: tuple[int, ...], event: Event) -> tuple[int, ...]: ...
+    def weight(self, state: State, event: Event) -> int: ...
+
+    def successor(self, state: State, event: Event) -> State: ...
+
+    def spans(self, component: int) -> Sequence[int] | None: ...
 
 
 class NotPure(Exception):
@@ -189,6 +208,51 @@ def skip_of(monitor: Monitor, named: frozenset[str] | None) -> Skip | None:
     if named is not None and counter.tool not in named:
         return None
     return Skip(monitor, counter)
+
+
+def exact_skip(
+    system: Weighted, state: State, after: State, counting: tuple[int, ...], weight: int
+) -> None:
+    """Raise ``Impure`` unless a counting step from ``state`` to ``after`` that weighs
+    ``weight`` calls moves only ``counting``'s components, each from an inside standing for
+    exactly that many counts (one at a band's start would take its next call as a step of
+    its own)."""
+    for n, (a, b) in enumerate(zip(after, state, strict=True)):
+        if a == b:
+            continue
+        spans = system.spans(n)
+        if n not in counting or spans is None or spans[b] != weight:
+            raise Impure
+
+
+def stood_for(
+    system: Weighted,
+    states: Sequence[State],
+    edges: Mapping[int, Sequence[int]],
+    skipping: Mapping[int, set[tuple[int, ...]]],
+    crossing: Mapping[int, set[tuple[int, tuple[int, ...]]]],
+) -> int:
+    """How many states the ``states`` a search found stand for: each one, times, for each
+    group of components counting the same calls, the counts its inside stands for where the
+    inside is *full*: reached along steps that do not count from a node whose counting step
+    skips through it (``skipping``: per node, the groups whose inside its counting step
+    skips; ``crossing``: per node, each node a counting step leads to, with its group).
+    Cost: one walk of ``edges`` per group."""
+    factor = [1] * len(states)
+    for group in sorted(set(system.skips.values())):
+        todo = [i for i, groups in skipping.items() if group in groups]
+        full = set(todo)
+        while todo:
+            i = todo.pop()
+            crossed = crossing.get(i, set())
+            for j in edges.get(i, ()):
+                if j not in full and (j, group) not in crossed:
+                    full.add(j)
+                    todo.append(j)
+        spans = [system.spans(k) for k in group]
+        for i in full:
+            factor[i] *= max(s[states[i][k]] for k, s in zip(group, spans, strict=True) if s)
+    return sum(factor)
 
 
 def expand(system: Weighted, findings: Sequence[Finding]) -> list[Finding]:

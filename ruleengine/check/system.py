@@ -448,6 +448,10 @@ class System:
             most = max(most, spans[state[i]])
         return most
 
+    def spans(self, component: int) -> tuple[int, ...] | None:
+        """Per view of ``component``, the counts it stands for (``Component.spans``)."""
+        return self.components[component].spans
+
     def calls(self, trace: Sequence[Event]) -> int:
         """How many calls ``trace`` (a history of this system) stands for (``weight``)."""
         if not self.skips:
