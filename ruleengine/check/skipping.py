@@ -202,9 +202,17 @@ def skip_of(monitor: Monitor, named: frozenset[str] | None) -> Skip | None:
             f"{type(monitor).__name__}.counter() gave `{counter!r:.60}`: it must be a `Counter`"
             " or None"
         )
+    owner = type(monitor).__name__
     bounds = counter.bounds
+    if not isinstance(bounds, tuple) or not all(type(b) is int for b in bounds):
+        raise PolicyError(f"{owner}.counter().bounds=`{bounds!r:.60}` is not a tuple of ints")
+    if not isinstance(counter.tool, str) or not isinstance(counter.statuses, frozenset):
+        raise PolicyError(
+            f"{owner}.counter(): `tool` must be a tool name and `statuses` a frozenset of"
+            f" statuses (got `{counter.tool!r:.40}`, `{counter.statuses!r:.40}`)"
+        )
     if not bounds or bounds[0] != 0 or any(b <= a for a, b in pairwise(bounds)):
-        return None  # not a promise the checker can use
+        return None  # not a promise the checker can use: count by count
     if named is not None and counter.tool not in named:
         return None
     return Skip(monitor, counter)

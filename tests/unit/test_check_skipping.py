@@ -130,6 +130,12 @@ def test_a_hand_written_counter_is_skipped_through_or_refused_by_name() -> None:
         check(["a", "b"], [_capped(floats)])
     with pytest.raises(PolicyError, match=r"counter\(\) gave `'junk'`: it must be a `Counter`"):
         check(["a", "b"], [_capped("junk")])
+    text_bounds = Counter("a", every, ("0", "100"), lambda v: v, lambda v, c: c)  # type: ignore[arg-type]
+    with pytest.raises(PolicyError, match=r"bounds=`\('0', '100'\)` is not a tuple of ints"):
+        check(["a", "b"], [_capped(text_bounds)])
+    # Bounds out of order promise nothing the checker can use: count by count.
+    unsorted = Counter("a", every, (0, 100, 50), lambda v: v, lambda v, c: c)  # type: ignore[arg-type,return-value]
+    assert check(["a", "b"], [_capped(unsorted)]).stats.states == 101
 
 
 def test_auto_skips_through_counts_only_where_the_explicit_engine_can_cover_the_space(
