@@ -21,7 +21,14 @@ from importlib import metadata
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any
 
-from ruleengine.check.render import RULES, Source, refusal, step_text, text_report, why_not_stop
+from ruleengine.check.render import (
+    RULES,
+    Source,
+    refusal,
+    steps_text,
+    text_report,
+    why_not_stop,
+)
 from ruleengine.check.report import FINDING_IDS, SEVERITY, Finding, Report, TraceStep
 from ruleengine.errors import ConflictError, PolicyError, RequirementError, RuleEngineError
 from ruleengine.ir import FINAL_ANSWER
@@ -187,7 +194,7 @@ def _finding_text(finding: Finding) -> str:
     """A finding's message, and its trace in words: what one line or one result says."""
     if not finding.trace:
         return finding.message
-    return f"{finding.message} (trace: {', '.join(step_text(s) for s in finding.trace)})"
+    return f"{finding.message} (trace: {steps_text(finding.trace)})"
 
 
 def _unchecked_result(failed: Unchecked) -> dict[str, Any]:

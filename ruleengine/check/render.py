@@ -127,11 +127,33 @@ def text_report(report: Report, policy: Source | None = None) -> str:
     return "\n".join(lines)
 
 
+RUN = 4
+"""Identical steps in a row from which a text trace prints them as one line."""
+
+
+def numbered(trace: Sequence[TraceStep]) -> list[str]:
+    """A trace's steps as numbered lines; ``RUN`` or more identical steps in a row (a
+    counter's calls) as one: ``3–100002. a (100000 times)``."""
+    lines: list[str] = []
+    n = 0
+    while n < len(trace):
+        step = trace[n]
+        end = n + 1
+        while end < len(trace) and trace[end] == step:
+            end += 1
+        if end - n >= RUN:
+            lines.append(f"{n + 1}–{end}. {step_values(step)} ({end - n} times)")
+        else:
+            lines.extend(f"{k + 1}. {step_values(step)}" for k in range(n, end))
+        n = end
+    return lines
+
+
 def _finding_lines(finding: Finding, policy: Source | None) -> list[str]:
     lines = [f"  {finding.severity} {finding.id}: {finding.message}"]
     if finding.id in ("deadlock", "forced-conflict", "no-finish", "forced-tie"):
         lines.append("    trace:" if finding.trace else "    trace: none, at the first step")
-        lines.extend(f"      {n}. {step_values(s)}" for n, s in enumerate(finding.trace, 1))
+        lines.extend(f"      {line}" for line in numbered(finding.trace))
         if finding.input is not None:
             lines.append(f"    input: {_brief(finding.input)}")
         if finding.depends_on_tool_outputs and any(s.arguments is None for s in finding.trace):
@@ -226,6 +248,21 @@ def step_text(step: TraceStep) -> str:
     return step.tool if step.status == "ok" else f"{step.tool} ({step.status})"
 
 
+def steps_text(trace: Sequence[TraceStep]) -> str:
+    """A trace in words on one line, ``RUN`` or more identical steps in a row as one:
+    ``a × 100000, b``."""
+    parts: list[str] = []
+    n = 0
+    while n < len(trace):
+        end = n + 1
+        while end < len(trace) and step_text(trace[end]) == step_text(trace[n]):
+            end += 1
+        text = step_text(trace[n])
+        parts += [f"{text} × {end - n}"] if end - n >= RUN else [text] * (end - n)
+        n = end
+    return ", ".join(parts)
+
+
 VALUES_WIDTH = 60
 """Characters of a step's example arguments or output shown in text (JSON gives them all)."""
 
@@ -275,7 +312,7 @@ def text_diff(report: DiffReport) -> str:
         when = f"after {_count(len(report.trace), 'step')}" if report.trace else "at the first step"
         lines = [f"{names} differ {when}"]
         lines.append("  trace:" if report.trace else "  trace: none, at the first step")
-        lines.extend(f"    {n}. {step_values(s)}" for n, s in enumerate(report.trace, 1))
+        lines.extend(f"    {line}" for line in numbered(report.trace))
         if report.input is not None:
             lines.append(f"  input: {_brief(report.input)}")
         difference = report.difference or {}

@@ -137,7 +137,7 @@ def check(
         run = concrete
 
     else:
-        if engine == "auto" and system.skips and not _narrow_enough(system, max_states, deadline):
+        if engine == "auto" and system.skips and not _narrow_enough(system, deadline):
             # Skipping through counts takes the explicit engine, which a wide space defeats:
             # the symbolic engine then, every count visited (one image per count).
             system = System(tools, requirements, mode=mode)
@@ -300,16 +300,16 @@ SKIP_PROBE_STATES = 20_000
 skips through (past them the space is too wide for it: ``_narrow_enough``)."""
 
 
-def _narrow_enough(system: System, max_states: int | None, deadline: float | None) -> bool:
+def _narrow_enough(system: System, deadline: float | None) -> bool:
     """Whether a search without liveness of ``system`` (which skips through counts) ends
     within ``SKIP_PROBE_STATES`` states: then the explicit engine checks it, counts taken by
     bands; else the symbolic engine does, count by count. (A counter of 100,000 calls costs
     the symbolic engine one image per count; a wide space costs the explicit engine a
     decision per state: 20 tools of approvals with one large cap, 58 s explicit against
     0.1 s symbolic.) False too where the search meets a skip another requirement sees."""
-    limit = SKIP_PROBE_STATES if max_states is None else min(SKIP_PROBE_STATES, max_states)
+    # Not cut by `max_states`: the check itself stops there; this only chooses the engine.
     try:
-        return analyse(system, max_states=limit, deadline=deadline, live=False).complete
+        return analyse(system, max_states=SKIP_PROBE_STATES, deadline=deadline, live=False).complete
     except Impure:
         return False  # another requirement sees the skipped calls: count by count anyway
 

@@ -7,8 +7,8 @@ import re
 import pytest
 
 from ruleengine import AskPermissionRequirement, ConditionalRequirement, Policy
-from ruleengine.check import DiffReport, Report, Stats, replay
-from ruleengine.check.render import text_diff, text_explain, text_report
+from ruleengine.check import DiffReport, Report, Stats, TraceStep, replay
+from ruleengine.check.render import numbered, steps_text, text_diff, text_explain, text_report
 from ruleengine.check.report import Budgets
 from ruleengine.check.trace import parse_trace, permissions
 
@@ -161,3 +161,21 @@ def test_a_long_core_is_cut_in_text_and_whole_in_json() -> None:
     text = text_report(report, policy)
     assert text.count("… and 6 more (`--format json` lists them all)") == len(dead)
     assert "r25 (conditional" not in text.split("dead-tool")[1].split("hint:")[0]
+
+
+def test_a_long_run_of_one_step_prints_as_one_line() -> None:
+
+    a, b = TraceStep(tool="a"), TraceStep(tool="b", status="error")
+    trace = [b, *[a] * 100_000, b, a, a, a]
+    assert numbered(trace) == [
+        "1. b (error)",
+        "2–100001. a (100000 times)",
+        "100002. b (error)",
+        "100003. a",
+        "100004. a",
+        "100005. a",
+    ]
+    assert steps_text(trace) == "b (error), a × 100000, b (error), a, a, a"
+    # steps with example values differ, and print one by one
+    valued = [a.model_copy(update={"arguments": {"n": i}}) for i in range(5)]
+    assert len(numbered(valued)) == 5
