@@ -158,15 +158,24 @@ class RunState:
         return self.summary(only_success=only_success).last
 
     def with_step(self, step: Step) -> RunState:
-        """A new state with ``step`` appended (the state itself is never mutated)."""
-        if not isinstance(step, Step):
+        """A new state with ``step`` appended (the state itself is never mutated). The
+        summaries this state has computed are carried one step on, not recomputed: a trace
+        replayed step by step costs a summary per step, not one per step and prefix."""
+        if type(step) is not Step:
             raise PolicyError(f"with_step: `{step!r}` is not a `Step`")
-        return RunState(
-            steps=(*self.steps, step),
-            iteration=self.iteration,
-            input=self.input,
-            memory=self.memory,
+        after = RunState.__new__(RunState)
+        # This state's fields are checked already, and so is `step`: no second check of
+        # every step (which made replaying a long trace quadratic in Python code).
+        object.__setattr__(after, "steps", (*self.steps, step))
+        object.__setattr__(after, "iteration", self.iteration)
+        object.__setattr__(after, "input", self.input)
+        object.__setattr__(after, "memory", self.memory)
+        object.__setattr__(
+            after,
+            "_summaries",
+            {mode: found.then(step, only_success=mode) for mode, found in self._summaries.items()},
         )
+        return after
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,6 +190,18 @@ class Summary:
     """How many steps count."""
     first_status: Mapping[str, Status]
     """Per tool, the status of its first step (over all steps, whatever the mode)."""
+
+    def then(self, step: Step, *, only_success: bool) -> Summary:
+        """The summary of the same steps and ``step`` after them (``of`` of the longer
+        history, in time proportional to the tools, not the steps)."""
+        first = self.first_status
+        if step.tool not in first:
+            first = {**first, step.tool: step.status}
+        if only_success and step.status != "ok":
+            return Summary(self.counts, self.last, self.length, first)
+        counts = Counter(self.counts)
+        counts[step.tool] += 1
+        return Summary(counts, step.tool, self.length + 1, first)
 
     @classmethod
     def of(cls, steps: tuple[Step, ...], *, only_success: bool) -> Summary:

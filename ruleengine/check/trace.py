@@ -76,8 +76,10 @@ def replay(
     ]
     steps = RunState.from_trace(entries, input=input).steps
     outcomes: list[Pass | ConflictError] = []
+    state = RunState(input=input)
     for n in range(len(steps) + 1):
-        state = RunState(steps=steps[:n], input=input)
+        if n:
+            state = state.with_step(steps[n - 1])  # summaries carried on, not recomputed
         try:
             outcomes.append(reasoner.resolve(emit_state(reasoner, state), step=n + 1))
         except ConflictError as exc:

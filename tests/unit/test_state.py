@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from ruleengine import PolicyError, RunState, Step
@@ -87,6 +89,31 @@ def test_with_step_returns_a_new_state() -> None:
     assert [s.tool for s in longer.steps] == ["a", "b"]
     assert (longer.iteration, longer.input) == (2, "q")
     assert longer.step_number == 3
+
+
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["a", "b", "c"]), st.sampled_from(["ok", "error", "denied"])),
+        max_size=12,
+    ),
+    st.lists(st.booleans(), min_size=12, max_size=12),
+)
+def test_a_state_grown_step_by_step_summarises_as_one_built_whole(
+    trace: list[tuple[str, str]], read: list[bool]
+) -> None:
+    # `with_step` carries the summaries a state computed one step on: they must be the ones
+    # the longer history gives, whichever were computed along the way.
+    state = RunState(input="q", memory=("m",))
+    for n, (tool, status) in enumerate(trace):
+        if read[n]:
+            state.summary(only_success=n % 2 == 0)
+        state = state.with_step(Step(tool=tool, status=status))  # type: ignore[arg-type]
+    whole = RunState.from_trace(trace, input="q")
+    assert state == whole and state.memory == ("m",)
+    for only_success in (True, False):
+        assert state.summary(only_success=only_success) == whole.summary(only_success=only_success)
+    with pytest.raises(PolicyError, match="is not a `Step`"):
+        state.with_step("a")  # type: ignore[arg-type]
 
 
 def test_states_and_steps_are_frozen() -> None:
