@@ -83,7 +83,10 @@ def policy_text(shape: str, n: int, seed: int) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.thresholds",
+        description=__doc__.splitlines()[0] if __doc__ else None,
+    )
     parser.add_argument("--seeds", type=int, default=3, help="policies per shape")
     parser.add_argument("--runs", type=int, default=3, help="processes per policy (median)")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per check")
