@@ -20,7 +20,7 @@ import z3
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ruleengine import ArgumentsRequirement, Reasoner, RunState
+from ruleengine import ArgumentsRequirement, Pass, Reasoner, RunState
 from ruleengine.conditions import _z3, check, parse, text
 from ruleengine.conditions.evaluate import holds
 from ruleengine.conditions.regex import parse_pattern
@@ -384,3 +384,37 @@ def test_a_guess_past_many_named_values_still_tries_the_neutral_ones() -> None:
         check(parse(f"'hotel {i}' in arg.response", where="w"), scope, where="w") for i in range(20)
     ]
     assert guess([], forbidden, params) == {"response": ""}
+
+
+_TOOL = ToolSpec("tool", None, PARAMS)
+
+
+@given(
+    st.lists(conditions, max_size=2),
+    st.lists(conditions, max_size=2),
+    conditions,
+    st.lists(calls, min_size=1, max_size=3),
+)
+def test_a_deny_if_more_admits_no_call_and_allows_no_tool_that_was_refused(
+    allow: list[Term], deny: list[Term], extra: Term, tried: list[dict[str, Any]]
+) -> None:
+    """``admits`` is monotone in added ``deny_if`` conditions: a call refused before is
+    refused after, and a tool not allowed stays not allowed."""
+
+    def decided(denied: list[Term]) -> Pass:
+        requirement = ArgumentsRequirement(
+            "tool",
+            allow_if=[text(t) for t in allow] or "True",
+            deny_if=[text(t) for t in denied] or None,
+            name="conditions",
+        )
+        return Reasoner([_TOOL, "other"], [requirement]).decide(RunState())
+
+    before, after = decided(deny), decided([*deny, extra])
+    if "tool" not in before.allowed:
+        assert "tool" not in after.allowed
+    for call in tried:
+        if not before.admits("tool", call).ok:
+            assert not after.admits("tool", call).ok, call
+        if after.admits("tool", call).ok:
+            assert "tool" in after.allowed  # an admitted call means the tool is allowed
