@@ -23,6 +23,7 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
+from typing import Protocol
 
 from ruleengine.aggregate import Clash
 from ruleengine.check.analysis import Analysis, Witness
@@ -416,20 +417,17 @@ class _Explorer:
                 return
 
 
-class _Queue:
+class _Queue(Protocol):
     """The nodes to expand: breadth-first (``_Fifo``), or by weighted depth (``_Heap``)."""
 
-    def push(self, depth: int, i: int) -> None:
-        raise NotImplementedError
+    def push(self, depth: int, i: int) -> None: ...
 
-    def pop(self) -> int:
-        raise NotImplementedError
+    def pop(self) -> int: ...
 
-    def __bool__(self) -> bool:
-        raise NotImplementedError
+    def __bool__(self) -> bool: ...
 
 
-class _Fifo(_Queue):
+class _Fifo:
     def __init__(self) -> None:
         self._items: deque[int] = deque()
 
@@ -443,7 +441,7 @@ class _Fifo(_Queue):
         return bool(self._items)
 
 
-class _Heap(_Queue):
+class _Heap:
     def __init__(self) -> None:
         self._items: list[tuple[int, int]] = []
 

@@ -510,11 +510,7 @@ def separating_run(
     if found is None or found[0] != z3.sat:
         return None
     _, enc, solver = found
-    model = solver.model()
-    return {
-        term: _argument(model.eval(v, model_completion=True), kind)
-        for (term, kind), v in enc.run.items()
-    }
+    return _run_values(enc, solver.model())
 
 
 def _difference(
@@ -662,12 +658,10 @@ def satisfiable(
             parts.append(enc.defined(t))
         except _NotEncodable:
             partial = True
-    answer, solver = _answer(enc, [p for p in parts if p is not None], ctx)
-    if answer == z3.unsat:
-        return False
-    if answer != z3.sat or partial:
-        return None
-    return _arguments(enc, solver.model())
+    solved = _solved(enc, parts, partial, ctx)
+    if not isinstance(solved, z3.Solver):
+        return solved
+    return _arguments(enc, solved.model())
 
 
 def satisfiable_with_run(
@@ -692,16 +686,33 @@ def satisfiable_with_run(
             enc.condition(t)
     except _NotEncodable:
         partial = True
+    solved = _solved(enc, parts, partial, ctx)
+    if not isinstance(solved, z3.Solver):
+        return solved
+    model = solved.model()
+    return _arguments(enc, model), _run_values(enc, model)
+
+
+def _solved(
+    enc: _Encoder, parts: Sequence[z3.BoolRef | None], partial: bool, ctx: z3.Context
+) -> z3.Solver | bool | None:
+    """The solver holding a model of ``parts``; ``False`` when they are unsatisfiable,
+    ``None`` when Z3 cannot tell or a condition had no Z3 form (``partial``)."""
     answer, solver = _answer(enc, [p for p in parts if p is not None], ctx)
     if answer == z3.unsat:
         return False
     if answer != z3.sat or partial:
         return None
-    model = solver.model()
+    found: z3.Solver = solver
+    return found
+
+
+def _run_values(enc: _Encoder, model: z3.ModelRef) -> dict[Term, Any]:
+    """The run values a model gives, by term (a term read as two kinds: the first)."""
     values: dict[Term, Any] = {}
     for (term, kind), v in enc.run.items():
         values.setdefault(term, _argument(model.eval(v, model_completion=True), kind))
-    return _arguments(enc, model), values
+    return values
 
 
 def _arguments(enc: _Encoder, model: z3.ModelRef) -> dict[str, Any]:
