@@ -9,12 +9,13 @@ that show the finding.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ruleengine.check.system import Event
 from ruleengine.rules import Emitted
 
-__all__ = ["Analysis", "Witness"]
+__all__ = ["Analysis", "Witness", "listed", "named", "settled"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +71,35 @@ class Analysis:
     """For a focused question whose "never" it refuted (the tool allowed, the requirement
     live, ``final_answer`` allowed within the budget): a history showing it, when the engine
     had one at hand. Core searches replay it on other subsystems before analysing them."""
+    decided: set[str] | None = None
+    """For an analysis that decides its verdicts one by one (``compositional``), those it
+    decided, even if it is incomplete: ``deadlock``, ``forced-conflict:T``, ``forced-tie``,
+    ``budget``, ``no-finish``, ``tool:T``, ``live:R``. None (the engines): every verdict
+    is decided when the analysis is complete, none otherwise."""
+    undecided: tuple[str, ...] = ()
+    """For such an analysis, incomplete, the verdicts it did not decide (the same keys)."""
     firsts: dict[str, tuple[Event, ...]] = field(default_factory=dict)
     """The explicit engine's shortest histories to the first state found where each tool
     is allowed (``"tool:T"``), each requirement live (``"live:R"``, when liveness was
     computed), and the run may stop (``"finish"``): counterexamples for core searches."""
+
+
+def settled(analysis: Analysis, key: str) -> bool:
+    """Whether ``analysis`` decided the verdict ``key`` (see ``Analysis.decided``)."""
+    return analysis.complete or (analysis.decided is not None and key in analysis.decided)
+
+
+def named(key: str) -> str:
+    """A verdict's key (``Analysis.decided``) as the finding it is about: ``dead-tool:T``,
+    ``dead-requirement:R``, ``forced-conflict:T``, or the finding's id."""
+    if key.startswith("tool:"):
+        return f"dead-tool:{key[5:]}"
+    if key.startswith("live:"):
+        return f"dead-requirement:{key[5:]}"
+    return key
+
+
+def listed(keys: Sequence[str], most: int = 4) -> str:
+    """The first ``most`` of ``keys`` as findings (``named``), and how many more."""
+    shown = ", ".join(f"`{named(k)}`" for k in keys[:most])
+    return shown if len(keys) <= most else f"{shown} and {len(keys) - most} more"

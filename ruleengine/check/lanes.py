@@ -19,6 +19,7 @@ import gc
 import mmap
 import os
 import pickle
+import select
 import signal
 import struct
 import sys
@@ -26,7 +27,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Generic, TypeVar
 
-__all__ = ["forking_allowed", "run_beside", "run_jobs"]
+__all__ = ["Aside", "forking_allowed", "run_beside", "run_jobs"]
 
 T = TypeVar("T")
 
@@ -258,3 +259,111 @@ class _Child(Generic[T]):
         except Exception:  # any undecodable answer: the jobs run here
             return None
         return found if isinstance(found, dict) else None
+
+
+class Aside(Generic[T]):
+    """One job in a forked child while this process does something else, to be taken when
+    it is ready or stopped when no longer wanted (``run.check``'s race of its engine against
+    the compositional analysis). Unlike a lane, the child may fork lanes of its own; it ends
+    with this process, or when ``stop`` kills it."""
+
+    def __init__(self, pid: int, reader: int) -> None:
+        self._pid = pid
+        self._reader: int | None = reader
+        self._chunks: list[bytes] = []
+        self._outcome: tuple[bool, T | None] | None = None
+
+    @staticmethod
+    def start(job: Callable[[], T]) -> Aside[T] | None:
+        """``job`` running in a forked child, or None where ``forking_allowed()`` is false or
+        the fork fails. The gc is frozen around the fork (see ``_frozen``)."""
+        if not forking_allowed():
+            return None
+        reader, writer = os.pipe()
+        parent = os.getpid()
+        with _frozen():
+            try:
+                pid = os.fork()
+            except OSError:  # pragma: no cover - out of processes
+                os.close(reader)
+                os.close(writer)
+                return None
+            if pid == 0:  # pragma: no cover - the child's side (coverage does not follow forks)
+                code = 1
+                try:
+                    _die_with(parent)
+                    os.close(reader)
+                    payload = pickle.dumps(job(), protocol=pickle.HIGHEST_PROTOCOL)
+                    with os.fdopen(writer, "wb") as out:
+                        out.write(payload)
+                    code = 0
+                finally:
+                    os._exit(code)
+        os.close(writer)
+        return Aside(pid, reader)
+
+    def wait(self, until: float | None) -> bool:
+        """Whether the child's answer is in by ``until`` (a ``time.monotonic()`` value; None:
+        however long it takes), reading it as it comes."""
+        import time
+
+        while self._outcome is None:
+            assert self._reader is not None
+            left = None if until is None else max(0.0, until - time.monotonic())
+            ready, _, _ = select.select([self._reader], [], [], left)
+            if not ready:
+                return False
+            chunk = os.read(self._reader, 1 << 16)
+            if chunk:
+                self._chunks.append(chunk)
+                continue
+            self._finish()
+        return True
+
+    def ready(self) -> bool:
+        """Whether the child's answer is in now (reading what has come)."""
+        import time
+
+        return self.wait(time.monotonic())
+
+    def _finish(self) -> None:
+        assert self._reader is not None
+        os.close(self._reader)
+        self._reader = None
+        _, status = os.waitpid(self._pid, 0)
+        failed = not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0
+        if failed:
+            self._outcome = (False, None)
+            return
+        try:
+            self._outcome = (True, pickle.loads(b"".join(self._chunks)))
+        except Exception:  # an undecodable answer counts as a failure
+            self._outcome = (False, None)
+
+    def result(self) -> tuple[bool, T | None]:
+        """Whether the child succeeded, and its job's result; waits for it."""
+        self.wait(None)
+        assert self._outcome is not None
+        return self._outcome
+
+    def stop(self) -> None:
+        """Kill the child unless its answer is in (it is no longer wanted)."""
+        if self._outcome is not None or self._reader is None:
+            return
+        os.close(self._reader)
+        self._reader = None
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self._pid, signal.SIGKILL)
+        os.waitpid(self._pid, 0)
+        self._outcome = (False, None)
+
+
+def _die_with(parent: int) -> None:  # pragma: no cover - runs in the child
+    """The child ends with ``parent`` (``PR_SET_PDEATHSIG``), as a lane's does; its own
+    lanes end with it in turn."""
+    import ctypes
+
+    with contextlib.suppress(Exception):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:
+        os._exit(1)

@@ -22,7 +22,7 @@ from operator import or_
 from typing import Any
 
 from ruleengine._search import quickxplain
-from ruleengine.check.analysis import Analysis, Witness
+from ruleengine.check.analysis import Analysis, Witness, settled
 from ruleengine.check.conditions import condition_findings
 from ruleengine.check.conflicts import _after, _deadlock, _finding, _forced_conflict, _steps, _tie
 from ruleengine.check.counterexamples import (
@@ -155,19 +155,34 @@ def findings(
     # requirements (whose guesses read the dead tools' cores), each phase in lanes.
     first: list[_Job] = []
     no_finish = analysis.no_finish
-    if analysis.complete and no_finish is not None:
+    # An incomplete analysis that decides verdicts one by one (``compositional``) reports
+    # the ones it decided.
+    if no_finish is not None and settled(analysis, "no-finish"):
         first.append(lambda h: _no_finish(system, no_finish, engine, cache, h))
-    if analysis.depth_done >= max_iterations - 1 or analysis.complete:
+    if analysis.depth_done >= max_iterations - 1 or settled(analysis, "budget"):
         first.append(lambda h: _budget(system, analysis, max_iterations, engine, cache, h))
-    relaxed = Relaxed(system.components, system.tools) if analysis.complete else None
+    dead_tools = [
+        t
+        for t in system.tools
+        if t != FINAL_ANSWER and t not in analysis.allowed_tools and settled(analysis, f"tool:{t}")
+    ]
+    dead_requirements = [
+        r.name
+        for r in system.requirements
+        if r.name not in analysis.live
+        and not isinstance(r, ArgumentsRequirement)
+        and settled(analysis, f"live:{r.name}")
+    ]
+    relaxed = None
+    if dead_tools or dead_requirements:
+        relaxed = Relaxed(system.components, system.tools)
     if relaxed is not None:
         # The relaxed product's closing sets, found in tool order, each search inside the
         # earlier ones (cheap: no engine, no decision), are the dead tools' first guesses.
         earlier: list[list[int]] = []
-        for tool in system.tools:
-            if tool != FINAL_ANSWER and tool not in analysis.allowed_tools:
-                closing = relaxed.closing(tool, earlier, deadline=deadline)
-                first.append(partial(_dead_tool, system, tool, engine, cache, closing=closing))
+        for tool in dead_tools:
+            closing = relaxed.closing(tool, earlier, deadline=deadline)
+            first.append(partial(_dead_tool, system, tool, engine, cache, closing=closing))
     found = _in_lanes(first, hints, cut)
     note_progress(findings=len(out) + sum(f is not None for f in found))
     closed = {
@@ -181,11 +196,7 @@ def findings(
         # arguments, whether to ask), which a pass shows only in part: it is never dead for
         # not changing one. (Whether its conditions ever decide is a question of implication
         # between conditions, not asked here.)
-        dead = [
-            r.name
-            for r in system.requirements
-            if r.name not in analysis.live and not isinstance(r, ArgumentsRequirement)
-        ]
+        dead = dead_requirements
         second = [partial(_dead_requirement, context, name, engine, cache) for name in dead]
         found += _in_lanes(second, hints, cut, context.lanes(dead))
     out.extend(f for f in found if f is not None)
@@ -325,7 +336,7 @@ def _budget(
         cache=cache,
         hints=[*_lengthening(system), cone, *hints.guesses()],
     )
-    if least is None and not analysis.complete:
+    if least is None and not settled(analysis, "budget"):
         # The search stopped after deciding every state up to depth_done: `final_answer` was
         # not allowed that far, which is all it showed (min_steps stays unknown, null).
         why = (

@@ -168,12 +168,19 @@ class Report(ResultModel):
     stats: Stats
     reason: str | None = None
     """Why the check is incomplete (only present when ``complete`` is false)."""
+    undecided: tuple[str, ...] = ()
+    """Of an incomplete check that decided its verdicts one by one, those it left
+    undecided: ``deadlock``, ``forced-tie``, ``budget``, ``no-finish``,
+    ``forced-conflict:TOOL``, ``dead-tool:TOOL``, ``dead-requirement:NAME``; every other
+    verdict was decided, and the findings hold them (present only when not empty)."""
 
     @model_serializer(mode="wrap")
     def _spec_shape(self, handler: Any) -> dict[str, Any]:
         data: dict[str, Any] = handler(self)
         if data.get("reason") is None:
             data.pop("reason", None)
+        if not data.get("undecided"):
+            data.pop("undecided", None)
         return data
 
     def at_or_above(self, severity: Severity) -> tuple[Finding, ...]:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol
 
 from ruleengine import _validate
-from ruleengine.check.analysis import Analysis
+from ruleengine.check.analysis import Analysis, named
 from ruleengine.check.concrete import ConcreteSystem, analyse_concrete
 from ruleengine.check.examples import with_examples
 from ruleengine.check.explicit import analyse
@@ -156,12 +156,15 @@ def check(
     reason = analysis.reason
     if analysis.complete and cut:
         reason = f"{cut[0]} while computing cores: the cores may not be minimal"
+    elif cut:
+        reason = f"{reason}; and the cores may not be minimal"
     return Report(
         policy=name,
         complete=complete,
         findings=tuple(found),
         stats=Stats(states=analysis.states, seconds=round(time.monotonic() - started, 3)),
         reason=None if complete else reason,
+        undecided=() if complete else tuple(named(k) for k in analysis.undecided),
     )
 
 
@@ -180,12 +183,7 @@ def _checked(
 ) -> tuple[Analysis, list[Finding], list[str]]:
     """The analysis of ``system``, its findings (traces written out, with example values)
     and the answers the limits cut short."""
-    engine, timeout, deadline, clock = (
-        options.engine,
-        options.timeout,
-        options.deadline,
-        options.clock,
-    )
+    engine, deadline, clock = options.engine, options.deadline, options.clock
     max_states, max_iterations = options.max_states, options.max_iterations
     note_progress(phase="exploring states")
     analysis = probe = None
@@ -201,13 +199,36 @@ def _checked(
                 clock=clock,
                 budget=max_iterations - 1,
             )
+    if analysis is None and engine == "auto" and isinstance(system, System):
+        raced = _raced(system, run, options, probe)
+        if raced is not None:
+            return raced
+    return _engine_path(system, run, options, analysis, probe)
+
+
+def _engine_path(
+    system: Checked,
+    run: Callable[[Any, str | None], Analysis],
+    options: _Options,
+    analysis: Analysis | None,
+    probe: Analysis | None,
+) -> tuple[Analysis, list[Finding], list[str]]:
+    """``_checked`` past the choice of an engine: its analysis (unless ``analysis`` is
+    given), then the findings."""
+    engine, timeout, deadline, clock = (
+        options.engine,
+        options.timeout,
+        options.deadline,
+        options.clock,
+    )
+    max_states = options.max_states
     if analysis is None:
         # With a time limit, `auto` keeps a share of it (``RESERVE``) for a breadth-first
         # search of the first steps, should the engine stop before a verdict of its own,
         # and for the cores of what either found.
         reserve = 0.0
         if engine == "auto" and timeout is not None and isinstance(system, System):
-            reserve = min(RESERVE_MOST, RESERVE * timeout)
+            reserve = _reserve(timeout)
         clock.deadline = None if deadline is None else deadline - reserve
         analysis = run(system, None)
         clock.deadline = deadline
@@ -220,6 +241,17 @@ def _checked(
                 probe = late
         if probe is not None and not analysis.complete:
             analysis = with_probe(analysis, probe)
+    return analysis, *_found(system, analysis, run, options)
+
+
+def _found(
+    system: Checked,
+    analysis: Analysis,
+    run: Callable[[Any, str | None], Analysis],
+    options: _Options,
+) -> tuple[list[Finding], list[str]]:
+    """The findings of ``analysis`` (their traces written out, with example values) and
+    the answers the limits cut short."""
     cut: list[str] = []
 
     def core_question(sub: Any, focus: str | None = None) -> Analysis:
@@ -239,15 +271,95 @@ def _checked(
     found = findings(
         system,
         analysis,
-        max_iterations=max_iterations,
+        max_iterations=options.max_iterations,
         engine=core_question,
-        deadline=deadline,
+        deadline=options.deadline,
         cut=cut,
     )
     if isinstance(system, System) and system.skips:
         found = expand(system, found)  # a band's calls written out, as the runtime replays
     # Traces through conditions on arguments carry example values that replay.
-    return analysis, with_examples(system.reasoner, found), cut
+    return with_examples(system.reasoner, found), cut
+
+
+def _reserve(timeout: float) -> float:
+    """The seconds of a time limit ``auto`` keeps from its engine."""
+    return min(RESERVE_MOST, RESERVE * timeout)
+
+
+def _raced(
+    system: System,
+    run: Callable[[Any, str | None], Analysis],
+    options: _Options,
+    probe: Analysis | None,
+) -> tuple[Analysis, list[Finding], list[str]] | None:
+    """``auto`` with a time limit, on a wide policy the symbolic engine takes: the engine's
+    whole path (``_engine_path``) runs in a forked child (``lanes.Aside``) while this
+    process, after ``ASIDE_GRACE`` of the limit, decides what it can one verdict at a time
+    (``compositional``). The engine's answer is taken whenever it comes in time (so a
+    report never depends on which finished first unless the limit ran out); otherwise the
+    child is killed at the limit less the reserve, however deep in one BDD operation it is,
+    and the compositional analysis gives the report, with the cores found here. None where
+    this does not apply (no limit, the symbolic engine does not apply, no fork here, or the
+    child failed: the caller then runs the engine path itself, which repeats its error)."""
+    deadline, timeout = options.deadline, options.timeout
+    if deadline is None or timeout is None or symbolic_problem(system) is not None:
+        return None
+    from ruleengine.check.compositional import analyse_compositional
+    from ruleengine.check.lanes import Aside
+
+    def job() -> tuple[Analysis, list[Finding], list[str]]:
+        analysis, found, cut = _engine_path(system, run, options, None, probe)
+        light = Analysis(states=analysis.states, complete=analysis.complete, reason=analysis.reason)
+        return light, found, cut
+
+    child = Aside.start(job)
+    if child is None:
+        return None
+    stop = deadline - _reserve(timeout)
+    try:
+        if child.wait(min(stop, time.monotonic() + ASIDE_GRACE * timeout)):
+            return _taken(child)
+        note_progress(phase="deciding verdicts one by one")
+        encoding = _encoding_of(system, run)
+        mine = analyse_compositional(
+            system,
+            encoding,
+            budget=options.max_iterations - 1,
+            deadline=stop,
+            interrupt=child.ready,
+        )
+        if child.ready() or (not mine.complete and child.wait(stop)):
+            return _taken(child)
+    finally:
+        child.stop()
+    if not mine.complete:
+        mine.reason = (
+            f"the engine did not finish within the time limit ({timeout:g} s); {mine.reason}"
+        )
+    return mine, *_found(system, mine, run, options)
+
+
+def _taken(child: Any) -> tuple[Analysis, list[Finding], list[str]] | None:
+    ok, answer = child.result()
+    return answer if ok else None
+
+
+def _encoding_of(system: System, run: Callable[[Any, str | None], Analysis]) -> Any:
+    """The symbolic engine's encoding of ``system`` (built now; shared with ``run`` when it
+    is the symbolic engine, whose core questions then reuse it)."""
+    from ruleengine.check.symbolic import Encoding
+
+    if isinstance(run, _SymbolicEngine):
+        if run.encoding is None:
+            run.encoding = Encoding(system)
+        return run.encoding
+    return Encoding(system)
+
+
+ASIDE_GRACE = 0.1
+"""The share of a time limit ``auto`` waits for its engine alone before deciding verdicts
+one by one beside it (``_raced``)."""
 
 
 RESERVE = 0.1

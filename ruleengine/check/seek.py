@@ -120,36 +120,44 @@ def seek(
     *,
     limit: int,
     within: int | None = None,
+    start: State | None = None,
 ) -> tuple[Event, ...] | None:
-    """A history after which ``goal`` is allowed (``final_answer``: the run may stop), of at
-    most ``within`` steps when given, or None when none was found among ``limit`` decided
-    states. ``bounds(component, goal)`` gives a component's relaxed distances (memoised by
-    the caller). Deterministic: states in order of ``Estimates.guide``, then the shallower,
+    """A history after which ``goal`` is allowed (``final_answer``: the run may stop),
+    of at most ``within`` steps when given, or None when none was found among ``limit``
+    decided states. The history starts at ``start`` (default: the initial state).
+    ``bounds(component, goal)`` gives a component's relaxed distances (memoised by the
+    caller). Deterministic: states in order of ``Estimates.guide``, then the shallower,
     then the one found first (tools in declared order, statuses ``ok``, ``error``,
     ``denied``); with ``within``, a state whose ``Estimates.bound`` leaves no room is
     dropped. Cost: at most ``limit`` decided states, each with its successors estimated."""
     estimates = Estimates(system, goal, bounds)
-    first = estimates.bound(system.initial)
+    origin = system.initial if start is None else start
+    first = estimates.bound(origin)
     if first is None or (within is not None and first > within):
         return None
-    found, left = _search(system, estimates, limit, within, helpful_only=True)
+    found, left = _search(system, estimates, limit, within, origin, helpful_only=True)
     if found is not None or left <= 0:
         return found
     # The helpful steps led nowhere: every step, on a quarter of the budget at most (on the
     # benchmark's policies this second search finds its rare histories within a few dozen
     # states, and costs most of the time of those it does not find).
-    return _search(system, estimates, min(left, limit // 4), within, helpful_only=False)[0]
+    return _search(system, estimates, min(left, limit // 4), within, origin, helpful_only=False)[0]
 
 
 def _search(
-    system: System, estimates: Estimates, limit: int, within: int | None, *, helpful_only: bool
+    system: System,
+    estimates: Estimates,
+    limit: int,
+    within: int | None,
+    start: State,
+    *,
+    helpful_only: bool,
 ) -> tuple[tuple[Event, ...] | None, int]:
     """One best-first search of ``seek``, and the decisions left of ``limit``. With
     ``helpful_only``, a state whose helpful tools can be called steps only through them (a
     plateau of steps that change nothing the goal needs is where a best-first search gets
     lost); that search can run out of states, and the next one then takes every step."""
     goal = estimates.goal
-    start = system.initial
     order = itertools.count()
     far, helpful = estimates.guide(start)
     frontier = [(far, 0, next(order), start, helpful)]

@@ -435,6 +435,10 @@ class System:
             after[i] = table[state[i]]
         return tuple(after)
 
+    def moved(self, event: Event) -> tuple[int, ...]:
+        """The indices of the components ``event`` may move (the others keep their view)."""
+        return tuple(i for i, _ in self._effects[event])
+
     def weight(self, state: State, event: Event) -> int:
         """How many calls ``event`` from ``state`` stands for: for a counting step of a
         component tabulated band by band, the counts its view stands for, else 1."""

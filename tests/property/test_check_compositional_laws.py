@@ -1,0 +1,137 @@
+"""The compositional analysis (``check/compositional.py``) decides only what holds.
+
+It decides verdicts one by one where the reachable set is out of reach: "never"s by
+projections of the relaxed product, "sometimes"s by real histories, findings' witnesses by
+the probe and by breadth-first layers. Laws, on random policies the explicit engine checks
+whole, with the probe cut to a few states so that every part of it is exercised: (1) every
+verdict it says it decided is the explicit engine's, witnesses included (the
+lexicographically smallest shortest trace); (2) a complete compositional analysis is the
+explicit one, verdict for verdict; (3) the projections never rule out a reachable state;
+(4) every history it gives as an example replays to what it claims.
+"""
+
+from __future__ import annotations
+
+from hypothesis import assume, given
+from hypothesis import strategies as st
+from policy_strategies import PolicyCase, policies, symbolic_system
+
+from ruleengine.check.analysis import Analysis, Witness, settled
+from ruleengine.check.compositional import Projections, analyse_compositional
+from ruleengine.check.explicit import analyse, callable_at, reaches, walk
+from ruleengine.check.symbolic import Encoding
+from ruleengine.check.system import State, System
+from ruleengine.ir import FINAL_ANSWER
+
+MAX_STATES = 2000
+"""States the explicit engine may take to check a drawn policy whole (else skipped)."""
+
+
+def _exact(system: System) -> Analysis:
+    exact = analyse(system, max_states=MAX_STATES)
+    assume(exact.complete)
+    return exact
+
+
+def _trace(w: Witness | None) -> tuple[object, ...] | None:
+    return None if w is None else w.trace
+
+
+def _compositional(case: PolicyCase, system: System, probe: int) -> Analysis:
+    return analyse_compositional(
+        system, Encoding(system), budget=case.max_iterations - 1, probe_states=probe
+    )
+
+
+@given(case=policies(priority=False), probe=st.integers(1, 12))
+def test_what_it_decides_is_what_the_engine_finds(case: PolicyCase, probe: int) -> None:
+    system = symbolic_system(case)
+    exact = _exact(system)
+    found = _compositional(case, system, probe)
+    budget = case.max_iterations - 1
+    if settled(found, "deadlock"):
+        assert _trace(found.deadlock) == _trace(exact.deadlock)
+    for tool in system.tools:
+        if settled(found, f"forced-conflict:{tool}"):
+            assert _trace(found.forced_conflicts.get(tool)) == _trace(
+                exact.forced_conflicts.get(tool)
+            )
+    if settled(found, "forced-tie"):
+        assert _trace(found.tie) == _trace(exact.tie)
+    if settled(found, "no-finish"):
+        assert _trace(found.no_finish) == _trace(exact.no_finish)
+    if settled(found, "budget"):
+        within = exact.finish_depth is not None and exact.finish_depth <= budget
+        if found.finishes_within is not None:
+            assert within and found.finishes_within <= budget
+        else:
+            assert found.finish_depth == exact.finish_depth
+    for tool in system.callable:
+        if settled(found, f"tool:{tool}"):
+            assert (tool in found.allowed_tools) == (tool in exact.allowed_tools)
+    for req in system.requirements:
+        if settled(found, f"live:{req.name}"):
+            assert (req.name in found.live) == (req.name in exact.live)
+    # Whatever it decided or not, what it found allowed or live is.
+    assert found.allowed_tools - {FINAL_ANSWER} <= exact.allowed_tools
+    assert found.live <= exact.live
+
+
+@given(case=policies(priority=False), probe=st.integers(1, 12))
+def test_its_examples_replay(case: PolicyCase, probe: int) -> None:
+    system = symbolic_system(case)
+    found = _compositional(case, system, probe)
+    for key, trace in found.firsts.items():
+        assert walk(system, trace) is not None, key
+        if key.startswith("tool:"):
+            assert reaches(system, trace, key[5:]), key
+        elif key == "finish":
+            assert reaches(system, trace, FINAL_ANSWER)
+
+
+@given(case=policies(priority=False))
+def test_the_projections_keep_every_reachable_state(case: PolicyCase) -> None:
+    system = symbolic_system(case)
+    enc = Encoding(system)
+    projections = Projections(system, enc)
+    reachable = _reachable(system)
+    for state in reachable:
+        assert enc.holds_at(projections.reached, system.components, state)
+        # A refinement made for one state's cube never drops another reachable state.
+        cube = enc.bdd.true
+        for comp, view in zip(system.components, state, strict=True):
+            cube &= enc.cube(enc.bits[id(comp)], view)
+        assert not projections.never(cube)
+
+
+def _reachable(system: System) -> set[State]:
+    """Every reachable state (each step one a decided pass allows)."""
+    seen = {system.initial}
+    todo = [system.initial]
+    while todo:
+        state = todo.pop()
+        assume(len(seen) < MAX_STATES)
+        for tool in sorted(callable_at(system, state)):
+            for status in ("ok", "error", "denied"):
+                after = system.successor(state, (tool, status))
+                if after not in seen:
+                    seen.add(after)
+                    todo.append(after)
+    return seen
+
+
+@given(case=policies(priority=False))
+def test_a_complete_analysis_is_the_engines(case: PolicyCase) -> None:
+    system = symbolic_system(case)
+    exact = _exact(system)
+    found = _compositional(case, system, 1)
+    if not found.complete:
+        return
+    assert _trace(found.deadlock) == _trace(exact.deadlock)
+    assert {t: w.trace for t, w in found.forced_conflicts.items()} == {
+        t: w.trace for t, w in exact.forced_conflicts.items()
+    }
+    assert _trace(found.tie) == _trace(exact.tie)
+    assert _trace(found.no_finish) == _trace(exact.no_finish)
+    assert found.allowed_tools - {FINAL_ANSWER} == exact.allowed_tools - {FINAL_ANSWER}
+    assert found.live == exact.live
