@@ -32,7 +32,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 from benchmarks._policies import FAMILIES, make_policy, policy_file
@@ -66,6 +66,9 @@ class StaticRow:
     timed_out: int = 0
     """Policies whose check was stopped at the time limit (counted at that limit)."""
     limit: float = 0.0
+    undecided: list[int] = field(default_factory=list)
+    """Per policy whose report came back, the verdicts it left undecided (``--own-limit``:
+    a check the command stopped at its limit decides what it can one by one)."""
 
     @property
     def p50(self) -> float:
@@ -77,15 +80,20 @@ class StaticRow:
         return ordered[max(0, -(-95 * len(ordered) // 100) - 1)]
 
 
-def check_once(path: str, timeout: float) -> tuple[float, dict[str, object] | None]:
+def check_once(
+    path: str, timeout: float, *, own_limit: bool = False
+) -> tuple[float, dict[str, object] | None]:
     """Seconds for one ``ruleengine check`` process, and its JSON report (None: the
-    process was stopped after ``timeout`` seconds)."""
+    process was stopped after ``timeout`` seconds). With ``own_limit`` the command gets
+    ``--timeout`` itself and ends with its own (incomplete) report; it is stopped only 10 s
+    after the limit."""
     start = time.perf_counter()
+    limit = f"{timeout:g}" if own_limit else "0"
     try:
         done = subprocess.run(
-            # No limits of the command's own: this benchmark stops a check itself, at
-            # `timeout`, and counts it as stopped (the command's default would stop it at
-            # 60 s with an incomplete report).
+            # No limits of the command's own unless asked: this benchmark stops a check
+            # itself, at `timeout`, and counts it as stopped (the command's default would
+            # stop it at 60 s with an incomplete report).
             [
                 sys.executable,
                 "-m",
@@ -95,13 +103,13 @@ def check_once(path: str, timeout: float) -> tuple[float, dict[str, object] | No
                 "--format",
                 "json",
                 "--timeout",
-                "0",
+                limit,
                 "--max-memory",
                 "0",
             ],
             capture_output=True,
             text=True,
-            timeout=timeout,
+            timeout=timeout + 10 if own_limit else timeout,
             check=False,
         )
     except subprocess.TimeoutExpired:
@@ -112,7 +120,9 @@ def check_once(path: str, timeout: float) -> tuple[float, dict[str, object] | No
     return seconds, json.loads(done.stdout)
 
 
-def check_runs(path: str, timeout: float, runs: int) -> tuple[float, dict[str, object] | None]:
+def check_runs(
+    path: str, timeout: float, runs: int, *, own_limit: bool = False
+) -> tuple[float, dict[str, object] | None]:
     """The median seconds of ``runs`` checks of ``path`` (``check_once``; a stopped one counts
     at ``timeout``), and the report of the first that finished (None: every run was
     stopped). Raises ``RuntimeError`` when two finished runs report differently (their
@@ -120,7 +130,7 @@ def check_runs(path: str, timeout: float, runs: int) -> tuple[float, dict[str, o
     times: list[float] = []
     first: dict[str, object] | None = None
     for _ in range(runs):
-        took, report = check_once(path, timeout)
+        took, report = check_once(path, timeout, own_limit=own_limit)
         times.append(took)
         if report is None:
             continue
@@ -217,10 +227,11 @@ def measure(
     timeout: float = 120.0,
     runs: int = 1,
     families: Sequence[str] | None = None,
+    own_limit: bool = False,
 ) -> list[StaticRow]:
     """``families`` (default: all) at every size, or ``default_plan()`` when ``sizes`` is
     None; ``seeds`` policies each, each timed as the median of ``runs`` processes
-    (``check_runs``)."""
+    (``check_runs``; ``own_limit``: the command keeps the limit itself)."""
     chosen = list(FAMILIES) if families is None else list(families)
     unknown = [f for f in chosen if f not in FAMILIES]
     if unknown:
@@ -234,16 +245,16 @@ def measure(
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for tools, reqs, family in plan:
-            seconds, states = [], []
+            seconds, states, undecided = [], [], []
             complete = with_findings = timed_out = 0
             for seed in range(seeds):
                 policy = make_policy(family, tools, reqs, seed)
                 path = os.path.join(tmp, f"{family}-{tools}-{reqs}-{seed}.json")
                 with open(path, "w", encoding="utf-8") as f:
                     json.dump(policy_file(policy), f)
-                took, report = check_runs(path, timeout, runs)
+                took, report = check_runs(path, timeout, runs, own_limit=own_limit)
                 seconds.append(took)
-                if report is None or took >= timeout:
+                if report is None or (took >= timeout and not own_limit):
                     # Every run stopped, or most of them (the median is the limit).
                     timed_out += 1
                     print(f"  {family} {tools}/{reqs} seed {seed}: stopped", file=sys.stderr)
@@ -255,6 +266,8 @@ def measure(
                 states.append(int(stats["states"]))
                 complete += bool(report["complete"])
                 with_findings += bool(report["findings"])
+                left = report.get("undecided", [])
+                undecided.append(len(left) if isinstance(left, list) else 0)
             rows.append(
                 StaticRow(
                     family,
@@ -266,6 +279,7 @@ def measure(
                     with_findings,
                     timed_out,
                     timeout,
+                    undecided,
                 )
             )
             slowest = max(range(seeds), key=seconds.__getitem__)
@@ -290,6 +304,7 @@ def format_static_table(rows: Sequence[StaticRow]) -> str:
         ("complete", 8, ">"),
         ("findings", 8, ">"),
         ("stopped", 7, ">"),
+        ("undecided p50/max", 17, ">"),
     ]
     cells = []
     for r in rows:
@@ -307,6 +322,11 @@ def format_static_table(rows: Sequence[StaticRow]) -> str:
                 f"{r.complete}/{len(r.seconds)}",
                 f"{r.with_findings}/{len(r.seconds)}",
                 f"{r.timed_out}",
+                (
+                    f"{int(statistics.median(r.undecided))}/{max(r.undecided)}"
+                    if r.undecided and max(r.undecided)
+                    else "—"
+                ),
             )
         )
     return format_table(columns, cells)
@@ -385,6 +405,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="seconds before one check is stopped",
     )
     parser.add_argument(
+        "--own-limit",
+        action="store_true",
+        help="give the command --timeout itself: a check past it ends in its own incomplete "
+        "report, which decides what it can one verdict at a time (see `undecided`)",
+    )
+    parser.add_argument(
         "--families",
         type=_families,
         default=None,
@@ -405,7 +431,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     runs = 1 if args.quick else args.runs
     started = time.perf_counter()
     speed_before = speed()
-    rows = measure(sizes, seeds, timeout=args.timeout, runs=runs, families=args.families)
+    rows = measure(
+        sizes,
+        seeds,
+        timeout=args.timeout,
+        runs=runs,
+        families=args.families,
+        own_limit=args.own_limit,
+    )
     per_policy = (
         "one `python -m ruleengine check FILE --format json` process per policy"
         if runs == 1

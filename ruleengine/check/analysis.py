@@ -55,6 +55,9 @@ class Analysis:
     """A shortest trace to a state from which ``final_answer`` is never reached."""
     finish_depth: int | None = None
     """The fewest steps after which ``final_answer`` is allowed (None: never, or unknown)."""
+    finish_after: int = -1
+    """A number of steps within which ``final_answer`` is known never to be allowed (a
+    lower bound, where the exact ``finish_depth`` is unknown; -1: none known)."""
     finishes_within: int | None = None
     """A number of steps within which ``final_answer`` is known to be allowed (an engine
     that found a short enough path need not compute ``finish_depth``)."""

@@ -42,7 +42,7 @@ from ruleengine.check.analysis import Analysis, Witness, listed
 from ruleengine.check.bounds import UNREACHABLE
 from ruleengine.check.explicit import Outcome, _Explorer, allows, decide
 from ruleengine.check.relaxed import Relaxed
-from ruleengine.check.seek import seek
+from ruleengine.check.seek import Estimates, seek
 from ruleengine.check.symbolic_encoding import EncodingBase
 from ruleengine.check.symbolic_layers import _OutOfTime
 from ruleengine.check.symbolic_verdicts import Verdicts, _conflict_kind, _forced_on, _has_tie
@@ -76,6 +76,9 @@ LAYERS = 8
 
 LAYER_NODES = 50_000
 """... while the states they reached take at most this many BDD nodes."""
+
+FINISH_ROUNDS = 16
+"""Steps back from the states that may stop, to show that every state can finish."""
 
 WITNESS_STATES = 2048
 """As the symbolic engine's: layers this small are searched as concrete states."""
@@ -414,7 +417,7 @@ def analyse_compositional(
     *,
     budget: int,
     deadline: float | None = None,
-    probe_states: int = PROBE_STATES,
+    probe_states: int | None = None,
     interrupt: Callable[[], bool] | None = None,
 ) -> Analysis:
     """The verdicts of ``system`` decided one by one (see the module's docstring): those
@@ -423,7 +426,8 @@ def analyse_compositional(
     that explores every state gives the explicit engine's own analysis. Past ``deadline``
     it returns what it decided so far, and so it does once ``interrupt`` (asked between
     steps) says to stop. Deterministic but for where those cut it short."""
-    explorer = _Explorer(system, probe_states, deadline, True)
+    probe_limit = PROBE_STATES if probe_states is None else probe_states
+    explorer = _Explorer(system, probe_limit, deadline, True)
     probe = explorer.run()
     if probe.complete or probe.reason is None or "time limit" in probe.reason:
         return probe
@@ -621,10 +625,30 @@ class _Decider:
             result.firsts.setdefault("finish", found)
         elif self._never(some(p.can_stop)):
             decided.add("budget")  # never: ``finish_depth`` stays None
+        else:
+            # Undecided; but the components' relaxed distances bound it from below.
+            least = Estimates(self.system, FINAL_ANSWER, self.enc.distances).bound(
+                self.system.initial
+            )
+            if least is None:
+                decided.add("budget")  # some component alone never lets the run stop
+            else:
+                result.finish_after = max(result.finish_after, least - 1)
 
     def _no_finish(self) -> None:
         """The first probe state, breadth-first, from which no history finishes, when
-        every state before it is shown to finish: the engines' own witness."""
+        every state before it is shown to finish (the engines' own witness); else, none
+        at all where the projections show that every reachable state that has a pass can
+        finish within a few steps (``_finishing_soon``)."""
+        if not self._first_stuck():
+            stuck = self._deciding & ~self._finishing_soon()
+            if stuck == self.enc.bdd.false or self._never(stuck):
+                decided = self.result.decided
+                assert decided is not None
+                decided.add("no-finish")
+
+    def _first_stuck(self) -> bool:
+        """Look for the witness in the probe (see ``_no_finish``): whether it decided."""
         result, explorer, system = self.result, self.explorer, self.system
         decided = result.decided
         assert decided is not None
@@ -637,7 +661,7 @@ class _Decider:
         finishing = _Finishing(system, self.enc)
         for i, node in enumerate(explorer.nodes):
             if i not in explorer.deciding:
-                return  # not expanded: the probe stopped before it
+                return False  # not expanded: the probe stopped before it
             if not explorer.deciding[i] or explorer.finishing[i]:
                 continue
             self._on_time()
@@ -647,10 +671,34 @@ class _Decider:
                     continue
                 stuck = Projections(system, self.enc, node.state).never(stop, self.deadline)
             if not stuck:
-                return  # neither shown: undecided
+                return False  # neither shown: undecided
             result.no_finish = explorer._witness(node, (), not explorer.always_deciding[i])
             decided.add("no-finish")
-            return
+            return True
+        return False
+
+    @property
+    def _deciding(self) -> Node:
+        """The states with a pass under some check values."""
+        return self.verdicts.some(self.verdicts.pass_.consistent)
+
+    def _finishing_soon(self) -> Node:
+        """States (reachable or not) from which a real path of at most ``FINISH_ROUNDS``
+        steps, through states with a pass, reaches one that may stop: preimages of the
+        encoding's steps, while they stay under ``LAYER_NODES``."""
+        v = self.verdicts
+        deciding = self._deciding
+        soon = deciding & v.some(v.pass_.can_stop)
+        try:
+            for _ in range(FINISH_ROUNDS):
+                self._on_time()
+                more = soon | v.preimage(soon, deciding)
+                if more == soon or more.dag_size > LAYER_NODES:
+                    break
+                soon = more
+        except _OutOfTime:
+            raise _Late from None
+        return soon
 
     def _live(self) -> None:
         """Requirements shown live by a probe state, by a state along (or a variation of)

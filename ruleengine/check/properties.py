@@ -159,7 +159,10 @@ def findings(
     # the ones it decided.
     if no_finish is not None and settled(analysis, "no-finish"):
         first.append(lambda h: _no_finish(system, no_finish, engine, cache, h))
-    if analysis.depth_done >= max_iterations - 1 or settled(analysis, "budget"):
+    if (
+        max(analysis.depth_done, analysis.finish_after) >= max_iterations - 1
+        or settled(analysis, "budget")
+    ):
         first.append(lambda h: _budget(system, analysis, max_iterations, engine, cache, h))
     dead_tools = [
         t
@@ -337,11 +340,13 @@ def _budget(
         hints=[*_lengthening(system), cone, *hints.guesses()],
     )
     if least is None and not settled(analysis, "budget"):
-        # The search stopped after deciding every state up to depth_done: `final_answer` was
-        # not allowed that far, which is all it showed (min_steps stays unknown, null).
+        # The search stopped after deciding every state up to depth_done (or a lower bound
+        # showed as much): `final_answer` is not allowed that far, which is all it showed
+        # (min_steps stays unknown, null).
         why = (
-            f"`final_answer` needs more than {_steps(analysis.depth_done)} first (the search "
-            f"stopped there, without showing whether it is ever allowed)"
+            f"`final_answer` needs more than "
+            f"{_steps(max(analysis.depth_done, analysis.finish_after))} first (the search "
+            f"stopped there, without showing how many it needs, or whether it is ever allowed)"
         )
     elif least is None:
         why = "`final_answer` is never allowed"

@@ -72,7 +72,10 @@ def test_what_it_decides_is_what_the_engine_finds(case: PolicyCase, probe: int) 
     for req in system.requirements:
         if settled(found, f"live:{req.name}"):
             assert (req.name in found.live) == (req.name in exact.live)
-    # Whatever it decided or not, what it found allowed or live is.
+    # Whatever it decided or not, what it found allowed or live is, and final_answer is
+    # allowed no earlier than it says.
+    if exact.finish_depth is not None:
+        assert found.finish_after < exact.finish_depth
     assert found.allowed_tools - {FINAL_ANSWER} <= exact.allowed_tools
     assert found.live <= exact.live
 

@@ -41,7 +41,9 @@ def _scripted(
     asked: list[str] = []
     left = list(results)
 
-    def once(path: str, timeout: float) -> tuple[float, dict[str, object] | None]:
+    def once(
+        path: str, timeout: float, *, own_limit: bool = False
+    ) -> tuple[float, dict[str, object] | None]:
         asked.append(path)
         return left.pop(0)
 
@@ -135,9 +137,11 @@ def test_the_package_is_byte_compiled_before_anything_is_timed(
     order: list[str] = []
     real_check = static.check_once
 
-    def timed(path: str, timeout: float) -> tuple[float, dict[str, object] | None]:
+    def timed(
+        path: str, timeout: float, *, own_limit: bool = False
+    ) -> tuple[float, dict[str, object] | None]:
         order.append("check" if compiled else "check before compiling")
-        return real_check(path, timeout)
+        return real_check(path, timeout, own_limit=own_limit)
 
     monkeypatch.setattr(static, "check_once", timed)
     static.measure([(4, 4)], 1)
@@ -250,3 +254,24 @@ def test_a_row_stopped_at_a_limit_equal_to_its_target_does_not_meet_it() -> None
     assert "> 60" in line and " no " in f" {line} "
     fast = static.StaticRow("tallies", 200, 400, [5.0] * 4, [1] * 4, 4, 4, 0, 60.0)
     assert " yes " in f" {static.format_static_table([fast]).splitlines()[2]} "
+
+
+def test_with_its_own_limit_the_command_ends_with_its_own_report(tmp_path: Path) -> None:
+    # A policy the command checks whole: its own limit changes nothing but the flag.
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps({"tools": ["a"], "requirements": []}))
+    seconds, report = static.check_once(str(path), 60.0, own_limit=True)
+    assert report is not None and report["complete"] is True and "undecided" not in report
+
+
+def test_the_table_counts_the_undecided_verdicts_of_reports_at_the_limit() -> None:
+    row = static.StaticRow(
+        "conditionals", 50, 100, [60.0, 60.0, 3.0], [1, 1, 1], 1, 3, 0, 60.0, [4, 9, 0]
+    )
+    line = next(r for r in static.format_static_table([row]).splitlines() if r.startswith("cond"))
+    assert line.rstrip().endswith("4/9")
+    plain = static.StaticRow("chain", 20, 40, [0.5], [1], 1, 1, 0, 60.0, [0])
+    chain = next(
+        r for r in static.format_static_table([plain]).splitlines() if r.startswith("chain")
+    )
+    assert chain.rstrip().endswith("—")

@@ -1,0 +1,170 @@
+"""``auto`` with a time limit races its engine (in a forked child, ``lanes.Aside``) against
+the compositional analysis (``check/compositional.py``): the engine's report is taken
+whenever it comes; a child that outlasts the limit inside one step is stopped there, and the
+report gives what was decided one verdict at a time; a child that fails changes nothing.
+
+The tests make the engine's step outlast the limit with a sleep no deadline check
+interrupts, and assert what the reports say, never how long they took."""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+import pytest
+
+from ruleengine import ConditionalRequirement, Policy
+from ruleengine.check import check_policy
+from ruleengine.check import run as run_module
+from ruleengine.check.lanes import Aside, forking_allowed
+from ruleengine.check.run import _SymbolicEngine, _whole_if_small
+from ruleengine.check.system import System
+
+needs_fork = pytest.mark.skipif(not forking_allowed(), reason="the engine's child is forked")
+
+TOOLS = [f"t{i}" for i in range(9)]
+
+
+def wide() -> Policy:
+    """About 1,500 states, many per step: neither small nor narrow, so ``auto`` races. A
+    tie after `t0`, `t1` needed before stopping but capped, `t5` and `t8` dead behind a
+    cycle of "only after"s."""
+    return Policy(
+        TOOLS,
+        [
+            *(ConditionalRequirement(t, max_invocations=2, name=f"cap-{t}") for t in TOOLS[1:8]),
+            ConditionalRequirement("t1", min_invocations=1, name="needs-t1"),
+            ConditionalRequirement("t2", force_after=["t0"], name="force-t2"),
+            ConditionalRequirement("t3", force_after=["t0"], name="force-t3"),
+            ConditionalRequirement("t5", only_after=["t8"], name="t5-after-t8"),
+            ConditionalRequirement("t8", only_after=["t5"], name="t8-after-t5"),
+        ],
+        max_iterations=10,
+    )
+
+
+def _stuck_in_the_child(parent: int) -> Any:
+    """The symbolic engine, whose whole analysis never ends in a forked child (a sleep no
+    deadline check sees); core questions and the parent's own calls go through."""
+    real = _SymbolicEngine.__call__
+
+    def call(self: _SymbolicEngine, sub: Any, focus: str | None = None) -> Any:
+        if focus is None and os.getpid() != parent:
+            time.sleep(600)
+        return real(self, sub, focus)
+
+    return call
+
+
+def _failing_in_the_child(parent: int) -> Any:
+    real = _SymbolicEngine.__call__
+
+    def call(self: _SymbolicEngine, sub: Any, focus: str | None = None) -> Any:
+        if os.getpid() != parent:
+            raise RuntimeError("the child fails")
+        return real(self, sub, focus)
+
+    return call
+
+
+def _shape(report: Any) -> dict[str, Any]:
+    out: dict[str, Any] = report.model_dump(mode="json", exclude={"stats"})
+    return out
+
+
+@needs_fork
+def test_the_engines_report_is_taken_when_it_comes_in_time() -> None:
+    policy = wide()
+    system = System(policy.tools, policy.requirements)
+    assert _whole_if_small(system, max_states=None, deadline=None)[0] is None  # it races
+    alone = check_policy(policy)  # no limit: no race
+    raced = check_policy(policy, timeout=600)
+    assert raced.complete and _shape(raced) == _shape(alone)
+
+
+@needs_fork
+def test_an_engine_stuck_past_the_limit_is_stopped_and_verdicts_decided_one_by_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from ruleengine.check import compositional
+
+    policy = wide()
+    alone = check_policy(policy)
+    monkeypatch.setattr(run_module, "ASIDE_GRACE", 0.0)
+    monkeypatch.setattr(_SymbolicEngine, "__call__", _stuck_in_the_child(os.getpid()))
+    # A probe far smaller than the reachable set: the verdicts are decided one by one.
+    monkeypatch.setattr(compositional, "PROBE_STATES", 64)
+    raced = check_policy(policy, timeout=20)
+    assert raced.stats.states == 64
+    # What it reports is the engine's (findings, traces and cores alike); what it does not
+    # report of the engine's findings, it names undecided.
+    assert not raced.complete and raced.undecided == ("no-finish",)
+    engine = {(f.id, f.tool, f.requirement): f for f in alone.findings}
+    for f in raced.findings:
+        assert engine[(f.id, f.tool, f.requirement)] == f
+    missing = {key[0] for key in engine} - {f.id for f in raced.findings}
+    assert missing == {"no-finish"}
+    assert {f.id for f in raced.findings} >= {"forced-tie", "dead-tool", "dead-requirement"}
+
+
+@needs_fork
+def test_what_is_left_undecided_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ruleengine.check import compositional
+
+    policy = wide()
+    monkeypatch.setattr(run_module, "ASIDE_GRACE", 0.0)
+    monkeypatch.setattr(_SymbolicEngine, "__call__", _stuck_in_the_child(os.getpid()))
+    # Without its directed searches it cannot show the requirements live that the probe
+    # did not meet, nor the tools it did not see allowed.
+    monkeypatch.setattr(compositional, "PROBE_STATES", 8)
+    monkeypatch.setattr(compositional, "toward", lambda *a, **k: None)
+    monkeypatch.setattr(compositional, "_along", lambda *a, **k: None)
+    monkeypatch.setattr(compositional, "seek", lambda *a, **k: None)
+    raced = check_policy(policy, timeout=20)
+    assert not raced.complete and raced.undecided
+    assert raced.reason is not None
+    assert raced.reason.startswith("the engine did not finish within the time limit (20 s)")
+    assert f"{len(raced.undecided)} left undecided" in raced.reason
+    assert all(
+        u.split(":")[0] in {"dead-tool", "dead-requirement", "budget", "no-finish"}
+        for u in raced.undecided
+    )
+    # Only what was proved is reported: no dead-tool finding for an undecided tool.
+    dead = {f.tool for f in raced.findings if f.id == "dead-tool"}
+    assert not dead & {u.split(":")[1] for u in raced.undecided if u.startswith("dead-tool:")}
+    assert "undecided" in raced.model_dump(mode="json")
+
+
+@needs_fork
+def test_a_child_that_fails_changes_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    policy = wide()
+    alone = check_policy(policy)
+    monkeypatch.setattr(_SymbolicEngine, "__call__", _failing_in_the_child(os.getpid()))
+    raced = check_policy(policy, timeout=600)
+    assert _shape(raced) == _shape(alone)
+
+
+@needs_fork
+def test_an_aside_job_comes_back_or_is_stopped() -> None:
+    done = Aside.start(lambda: {"answer": 42})
+    assert done is not None
+    assert done.result() == (True, {"answer": 42})
+    assert done.ready()
+
+    sleeping = Aside.start(lambda: time.sleep(600))
+    assert sleeping is not None
+    assert not sleeping.wait(time.monotonic() + 0.05)
+    sleeping.stop()
+    assert sleeping.result() == (False, None)
+
+    def fails() -> None:
+        raise ValueError("no")
+
+    failing = Aside.start(fails)
+    assert failing is not None
+    assert failing.result() == (False, None)
+
+    unpicklable = Aside.start(lambda: lambda: None)
+    assert unpicklable is not None
+    assert unpicklable.result() == (False, None)
