@@ -260,7 +260,7 @@ def test_with_its_own_limit_the_command_ends_with_its_own_report(tmp_path: Path)
     # A policy the command checks whole: its own limit changes nothing but the flag.
     path = tmp_path / "p.json"
     path.write_text(json.dumps({"tools": ["a"], "requirements": []}))
-    seconds, report = static.check_once(str(path), 60.0, own_limit=True)
+    _, report = static.check_once(str(path), 60.0, own_limit=True)
     assert report is not None and report["complete"] is True and "undecided" not in report
 
 
