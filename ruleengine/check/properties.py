@@ -159,9 +159,8 @@ def findings(
     # the ones it decided.
     if no_finish is not None and settled(analysis, "no-finish"):
         first.append(lambda h: _no_finish(system, no_finish, engine, cache, h))
-    if (
-        max(analysis.depth_done, analysis.finish_after) >= max_iterations - 1
-        or settled(analysis, "budget")
+    if max(analysis.depth_done, analysis.finish_after) >= max_iterations - 1 or settled(
+        analysis, "budget"
     ):
         first.append(lambda h: _budget(system, analysis, max_iterations, engine, cache, h))
     dead_tools = [
