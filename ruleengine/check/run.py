@@ -321,14 +321,22 @@ def _raced(
         if child.wait(min(stop, time.monotonic() + ASIDE_GRACE * timeout)):
             return _taken(child)
         note_progress(phase="deciding verdicts one by one")
-        encoding = _encoding_of(system, run)
-        mine = analyse_compositional(
-            system,
-            encoding,
-            budget=options.max_iterations - 1,
-            deadline=stop,
-            interrupt=child.ready,
-        )
+        try:
+            mine = analyse_compositional(
+                system,
+                _encoding_of(system, run),
+                budget=options.max_iterations - 1,
+                deadline=stop,
+                interrupt=child.ready,
+            )
+        except Exception:
+            # A fault of this side must not cost the engine's answer: wait for it, and
+            # raise only if it does not come.
+            if child.wait(stop):
+                answer = _taken(child)
+                if answer is not None:
+                    return answer
+            raise
         if child.ready() or (not mine.complete and child.wait(stop)):
             return _taken(child)
     finally:

@@ -168,3 +168,21 @@ def test_an_aside_job_comes_back_or_is_stopped() -> None:
     unpicklable = Aside.start(lambda: lambda: None)
     assert unpicklable is not None
     assert unpicklable.result() == (False, None)
+
+
+@needs_fork
+def test_a_fault_beside_the_engine_does_not_cost_its_answer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from ruleengine.check import compositional
+
+    policy = wide()
+    alone = check_policy(policy)
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("a fault beside the engine")
+
+    monkeypatch.setattr(run_module, "ASIDE_GRACE", 0.0)
+    monkeypatch.setattr(compositional, "analyse_compositional", broken)
+    raced = check_policy(policy, timeout=600)
+    assert _shape(raced) == _shape(alone)
