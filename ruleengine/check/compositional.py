@@ -42,7 +42,7 @@ from ruleengine.check.analysis import Analysis, Witness, listed
 from ruleengine.check.bounds import UNREACHABLE
 from ruleengine.check.explicit import Outcome, _Explorer, allows, decide
 from ruleengine.check.relaxed import Relaxed
-from ruleengine.check.seek import Estimates, seek
+from ruleengine.check.seek import Estimates, seek, traced
 from ruleengine.check.symbolic_encoding import EncodingBase
 from ruleengine.check.symbolic_layers import _OutOfTime
 from ruleengine.check.symbolic_verdicts import Verdicts, _conflict_kind, _forced_on, _has_tie
@@ -345,7 +345,7 @@ def _best_first(
         if limit % 64 == 0 and deadline is not None and time.monotonic() > deadline:
             raise _Late
         if goal(state):
-            return _trace(came, state)
+            return traced(came, state)
         tools: set[str] = set()
         for records, _ in system.variants(state):
             outcome = decide(system, records)
@@ -363,16 +363,6 @@ def _best_first(
                 further = h + sum(d[after[i]] - d[state[i]] for i, d in changes)
                 heapq.heappush(frontier, (min(UNREACHABLE, further), depth + 1, next(order), after))
     return None
-
-
-def _trace(came: dict[State, tuple[State, Event] | None], state: State) -> tuple[Event, ...]:
-    out: list[Event] = []
-    step = came[state]
-    while step is not None:
-        state, event = step
-        out.append(event)
-        step = came[state]
-    return tuple(reversed(out))
 
 
 @dataclass(slots=True)

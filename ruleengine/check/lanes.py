@@ -150,17 +150,51 @@ def _here(
 
 
 def _become_child(parent: int) -> None:  # pragma: no cover - runs in the child
-    """Set up a child: it forks no grandchild, and it ends with its parent (Linux's
-    ``PR_SET_PDEATHSIG``; a parent gone before that is noticed at once), rather than run
-    on, orphaned, to the end of its jobs."""
+    """Set up a lane's child: it forks no grandchild, and it ends with its parent
+    (``_die_with``), rather than run on, orphaned, to the end of its jobs."""
     global _in_child
     _in_child = True
+    _die_with(parent)
+
+
+def _die_with(parent: int) -> None:  # pragma: no cover - runs in the child
+    """This (forked) process ends with ``parent`` (Linux's ``PR_SET_PDEATHSIG``; a parent
+    gone before that is noticed at once)."""
     import ctypes  # here: a check that never forks does not pay for it
 
     with contextlib.suppress(Exception):  # without it the child only outlives a killed parent
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != parent:
         os._exit(1)
+
+
+def _fork(produce: Callable[[], object], setup: Callable[[int], None]) -> tuple[int, int] | None:
+    """A forked child that runs ``setup(parent's pid)``, then ``produce()``, and writes its
+    result pickled to a pipe; the child's pid and the pipe's reading end, or None when the
+    fork fails. The child leaves straight out (``os._exit``): no atexit handlers, no
+    flushing of the parent's buffers, no destructors (a BDD manager's shutdown report
+    among them); 0 once its result is written, 1 on any failure."""
+    reader, writer = os.pipe()
+    parent = os.getpid()
+    try:
+        pid = os.fork()
+    except OSError:  # pragma: no cover - out of processes
+        os.close(reader)
+        os.close(writer)
+        return None
+    if pid == 0:  # pragma: no cover - the child's side (coverage does not follow forks)
+        code = 1
+        try:
+            setup(parent)
+            os.close(reader)
+            payload = pickle.dumps(produce(), protocol=pickle.HIGHEST_PROTOCOL)
+            with os.fdopen(writer, "wb") as out:
+                out.write(payload)
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(writer)
+    return pid, reader
 
 
 _PR_SET_PDEATHSIG = 1
@@ -209,32 +243,15 @@ class _Child(Generic[T]):
     @staticmethod
     def start(jobs: Sequence[Callable[[], T]], ends: _Ends) -> _Child[T] | None:
         """The child running jobs from the back of ``jobs`` (None: the fork failed)."""
-        reader, writer = os.pipe()
-        parent = os.getpid()
-        try:
-            pid = os.fork()
-        except OSError:  # pragma: no cover - out of processes
-            os.close(reader)
-            os.close(writer)
-            return None
-        if pid == 0:  # pragma: no cover - the child's side (coverage does not follow forks)
-            code = 1
-            try:
-                _become_child(parent)
-                os.close(reader)
-                done: dict[int, T] = {}
-                while (i := ends.claim_back()) is not None:
-                    done[i] = jobs[i]()
-                payload = pickle.dumps(done, protocol=pickle.HIGHEST_PROTOCOL)
-                with os.fdopen(writer, "wb") as out:
-                    out.write(payload)
-                code = 0
-            finally:
-                # Straight out: no atexit handlers, no flushing of the parent's buffers,
-                # no destructors (a BDD manager's shutdown report among them).
-                os._exit(code)
-        os.close(writer)
-        return _Child(pid, reader)
+
+        def back() -> dict[int, T]:  # pragma: no cover - runs in the child
+            done: dict[int, T] = {}
+            while (i := ends.claim_back()) is not None:
+                done[i] = jobs[i]()
+            return done
+
+        forked = _fork(back, _become_child)
+        return None if forked is None else _Child(*forked)
 
     def stop(self) -> None:
         """End the child and its pipe (this process is leaving the jobs early)."""
@@ -279,28 +296,9 @@ class Aside(Generic[T]):
         the fork fails. The gc is frozen around the fork (see ``_frozen``)."""
         if not forking_allowed():
             return None
-        reader, writer = os.pipe()
-        parent = os.getpid()
         with _frozen():
-            try:
-                pid = os.fork()
-            except OSError:  # pragma: no cover - out of processes
-                os.close(reader)
-                os.close(writer)
-                return None
-            if pid == 0:  # pragma: no cover - the child's side (coverage does not follow forks)
-                code = 1
-                try:
-                    _die_with(parent)
-                    os.close(reader)
-                    payload = pickle.dumps(job(), protocol=pickle.HIGHEST_PROTOCOL)
-                    with os.fdopen(writer, "wb") as out:
-                        out.write(payload)
-                    code = 0
-                finally:
-                    os._exit(code)
-        os.close(writer)
-        return Aside(pid, reader)
+            forked = _fork(job, _die_with)
+        return None if forked is None else Aside(*forked)
 
     def wait(self, until: float | None) -> bool:
         """Whether the child's answer is in by ``until`` (a ``time.monotonic()`` value; None:
@@ -356,14 +354,3 @@ class Aside(Generic[T]):
             os.kill(self._pid, signal.SIGKILL)
         os.waitpid(self._pid, 0)
         self._outcome = (False, None)
-
-
-def _die_with(parent: int) -> None:  # pragma: no cover - runs in the child
-    """The child ends with ``parent`` (``PR_SET_PDEATHSIG``), as a lane's does; its own
-    lanes end with it in turn."""
-    import ctypes
-
-    with contextlib.suppress(Exception):
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() != parent:
-        os._exit(1)

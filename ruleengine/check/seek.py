@@ -26,7 +26,7 @@ from ruleengine.ir import FINAL_ANSWER
 from ruleengine.passes import Pass
 from ruleengine.state import STATUSES
 
-__all__ = ["Estimates", "seek"]
+__all__ = ["Estimates", "seek", "traced"]
 
 
 class Estimates:
@@ -170,7 +170,7 @@ def _search(
         limit -= 1
         outcomes = [decide(system, records) for records, _ in system.variants(state)]
         if any(allows(o, goal) for o in outcomes):
-            return _trace(came, state), limit
+            return traced(came, state), limit
         passes = [o for o in outcomes if isinstance(o, Pass)]
         if within is not None and depth >= within:
             continue
@@ -197,7 +197,9 @@ def _search(
     return None, limit
 
 
-def _trace(came: dict[State, tuple[State, Event] | None], state: State) -> tuple[Event, ...]:
+def traced(came: dict[State, tuple[State, Event] | None], state: State) -> tuple[Event, ...]:
+    """The history to ``state`` along ``came`` (each state's predecessor and step; None at
+    the start)."""
     out: list[Event] = []
     step = came[state]
     while step is not None:
