@@ -207,10 +207,38 @@ class _Watchdog:
         with self.lock:
             self._sessions[id(session)] = session.ref
             if self._thread is None:
-                self._thread = threading.Thread(
-                    target=self._run, name="ruleengine-solver-watchdog", daemon=True
-                )
-                self._thread.start()
+                self._start()
+
+    def _start(self) -> None:
+        self._thread = threading.Thread(
+            target=self._run, name="ruleengine-solver-watchdog", daemon=True
+        )
+        self._thread.start()
+
+    def fork_safe(self) -> None:
+        """Make a ``fork`` of this process safe while the thread runs (the checker's lanes
+        fork): the lock is taken around the fork, so the child never inherits it held;
+        the child gets a fresh lock and a thread of its own watching the same sessions."""
+        if hasattr(os, "register_at_fork"):
+            os.register_at_fork(
+                before=self._before_fork,
+                after_in_parent=self._after_fork_in_parent,
+                after_in_child=self._after_fork_in_child,
+            )
+
+    def _before_fork(self) -> None:
+        self.lock.acquire()
+
+    def _after_fork_in_parent(self) -> None:
+        self.lock.release()
+
+    def _after_fork_in_child(self) -> None:  # pragma: no cover - runs in a forked child
+        self.lock = threading.Lock()
+        self._wake = threading.Condition(self.lock)
+        self.wake_at = float("inf")
+        self._thread = None
+        if self._sessions:
+            self._start()
 
     def deadline_set(self, deadline: float) -> None:
         """A session's new deadline: wake the thread if it would sleep past it."""
@@ -251,6 +279,7 @@ class _Watchdog:
 
 
 _WATCHDOG = _Watchdog()
+_WATCHDOG.fork_safe()
 
 
 class Session:

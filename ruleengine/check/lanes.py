@@ -34,8 +34,10 @@ T = TypeVar("T")
 _in_child = False
 """Whether this process is a child running jobs (which forks no grandchild)."""
 
-_QUIET_THREADS = frozenset({"ruleengine-progress"})
-"""Threads that never hold a lock the child needs (they only write to a terminal)."""
+_QUIET_THREADS = frozenset({"ruleengine-progress", "ruleengine-solver-watchdog"})
+"""Threads that never hold a lock the child needs: the progress line's (it only writes to
+a terminal), and the solver's watchdog (its lock is taken around every fork and the child
+gets its own, ``_solver._Watchdog.fork_safe``)."""
 
 
 def forking_allowed() -> bool:

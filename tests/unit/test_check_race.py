@@ -68,6 +68,13 @@ def _failing_in_the_child(parent: int) -> Any:
     return call
 
 
+@pytest.fixture(autouse=True)
+def _forking_now() -> None:
+    # Checked when each test runs, not only when the module is collected: a thread another
+    # test left running would silently turn the race off.
+    assert forking_allowed(), "a thread other than the quiet ones is running"
+
+
 def _shape(report: Any) -> dict[str, Any]:
     out: dict[str, Any] = report.model_dump(mode="json", exclude={"stats"})
     return out

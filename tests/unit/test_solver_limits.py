@@ -212,3 +212,42 @@ def test_an_entry_point_that_answers_wrong_is_not_used(monkeypatch: pytest.Monke
 
 def test_the_raw_entry_point_is_found_on_this_z3() -> None:
     assert _solver.raw_entry() is not None
+
+
+def test_a_fork_after_the_watchdog_started_has_a_watchdog_of_its_own() -> None:
+    # The checker forks (lanes, its engine's child) once the watchdog thread runs: the
+    # thread's lock is taken around the fork, and the child starts a thread of its own,
+    # which stops a hard check there too (without it the child would run to its rlimit).
+    import threading
+    import time
+
+    from ruleengine.check.lanes import Aside, forking_allowed
+
+    tools, items = _independent_set(100, 200, 50)
+
+    @requirement(name="hard")
+    def hard(state: RunState) -> list[object]:
+        return items
+
+    reasoner = Reasoner(tools, [hard], rlimit=MAX_LIMIT, timeout_ms=50)
+    with pytest.raises(SolverError):
+        reasoner.decide()
+    assert "ruleengine-solver-watchdog" in {t.name for t in threading.enumerate()}
+    if not forking_allowed():
+        pytest.skip("no fork here (one CPU, or not Linux)")
+
+    def in_the_child() -> str:
+        try:
+            reasoner.decide()
+        except SolverError as error:
+            return error.message
+        return "decided"
+
+    child = Aside.start(in_the_child)
+    assert child is not None
+    # A bound for a broken child only (it would otherwise run on): not a timing assertion.
+    came = child.wait(time.monotonic() + 300)
+    child.stop()
+    assert came
+    ok, message = child.result()
+    assert ok and message is not None and "within timeout_ms=`50`" in message
