@@ -62,11 +62,24 @@ PROBE_STATES = 4096
 REFINE_ROUNDS = 64
 """Rounds of adding pairs before a "never" is given up as undecided."""
 
-PAIR_STATES = 20_000
+PAIR_STATES = 5000
 """The most views a pair's relaxed product may reach (a larger pair is not added)."""
 
+PAIR_BUDGET = 400
+"""Pairs one question may compute (those computed before are free)."""
+
+NARROW_NODES = 20_000
+"""BDD nodes past which a question's states are given up as too large to narrow."""
+
+
 SEEK_STATES = 2000
-"""States a directed search decides before it gives up."""
+"""States a directed search decides before it gives up, for a system of at most
+``SEEK_COMPONENTS`` components; fewer for a larger one (``_searched``)."""
+
+SEEK_COMPONENTS = 100
+"""Components up to which a search decides ``SEEK_STATES`` states: it keeps every state it
+meets (some 150 per state decided at 50 tools), each a tuple of views, so a search's memory
+grows with the components (at 400, 2,000 states took a gigabyte)."""
 
 CUBES = 4
 """Target states ``toward`` tries to reach, one search each."""
@@ -76,6 +89,13 @@ LAYERS = 8
 
 LAYER_NODES = 50_000
 """... while the states they reached take at most this many BDD nodes."""
+
+MANAGER_NODES = 2_000_000
+"""BDD nodes the manager may hold before the steps back stop (a few hundred MiB)."""
+
+FINISH_COMPONENTS = 200
+"""Components up to which the steps back are tried: they build the encoding's transition
+relations, which past that (400 requirements over 200 tools) take gigabytes."""
 
 FINISH_ROUNDS = 16
 """Steps back from the states that may stop, to show that every state can finish."""
@@ -94,7 +114,25 @@ class Projections:
     docstring). ``never(where)`` is a proof that no reachable state is in ``where`` when it
     says True; False means only that the projections could not show it."""
 
-    def __init__(self, system: System, enc: EncodingBase, start: State | None = None) -> None:
+    _kept: list[int]
+    callable: frozenset[str]
+    """The tools the relaxed product counts callable (a superset of the real ones)."""
+    _open: dict[int, list[frozenset[str]]]
+    _moving: dict[int, frozenset[str]]
+    _keys: dict[tuple[int, str], tuple[int, int]]
+    """Per component and tool (as asked): its class, and the views where the tool is open
+    (a mask)."""
+    _restricting: dict[int, frozenset[str]]
+    _owner: dict[str, int]
+
+    def __init__(
+        self,
+        system: System,
+        enc: EncodingBase,
+        start: State | None = None,
+        *,
+        like: Projections | None = None,
+    ) -> None:
         self.system = system
         self.start = system.initial if start is None else start
         """The state whose runs it over-approximates (a reachable one: the tools the
@@ -102,10 +140,18 @@ class Projections:
         self.enc = enc
         self.bdd = enc.bdd
         comps = system.components
-        self._kept = [i for i, c in enumerate(comps) if not c.requirement.yielding]
-        self.callable = Relaxed(comps, system.tools).callable()
-        """The tools the relaxed product counts callable (a superset of the real ones)."""
-        self._open = {i: self._open_at(comps[i]) for i in self._kept}
+        if like is not None:  # the same system's tables, from another start
+            self._kept, self.callable, self._open = like._kept, like.callable, like._open
+            self._moving, self._keys = like._moving, like._keys
+            self._restricting, self._owner = like._restricting, like._owner
+        else:
+            self._kept = [i for i, c in enumerate(comps) if not c.requirement.yielding]
+            self.callable = Relaxed(comps, system.tools).callable()
+            self._open = {i: self._open_at(comps[i]) for i in self._kept}
+            self._moving = {i: self._moving_tools(comps[i]) for i in self._kept}
+            self._keys = {}
+            self._restricting = {i: self._restricted_tools(i) for i in self._kept}
+            self._owner = {b: i for i, c in enumerate(comps) for b in enc.bits[id(c)]}
         self.views: dict[int, frozenset[int]] = {}
         """Per component (not yielding), the views it reaches on its own."""
         self.reached = self.bdd.true
@@ -117,7 +163,40 @@ class Projections:
         self._pairs: dict[tuple[int, int], Node | None] = {}
         self._added: dict[tuple[int, int], Node] = {}
         """The pairs a refinement needed, kept for later questions."""
-        self._owner = {b: i for i, c in enumerate(comps) for b in enc.bits[id(c)]}
+
+    def at(self, state: State) -> Projections:
+        """The same over-approximation for the runs from ``state`` (a reachable one),
+        sharing this one's tables."""
+        return Projections(self.system, self.enc, state, like=self)
+
+    def _key(self, i: int, tool: str) -> tuple[int, int]:
+        key = self._keys.get((i, tool))
+        if key is None:
+            opens = self._open[i]
+            mask = sum(1 << v for v, here in enumerate(opens) if tool in here)
+            key = self._keys[(i, tool)] = (self.system.components[i].classes[tool], mask)
+        return key
+
+    def _moving_tools(self, comp: Component) -> frozenset[str]:
+        return frozenset(
+            t
+            for t in self.callable
+            if any(not comp.still[comp.classes[t] * 3 + s] for s in range(3))
+        )
+
+    def _restricted_tools(self, i: int) -> frozenset[str]:
+        """The callable tools component ``i`` keeps closed at some view."""
+        opens = self._open[i]
+        always = frozenset.intersection(*opens) if opens else self.callable
+        return self.callable - always
+
+    def interact(self, i: int, j: int) -> bool:
+        """Whether the pair's relaxed product can say more than the two alone: a tool
+        moves both, or one keeps closed somewhere a tool that moves the other. Otherwise
+        each moves as if the other were not there, and their pair is the product of what
+        each reaches."""
+        mi, mj = self._moving[i], self._moving[j]
+        return bool(mi & (mj | self._restricting[j]) or mj & self._restricting[i])
 
     def _open_at(self, comp: Component) -> list[frozenset[str]]:
         """Per view, the tools open to ``comp`` on its own (among the callable ones)."""
@@ -130,36 +209,40 @@ class Projections:
 
     def _reach(self, members: tuple[int, ...]) -> set[tuple[int, ...]]:
         """The tuples of views of ``members`` their relaxed product reaches from the start
-        (``_TooLarge`` past ``PAIR_STATES``)."""
+        (``_TooLarge`` past ``PAIR_STATES``). Tools that every member moves alike and
+        leaves open at the same views are one step: one of them stands for all."""
         comps = [self.system.components[i] for i in members]
-        opens = [self._open[i] for i in members]
-        moving = sorted(
-            {
-                t
-                for c in comps
-                for t in self.callable
-                if any(not c.still[c.classes[t] * 3 + s] for s in range(3))
-            }
-        )
+        steps: dict[
+            tuple[tuple[int, int], ...], tuple[list[tuple[tuple[int, ...], ...]], tuple[int, ...]]
+        ] = {}
+        moving: set[str] = set().union(*(self._moving[i] for i in members))
+        for tool in sorted(moving):
+            key = tuple(self._key(i, tool) for i in members)
+            if key not in steps:
+                first = [c.classes[tool] * 3 for c in comps]
+                steps[key] = (
+                    [
+                        tuple(c.moves[t + s] for c, t in zip(comps, first, strict=True))
+                        for s in range(3)
+                    ],
+                    tuple(k[1] for k in key),
+                )
         start = tuple(self.start[i] for i in members)
         seen = {start}
         todo = deque([start])
         while todo:
             views = todo.popleft()
-            for tool in moving:
-                if not all(tool in o[v] for o, v in zip(opens, views, strict=True)):
+            for moves, masks in steps.values():
+                if not all(m >> v & 1 for m, v in zip(masks, views, strict=True)):
                     continue
-                for s in range(3):
-                    after = tuple(
-                        c.moves[c.classes[tool] * 3 + s][v]
-                        for c, v in zip(comps, views, strict=True)
-                    )
+                for moved in moves:
+                    after = tuple(t[v] for t, v in zip(moved, views, strict=True))
                     if after not in seen:
                         seen.add(after)
                         todo.append(after)
                         if len(seen) > PAIR_STATES:
                             raise _TooLarge
-        return {v for v in seen}
+        return seen
 
     def _set(
         self, members: tuple[int, ...], tuples: Iterator[tuple[int, ...]] | set[tuple[int, ...]]
@@ -197,10 +280,13 @@ class Projections:
         components that exclude it, and gives up when none does (or at ``deadline``). The
         pairs stay for later questions."""
         bdd, enc, comps = self.bdd, self.enc, self.system.components
+        if where.dag_size > NARROW_NODES:
+            return where  # too large a question to ask at all
         u = where & self.reached
         used: set[tuple[int, int]] = set()
+        budget = PAIR_BUDGET
         for _ in range(REFINE_ROUNDS):
-            if u == bdd.false:
+            if u == bdd.false or u.dag_size > NARROW_NODES:
                 return u
             if deadline is not None and time.monotonic() > deadline:
                 return u
@@ -223,9 +309,19 @@ class Projections:
                 b: bool(picked.get(b, False)) for i in members for b in enc.bits[id(comps[i])]
             }
             added = False
-            for pair in itertools.combinations(members, 2):
-                if pair in self._added:
+            # Components away from their start view first: their pairs exclude most.
+            moved = [i for i in members if _view(enc, comps[i], values) != self.start[i]]
+            rest = [i for i in members if i not in moved]
+            ordered = [*itertools.combinations(moved, 2), *itertools.product(moved, rest)]
+            ordered += itertools.combinations(rest, 2)
+            for a, b in ordered:
+                pair = (a, b) if a < b else (b, a)
+                if pair in self._added or not self.interact(*pair):
                     continue
+                if pair not in self._pairs:
+                    budget -= 1
+                    if budget < 0 or (deadline is not None and time.monotonic() > deadline):
+                        return u
                 found = self.pair(*pair)
                 if found is not None and not enc.contains(found, values):
                     self._added[pair] = found
@@ -240,6 +336,11 @@ class Projections:
         """The components (not yielding) whose bits ``u`` reads, in index order."""
         found = {self._owner[b] for b in self.bdd.support(u) if b in self._owner}
         return sorted(i for i in found if i in self.views)
+
+
+def _view(enc: EncodingBase, comp: Component, values: dict[str, bool]) -> int:
+    """The view of ``comp`` that ``values`` (bits by name) spell."""
+    return sum(1 << k for k, b in enumerate(enc.bits[id(comp)]) if values.get(b, False))
 
 
 class _TooLarge(Exception):
@@ -381,7 +482,13 @@ class _Finishing:
             for begin in range(len(path) + 1):
                 if _replays(self.system, state, path[begin:]):
                     return True
-        found = seek(self.system, FINAL_ANSWER, self.enc.distances, limit=SEEK_STATES, start=state)
+        found = seek(
+            self.system,
+            FINAL_ANSWER,
+            self.enc.distances,
+            limit=_searched(self.system, SEEK_STATES),
+            start=state,
+        )
         if found is None:
             return None
         self.paths.append(found)
@@ -557,6 +664,8 @@ class _Decider:
         try:
             for d in range(LAYERS + 1):
                 self._on_time()
+                if len(bdd) > MANAGER_NODES:
+                    break
                 layer = v._layer(d)
                 if layer is None:
                     decided.add(key)  # every reachable state is in the layers: never
@@ -580,7 +689,9 @@ class _Decider:
             if tool in result.allowed_tools or self._never(some(p.allowed[tool])):
                 decided.add(key)
                 continue
-            found = seek(self.system, tool, self.enc.distances, limit=SEEK_STATES)
+            found = seek(
+                self.system, tool, self.enc.distances, limit=_searched(self.system, SEEK_STATES)
+            )
             if found is not None:
                 decided.add(key)
                 result.allowed_tools.add(tool)
@@ -597,7 +708,12 @@ class _Decider:
             return
         p, some = self.verdicts.pass_, self.verdicts.some
         self._on_time()
-        found = seek(self.system, FINAL_ANSWER, self.enc.distances, limit=SEEK_STATES)
+        found = seek(
+            self.system,
+            FINAL_ANSWER,
+            self.enc.distances,
+            limit=_searched(self.system, SEEK_STATES),
+        )
         if found is not None:
             self.paths.append(found)
             if len(found) > self.budget:
@@ -605,7 +721,7 @@ class _Decider:
                     self.system,
                     FINAL_ANSWER,
                     self.enc.distances,
-                    limit=SEEK_STATES,
+                    limit=_searched(self.system, SEEK_STATES),
                     within=self.budget,
                 )
         if found is not None:
@@ -630,7 +746,7 @@ class _Decider:
         every state before it is shown to finish (the engines' own witness); else, none
         at all where the projections show that every reachable state that has a pass can
         finish within a few steps (``_finishing_soon``)."""
-        if not self._first_stuck():
+        if not self._first_stuck() and len(self.system.components) <= FINISH_COMPONENTS:
             stuck = self._deciding & ~self._finishing_soon()
             if stuck == self.enc.bdd.false or self._never(stuck):
                 decided = self.result.decided
@@ -659,7 +775,7 @@ class _Decider:
             if not stuck:
                 if finishing.can_finish(node.state):
                     continue
-                stuck = Projections(system, self.enc, node.state).never(stop, self.deadline)
+                stuck = self.projections.at(node.state).never(stop, self.deadline)
             if not stuck:
                 return False  # neither shown: undecided
             result.no_finish = explorer._witness(node, (), not explorer.always_deciding[i])
@@ -675,15 +791,23 @@ class _Decider:
     def _finishing_soon(self) -> Node:
         """States (reachable or not) from which a real path of at most ``FINISH_ROUNDS``
         steps, through states with a pass, reaches one that may stop: preimages of the
-        encoding's steps, while they stay under ``LAYER_NODES``."""
-        v = self.verdicts
+        encoding's steps, cluster by cluster, while the set stays under ``LAYER_NODES`` and
+        the manager under ``MANAGER_NODES`` (a step that moves nothing adds nothing)."""
+        v, bdd = self.verdicts, self.enc.bdd
         deciding = self._deciding
         soon = deciding & v.some(v.pass_.can_stop)
         try:
             for _ in range(FINISH_ROUNDS):
-                self._on_time()
-                more = soon | v.preimage(soon, deciding)
-                if more == soon or more.dag_size > LAYER_NODES:
+                more = soon
+                if len(bdd) > MANAGER_NODES:
+                    return soon
+                for cluster in v.clusters:
+                    self._on_time()
+                    if more.dag_size > LAYER_NODES:
+                        return soon
+                    if deciding & cluster.guard != bdd.false:
+                        more |= deciding & v._preimage(soon, cluster)
+                if more == soon:
                     break
                 soon = more
         except _OutOfTime:
@@ -731,7 +855,7 @@ class _Decider:
                     enc,
                     left,
                     goal=goal,
-                    limit=LIVE_STATES,
+                    limit=_searched(system, LIVE_STATES),
                     deadline=self.deadline,
                 )
             if found is not None:
@@ -741,7 +865,14 @@ class _Decider:
 
 
 LIVE_STATES = 500
-"""States a directed search for a live requirement decides."""
+"""States a directed search for a live requirement decides (``_searched``)."""
+
+
+def _searched(system: System, states: int) -> int:
+    """``states`` for a system of at most ``SEEK_COMPONENTS`` components, proportionally
+    fewer for a larger one (at least a tenth)."""
+    size = len(system.components)
+    return max(states // 10, states * SEEK_COMPONENTS // max(size, SEEK_COMPONENTS))
 
 
 def _along(

@@ -342,9 +342,7 @@ def _raced(
     finally:
         child.stop()
     if not mine.complete:
-        mine.reason = (
-            f"the engine did not finish within the time limit ({timeout:g} s); {mine.reason}"
-        )
+        mine.reason = f"the engine did not finish within the time limit; {mine.reason}"
     return mine, *_found(system, mine, run, options)
 
 

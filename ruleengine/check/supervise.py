@@ -280,7 +280,8 @@ def _raise(error: dict[str, Any]) -> NoReturn:
 
 
 def _resident(pid: int) -> int:
-    """The resident memory, in bytes, of the worker's process group."""
+    """The resident memory, in bytes, of the worker's process group (each process's
+    proportional share, ``_proportional``)."""
     total = 0
     try:
         entries = os.listdir("/proc")
@@ -294,11 +295,26 @@ def _resident(pid: int) -> int:
                 fields = stat.read().rsplit(b")", 1)[1].split()
             if int(fields[2]) != pid:  # the process group, after the command's name
                 continue
-            with open(f"/proc/{entry}/statm", "rb") as statm:
-                total += int(statm.read().split()[1]) * _PAGE
+            total += _proportional(entry)
         except (OSError, ValueError, IndexError):
             continue
     return total
+
+
+def _proportional(entry: str) -> int:
+    """One process's share of resident memory, in bytes: its proportional set size (a page
+    it shares with the N processes of a fork counts 1/N: the checker's forked children
+    share most of their parent's pages), or its resident size where the kernel does not
+    say (before Linux 4.14)."""
+    try:
+        with open(f"/proc/{entry}/smaps_rollup", "rb") as rollup:
+            for line in rollup:
+                if line.startswith(b"Pss:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    with open(f"/proc/{entry}/statm", "rb") as statm:
+        return int(statm.read().split()[1]) * _PAGE
 
 
 def _how(pid: int) -> str:

@@ -294,9 +294,14 @@ def test_beside_runs_the_main_job_here_and_shares_the_side_jobs_with_a_child(
 def test_other_threads_keep_the_jobs_in_this_process() -> None:
     # Idle threads earlier tests left (anyio's workers) may end at any moment, even between
     # two looks at them: the answer is compared with counts taken on either side of it.
-    alone_before = threading.active_count() == 1
+    def only_quiet() -> bool:
+        main = threading.main_thread()
+        others = [t for t in threading.enumerate() if t is not main]
+        return all(t.name in lanes._QUIET_THREADS for t in others)
+
+    alone_before = only_quiet()
     quiet = lanes._threads_quiet()
-    if alone_before == (threading.active_count() == 1):
+    if alone_before == only_quiet():
         assert quiet == alone_before
     stop = threading.Event()
     worker = threading.Thread(target=stop.wait, name="someone-else")
