@@ -30,28 +30,25 @@ mode, literal rules): it reads the encoding's pass diagrams.
 
 from __future__ import annotations
 
-import heapq
-import itertools
 import time
-from collections import deque
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
 from ruleengine.check.analysis import Analysis, Witness, listed
 from ruleengine.check.bounds import UNREACHABLE
-from ruleengine.check.explicit import Outcome, _Explorer, allows, decide
-from ruleengine.check.relaxed import Relaxed
-from ruleengine.check.seek import Estimates, seek, traced
+from ruleengine.check.explicit import Outcome, _Explorer
+from ruleengine.check.histories import LIVE_STATES, SEEK_STATES, Finishing, along, searched, toward
+from ruleengine.check.histories import Late as _Late
+from ruleengine.check.projections import Projections
+from ruleengine.check.seek import Estimates, seek
 from ruleengine.check.symbolic_encoding import EncodingBase
 from ruleengine.check.symbolic_layers import _OutOfTime
 from ruleengine.check.symbolic_verdicts import Verdicts, _conflict_kind, _forced_on, _has_tie
-from ruleengine.check.system import Component, Event, State, System
+from ruleengine.check.system import Event, State, System
 from ruleengine.ir import FINAL_ANSWER
-from ruleengine.passes import Pass
 from ruleengine.state import STATUSES
 
-__all__ = ["Projections", "analyse_compositional", "toward"]
+__all__ = ["analyse_compositional"]
 
 Node = Any
 """A BDD node of the encoding's manager."""
@@ -59,30 +56,6 @@ Node = Any
 PROBE_STATES = 4096
 """States the breadth-first probe explores (its depth is exact)."""
 
-REFINE_ROUNDS = 64
-"""Rounds of adding pairs before a "never" is given up as undecided."""
-
-PAIR_STATES = 5000
-"""The most views a pair's relaxed product may reach (a larger pair is not added)."""
-
-PAIR_BUDGET = 400
-"""Pairs one question may compute (those computed before are free)."""
-
-NARROW_NODES = 20_000
-"""BDD nodes past which a question's states are given up as too large to narrow."""
-
-
-SEEK_STATES = 2000
-"""States a directed search decides before it gives up, for a system of at most
-``SEEK_COMPONENTS`` components; fewer for a larger one (``_searched``)."""
-
-SEEK_COMPONENTS = 100
-"""Components up to which a search decides ``SEEK_STATES`` states: it keeps every state it
-meets (some 150 per state decided at 50 tools), each a tuple of views, so a search's memory
-grows with the components (at 400, 2,000 states took a gigabyte)."""
-
-CUBES = 4
-"""Target states ``toward`` tries to reach, one search each."""
 
 LAYERS = 8
 """Breadth-first layers (of the encoding) searched for a finding's shortest witness..."""
@@ -102,410 +75,6 @@ FINISH_ROUNDS = 16
 
 WITNESS_STATES = 2048
 """As the symbolic engine's: layers this small are searched as concrete states."""
-
-
-class _Late(Exception):
-    """The deadline passed."""
-
-
-class Projections:
-    """An over-approximation of the reachable states of ``system`` (strict mode, literal
-    rules) over ``enc``'s current-state bits, refined on demand (see the module's
-    docstring). ``never(where)`` is a proof that no reachable state is in ``where`` when it
-    says True; False means only that the projections could not show it."""
-
-    _kept: list[int]
-    callable: frozenset[str]
-    """The tools the relaxed product counts callable (a superset of the real ones)."""
-    _open: dict[int, list[frozenset[str]]]
-    _moving: dict[int, frozenset[str]]
-    _keys: dict[tuple[int, str], tuple[int, int]]
-    """Per component and tool (as asked): its class, and the views where the tool is open
-    (a mask)."""
-    _restricting: dict[int, frozenset[str]]
-    _owner: dict[str, int]
-
-    def __init__(
-        self,
-        system: System,
-        enc: EncodingBase,
-        start: State | None = None,
-        *,
-        like: Projections | None = None,
-    ) -> None:
-        self.system = system
-        self.start = system.initial if start is None else start
-        """The state whose runs it over-approximates (a reachable one: the tools the
-        relaxed product counts callable from the initial state bound its runs too)."""
-        self.enc = enc
-        self.bdd = enc.bdd
-        comps = system.components
-        if like is not None:  # the same system's tables, from another start
-            self._kept, self.callable, self._open = like._kept, like.callable, like._open
-            self._moving, self._keys = like._moving, like._keys
-            self._restricting, self._owner = like._restricting, like._owner
-        else:
-            self._kept = [i for i, c in enumerate(comps) if not c.requirement.yielding]
-            self.callable = Relaxed(comps, system.tools).callable()
-            self._open = {i: self._open_at(comps[i]) for i in self._kept}
-            self._moving = {i: self._moving_tools(comps[i]) for i in self._kept}
-            self._keys = {}
-            self._restricting = {i: self._restricted_tools(i) for i in self._kept}
-            self._owner = {b: i for i, c in enumerate(comps) for b in enc.bits[id(c)]}
-        self.views: dict[int, frozenset[int]] = {}
-        """Per component (not yielding), the views it reaches on its own."""
-        self.reached = self.bdd.true
-        """The states whose every component is at a view it reaches on its own (the pairs a
-        refinement adds are kept apart: ``never`` conjoins only those a question reads)."""
-        for i in self._kept:
-            found = self.views[i] = frozenset(v for (v,) in self._reach((i,)))
-            self.reached &= self._set((i,), ((v,) for v in found))
-        self._pairs: dict[tuple[int, int], Node | None] = {}
-        self._added: dict[tuple[int, int], Node] = {}
-        """The pairs a refinement needed, kept for later questions."""
-
-    def at(self, state: State) -> Projections:
-        """The same over-approximation for the runs from ``state`` (a reachable one),
-        sharing this one's tables."""
-        return Projections(self.system, self.enc, state, like=self)
-
-    def _key(self, i: int, tool: str) -> tuple[int, int]:
-        key = self._keys.get((i, tool))
-        if key is None:
-            opens = self._open[i]
-            mask = sum(1 << v for v, here in enumerate(opens) if tool in here)
-            key = self._keys[(i, tool)] = (self.system.components[i].classes[tool], mask)
-        return key
-
-    def _moving_tools(self, comp: Component) -> frozenset[str]:
-        return frozenset(
-            t
-            for t in self.callable
-            if any(not comp.still[comp.classes[t] * 3 + s] for s in range(3))
-        )
-
-    def _restricted_tools(self, i: int) -> frozenset[str]:
-        """The callable tools component ``i`` keeps closed at some view."""
-        opens = self._open[i]
-        always = frozenset.intersection(*opens) if opens else self.callable
-        return self.callable - always
-
-    def interact(self, i: int, j: int) -> bool:
-        """Whether the pair's relaxed product can say more than the two alone: a tool
-        moves both, or one keeps closed somewhere a tool that moves the other. Otherwise
-        each moves as if the other were not there, and their pair is the product of what
-        each reaches."""
-        mi, mj = self._moving[i], self._moving[j]
-        return bool(mi & (mj | self._restricting[j]) or mj & self._restricting[i])
-
-    def _open_at(self, comp: Component) -> list[frozenset[str]]:
-        """Per view, the tools open to ``comp`` on its own (among the callable ones)."""
-        out = []
-        for view in range(len(comp.views)):
-            open_ = self.callable - comp.denied(view)
-            forced = comp.hard_forced(view)
-            out.append(open_ & forced if forced else open_)
-        return out
-
-    def _reach(self, members: tuple[int, ...]) -> set[tuple[int, ...]]:
-        """The tuples of views of ``members`` their relaxed product reaches from the start
-        (``_TooLarge`` past ``PAIR_STATES``). Tools that every member moves alike and
-        leaves open at the same views are one step: one of them stands for all."""
-        comps = [self.system.components[i] for i in members]
-        steps: dict[
-            tuple[tuple[int, int], ...], tuple[list[tuple[tuple[int, ...], ...]], tuple[int, ...]]
-        ] = {}
-        moving: set[str] = set().union(*(self._moving[i] for i in members))
-        for tool in sorted(moving):
-            key = tuple(self._key(i, tool) for i in members)
-            if key not in steps:
-                first = [c.classes[tool] * 3 for c in comps]
-                steps[key] = (
-                    [
-                        tuple(c.moves[t + s] for c, t in zip(comps, first, strict=True))
-                        for s in range(3)
-                    ],
-                    tuple(k[1] for k in key),
-                )
-        start = tuple(self.start[i] for i in members)
-        seen = {start}
-        todo = deque([start])
-        while todo:
-            views = todo.popleft()
-            for moves, masks in steps.values():
-                if not all(m >> v & 1 for m, v in zip(masks, views, strict=True)):
-                    continue
-                for moved in moves:
-                    after = tuple(t[v] for t, v in zip(moved, views, strict=True))
-                    if after not in seen:
-                        seen.add(after)
-                        todo.append(after)
-                        if len(seen) > PAIR_STATES:
-                            raise _TooLarge
-        return seen
-
-    def _set(
-        self, members: tuple[int, ...], tuples: Iterator[tuple[int, ...]] | set[tuple[int, ...]]
-    ) -> Node:
-        enc, comps = self.enc, self.system.components
-        out = self.bdd.false
-        for views in tuples:
-            cube = self.bdd.true
-            for i, v in zip(members, views, strict=True):
-                cube &= enc.cube(enc.bits[id(comps[i])], v)
-            out |= cube
-        return out
-
-    def pair(self, i: int, j: int) -> Node | None:
-        """The relaxed product of components ``i`` and ``j``'s reachable views (memoised;
-        None when too large to be worth it)."""
-        key = (i, j) if i < j else (j, i)
-        if key not in self._pairs:
-            try:
-                self._pairs[key] = self._set(key, self._reach(key))
-            except _TooLarge:
-                self._pairs[key] = None
-        return self._pairs[key]
-
-    def never(self, where: Node, deadline: float | None = None) -> bool:
-        """Whether no reachable state is in ``where`` (a set over current-state bits, check
-        bits quantified), as far as the projections show: True is a proof."""
-        return bool(self.narrowed(where, deadline) == self.bdd.false)
-
-    def narrowed(self, where: Node, deadline: float | None = None) -> Node:
-        """The states of ``where`` the projections could not rule out (false: a proof that
-        no reachable state is in ``where``; else a superset of those that are). ``where`` is
-        conjoined with each component's views, then with the pairs added so far among the
-        components it reads; each round picks a state left, adds the pairs of those
-        components that exclude it, and gives up when none does (or at ``deadline``). The
-        pairs stay for later questions."""
-        bdd, enc, comps = self.bdd, self.enc, self.system.components
-        if where.dag_size > NARROW_NODES:
-            return where  # too large a question to ask at all
-        u = where & self.reached
-        used: set[tuple[int, int]] = set()
-        budget = PAIR_BUDGET
-        for _ in range(REFINE_ROUNDS):
-            if u == bdd.false or u.dag_size > NARROW_NODES:
-                return u
-            if deadline is not None and time.monotonic() > deadline:
-                return u
-            members = self._members(u)
-            fresh = [
-                pair
-                for pair in itertools.combinations(members, 2)
-                if pair in self._added and pair not in used
-            ]
-            if fresh:
-                for pair in fresh:
-                    used.add(pair)
-                    u &= self._added[pair]
-                    if u == bdd.false:
-                        return u
-                continue
-            picked = bdd.pick(u)
-            assert picked is not None
-            values = {
-                b: bool(picked.get(b, False)) for i in members for b in enc.bits[id(comps[i])]
-            }
-            added = False
-            # Components away from their start view first: their pairs exclude most.
-            moved = [i for i in members if _view(enc, comps[i], values) != self.start[i]]
-            rest = [i for i in members if i not in moved]
-            ordered = [*itertools.combinations(moved, 2), *itertools.product(moved, rest)]
-            ordered += itertools.combinations(rest, 2)
-            for a, b in ordered:
-                pair = (a, b) if a < b else (b, a)
-                if pair in self._added or not self.interact(*pair):
-                    continue
-                if pair not in self._pairs:
-                    budget -= 1
-                    if budget < 0 or (deadline is not None and time.monotonic() > deadline):
-                        return u
-                found = self.pair(*pair)
-                if found is not None and not enc.contains(found, values):
-                    self._added[pair] = found
-                    used.add(pair)
-                    u &= found
-                    added = True
-            if not added:
-                return u
-        return u
-
-    def _members(self, u: Node) -> list[int]:
-        """The components (not yielding) whose bits ``u`` reads, in index order."""
-        found = {self._owner[b] for b in self.bdd.support(u) if b in self._owner}
-        return sorted(i for i in found if i in self.views)
-
-
-def _view(enc: EncodingBase, comp: Component, values: dict[str, bool]) -> int:
-    """The view of ``comp`` that ``values`` (bits by name) spell."""
-    return sum(1 << k for k, b in enumerate(enc.bits[id(comp)]) if values.get(b, False))
-
-
-class _TooLarge(Exception):
-    """A pair's relaxed product passed ``PAIR_STATES``."""
-
-
-def toward(
-    system: System,
-    enc: EncodingBase,
-    target: Node,
-    *,
-    goal: Any,
-    limit: int = SEEK_STATES,
-    deadline: float | None = None,
-) -> tuple[Event, ...] | None:
-    """A history to a state that ``goal`` (a test of a state) confirms, or None when none
-    was found. Best-first over real states (each decided by the reasoner; only allowed
-    steps), towards up to ``CUBES`` states of ``target`` (a set over current-state bits,
-    ``Projections.narrowed``'s): a state's distance is the sum, over the components
-    the picked state fixes, of the steps each needs on its own to reach its view there
-    (its move table, every tool and status). Deterministic; at most ``limit`` decided
-    states per picked state. Proves nothing when it fails."""
-    bdd, comps = enc.bdd, system.components
-    left = target
-    for _ in range(CUBES):
-        if left == bdd.false:
-            return None
-        wanted, cube = _nearest(enc, comps, left)
-        found = _best_first(system, wanted, goal, limit, deadline)
-        if found is not None:
-            return found
-        left &= ~cube
-    return None
-
-
-def _nearest(
-    enc: EncodingBase, comps: Sequence[Component], states: Node
-) -> tuple[dict[int, int], Node]:
-    """A state of ``states`` (nonempty) that keeps as many components as it can at their
-    first view (greedily, in component order), as the view each component it reads must
-    be at, and that state's cube. Such a state asks a search to move few components."""
-    bdd = enc.bdd
-    owner = {b: i for i, c in enumerate(comps) for b in enc.bits[id(c)]}
-    support = sorted({owner[b] for b in bdd.support(states) if b in owner})
-    for i in support:
-        first = enc.cube(enc.bits[id(comps[i])], 0)
-        if states & first != bdd.false:
-            states &= first
-    picked = bdd.pick(states)
-    assert picked is not None
-    wanted = {}
-    for i in support:
-        bits = enc.bits[id(comps[i])]
-        wanted[i] = sum(1 << k for k, b in enumerate(bits) if picked.get(b, False))
-    cube = bdd.true
-    for i, view in wanted.items():
-        cube &= enc.cube(enc.bits[id(comps[i])], view)
-    return wanted, cube
-
-
-def _distances_to(comp: Component, view: int) -> list[int]:
-    """Per view of ``comp``, the fewest of its own moves (any tool, any status) to ``view``
-    (``UNREACHABLE`` where none leads)."""
-    back: list[set[int]] = [set() for _ in comp.views]
-    for table in comp.moves:
-        for v, w in enumerate(table):
-            if v != w:
-                back[w].add(v)
-    dist = [UNREACHABLE] * len(comp.views)
-    todo = deque([view])
-    dist[view] = 0
-    while todo:
-        w = todo.popleft()
-        for v in back[w]:
-            if dist[v] == UNREACHABLE:
-                dist[v] = dist[w] + 1
-                todo.append(v)
-    return dist
-
-
-def _best_first(
-    system: System,
-    wanted: dict[int, int],
-    goal: Any,
-    limit: int,
-    deadline: float | None,
-) -> tuple[Event, ...] | None:
-    tables = {i: _distances_to(system.components[i], view) for i, view in wanted.items()}
-
-    def far(state: State) -> int:
-        return min(UNREACHABLE, sum(dist[state[i]] for i, dist in tables.items()))
-
-    start = system.initial
-    order = itertools.count()
-    frontier = [(far(start), 0, next(order), start)]
-    came: dict[State, tuple[State, Event] | None] = {start: None}
-    moved: dict[Event, list[tuple[int, list[int]]]] = {}
-    while limit > 0 and frontier:
-        h, depth, _, state = heapq.heappop(frontier)
-        if h >= UNREACHABLE:
-            return None
-        limit -= 1
-        if limit % 64 == 0 and deadline is not None and time.monotonic() > deadline:
-            raise _Late
-        if goal(state):
-            return traced(came, state)
-        tools: set[str] = set()
-        for records, _ in system.variants(state):
-            outcome = decide(system, records)
-            if isinstance(outcome, Pass):
-                tools |= {t for t in outcome.allowed if t != FINAL_ANSWER}
-        for after, event in system.steps_from(state, tools).items():
-            if after not in came:
-                came[after] = (state, event)
-                changes = moved.get(event)
-                if changes is None:
-                    changes = moved[event] = [
-                        (i, tables[i]) for i in system.moved(event) if i in tables
-                    ]
-                # Only the components the step moved change their distance.
-                further = h + sum(d[after[i]] - d[state[i]] for i, d in changes)
-                heapq.heappush(frontier, (min(UNREACHABLE, further), depth + 1, next(order), after))
-    return None
-
-
-@dataclass(slots=True)
-class _Finishing:
-    """Histories known to reach a state that may stop, tried again from other states
-    before a new search (replaying one costs a few cached decisions)."""
-
-    system: System
-    enc: EncodingBase
-    paths: list[tuple[Event, ...]] = field(default_factory=list)
-
-    def can_finish(self, state: State) -> bool | None:
-        """True when a real history from ``state`` reaches a state that may stop; None
-        when none was found."""
-        for path in reversed(self.paths[-8:]):
-            for begin in range(len(path) + 1):
-                if _replays(self.system, state, path[begin:]):
-                    return True
-        found = seek(
-            self.system,
-            FINAL_ANSWER,
-            self.enc.distances,
-            limit=_searched(self.system, SEEK_STATES),
-            start=state,
-        )
-        if found is None:
-            return None
-        self.paths.append(found)
-        return True
-
-
-def _replays(system: System, state: State, path: Sequence[Event]) -> bool:
-    """Whether ``path`` can be taken from ``state`` (each step allowed when taken, under
-    some check values) and ends where the run may stop."""
-    for event in (*path, None):
-        outcomes = [decide(system, records) for records, _ in system.variants(state)]
-        if event is None:
-            return any(allows(o, FINAL_ANSWER) for o in outcomes)
-        if not any(allows(o, event[0]) for o in outcomes):
-            return False
-        state = system.successor(state, event)
-    return False  # pragma: no cover - the loop returns at its last item
 
 
 def analyse_compositional(
@@ -690,7 +259,7 @@ class _Decider:
                 decided.add(key)
                 continue
             found = seek(
-                self.system, tool, self.enc.distances, limit=_searched(self.system, SEEK_STATES)
+                self.system, tool, self.enc.distances, limit=searched(self.system, SEEK_STATES)
             )
             if found is not None:
                 decided.add(key)
@@ -712,7 +281,7 @@ class _Decider:
             self.system,
             FINAL_ANSWER,
             self.enc.distances,
-            limit=_searched(self.system, SEEK_STATES),
+            limit=searched(self.system, SEEK_STATES),
         )
         if found is not None:
             self.paths.append(found)
@@ -721,7 +290,7 @@ class _Decider:
                     self.system,
                     FINAL_ANSWER,
                     self.enc.distances,
-                    limit=_searched(self.system, SEEK_STATES),
+                    limit=searched(self.system, SEEK_STATES),
                     within=self.budget,
                 )
         if found is not None:
@@ -764,7 +333,7 @@ class _Decider:
             if not c.requirement.yielding
         ]
         stop = self.verdicts.some(self.verdicts.pass_.can_stop)
-        finishing = _Finishing(system, self.enc)
+        finishing = Finishing(system, self.enc)
         for i, node in enumerate(explorer.nodes):
             if i not in explorer.deciding:
                 return False  # not expanded: the probe stopped before it
@@ -848,55 +417,17 @@ class _Decider:
             def goal(state: State, where: Node = where) -> bool:
                 return bool(enc.holds_at(where, comps, state))
 
-            found = _along(system, ordered, watched[name], goal)
+            found = along(system, ordered, watched[name], goal)
             if found is None:
                 found = toward(
                     system,
                     enc,
                     left,
                     goal=goal,
-                    limit=_searched(system, LIVE_STATES),
+                    limit=searched(system, LIVE_STATES),
                     deadline=self.deadline,
                 )
             if found is not None:
                 decided.add(key)
                 result.live.add(name)
                 result.firsts.setdefault(key, found)
-
-
-LIVE_STATES = 500
-"""States a directed search for a live requirement decides (``_searched``)."""
-
-
-def _searched(system: System, states: int) -> int:
-    """``states`` for a system of at most ``SEEK_COMPONENTS`` components, proportionally
-    fewer for a larger one (at least a tenth)."""
-    size = len(system.components)
-    return max(states // 10, states * SEEK_COMPONENTS // max(size, SEEK_COMPONENTS))
-
-
-def _along(
-    system: System,
-    paths: Sequence[tuple[Event, ...]],
-    watched: set[str],
-    goal: Any,
-) -> tuple[Event, ...] | None:
-    """A history, a prefix of one of ``paths`` or of one with every call of a tool of
-    ``watched`` left out, taken as far as each step is allowed, whose end ``goal``
-    confirms; or None. (A requirement waiting for a tool is live where everything else is
-    done and that tool was never called: a finishing history without its calls.)"""
-    for path in paths:
-        for variant in (tuple(e for e in path if e[0] not in watched), path):
-            state = system.initial
-            taken: list[Event] = []
-            for event in (*variant, None):
-                if goal(state):
-                    return tuple(taken)
-                if event is None:
-                    break
-                outcomes = [decide(system, records) for records, _ in system.variants(state)]
-                if not any(allows(o, event[0]) for o in outcomes):
-                    break
-                taken.append(event)
-                state = system.successor(state, event)
-    return None

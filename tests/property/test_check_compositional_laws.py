@@ -17,8 +17,9 @@ from hypothesis import strategies as st
 from policy_strategies import PolicyCase, policies, symbolic_system
 
 from ruleengine.check.analysis import Analysis, Witness, settled
-from ruleengine.check.compositional import Projections, analyse_compositional
+from ruleengine.check.compositional import analyse_compositional
 from ruleengine.check.explicit import analyse, callable_at, reaches, walk
+from ruleengine.check.projections import Projections
 from ruleengine.check.symbolic import Encoding
 from ruleengine.check.system import State, System
 from ruleengine.ir import FINAL_ANSWER

@@ -131,7 +131,7 @@ def test_what_is_left_undecided_is_named(monkeypatch: pytest.MonkeyPatch) -> Non
     # did not meet, nor the tools it did not see allowed.
     monkeypatch.setattr(compositional, "PROBE_STATES", 8)
     monkeypatch.setattr(compositional, "toward", lambda *a, **k: None)
-    monkeypatch.setattr(compositional, "_along", lambda *a, **k: None)
+    monkeypatch.setattr(compositional, "along", lambda *a, **k: None)
     monkeypatch.setattr(compositional, "seek", lambda *a, **k: None)
     raced = check_policy(policy, timeout=20)
     assert not raced.complete and raced.undecided

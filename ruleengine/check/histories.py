@@ -1,0 +1,240 @@
+"""Real histories to a goal: directed searches over a system's states, every state decided
+by the runtime's reasoner (each history they return replays). They prove nothing when they
+fail; ``compositional`` uses them to show the "sometimes" verdicts."""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import time
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ruleengine.check.bounds import UNREACHABLE
+from ruleengine.check.explicit import allows, decide
+from ruleengine.check.seek import seek, traced
+from ruleengine.check.symbolic_encoding import EncodingBase
+from ruleengine.check.system import Component, Event, State, System
+from ruleengine.ir import FINAL_ANSWER
+from ruleengine.passes import Pass
+
+__all__ = ["Finishing", "Late", "along", "searched", "toward"]
+
+Node = Any
+"""A BDD node of the encoding's manager."""
+
+SEEK_STATES = 2000
+"""States a directed search decides before it gives up, for a system of at most
+``SEEK_COMPONENTS`` components; fewer for a larger one (``_searched``)."""
+
+SEEK_COMPONENTS = 100
+"""Components up to which a search decides ``SEEK_STATES`` states: it keeps every state it
+meets (some 150 per state decided at 50 tools), each a tuple of views, so a search's memory
+grows with the components (at 400, 2,000 states took a gigabyte)."""
+
+CUBES = 4
+"""Target states ``toward`` tries to reach, one search each."""
+
+LIVE_STATES = 500
+"""States a directed search for a live requirement decides (``_searched``)."""
+
+
+class Late(Exception):
+    """A search's deadline passed."""
+
+
+def toward(
+    system: System,
+    enc: EncodingBase,
+    target: Node,
+    *,
+    goal: Any,
+    limit: int = SEEK_STATES,
+    deadline: float | None = None,
+) -> tuple[Event, ...] | None:
+    """A history to a state that ``goal`` (a test of a state) confirms, or None when none
+    was found. Best-first over real states (each decided by the reasoner; only allowed
+    steps), towards up to ``CUBES`` states of ``target`` (a set over current-state bits,
+    ``Projections.narrowed``'s): a state's distance is the sum, over the components
+    the picked state fixes, of the steps each needs on its own to reach its view there
+    (its move table, every tool and status). Deterministic; at most ``limit`` decided
+    states per picked state. Proves nothing when it fails."""
+    bdd, comps = enc.bdd, system.components
+    left = target
+    for _ in range(CUBES):
+        if left == bdd.false:
+            return None
+        wanted, cube = _nearest(enc, comps, left)
+        found = _best_first(system, wanted, goal, limit, deadline)
+        if found is not None:
+            return found
+        left &= ~cube
+    return None
+
+
+def _nearest(
+    enc: EncodingBase, comps: Sequence[Component], states: Node
+) -> tuple[dict[int, int], Node]:
+    """A state of ``states`` (nonempty) that keeps as many components as it can at their
+    first view (greedily, in component order), as the view each component it reads must
+    be at, and that state's cube. Such a state asks a search to move few components."""
+    bdd = enc.bdd
+    owner = {b: i for i, c in enumerate(comps) for b in enc.bits[id(c)]}
+    support = sorted({owner[b] for b in bdd.support(states) if b in owner})
+    for i in support:
+        first = enc.cube(enc.bits[id(comps[i])], 0)
+        if states & first != bdd.false:
+            states &= first
+    picked = bdd.pick(states)
+    assert picked is not None
+    wanted = {}
+    for i in support:
+        bits = enc.bits[id(comps[i])]
+        wanted[i] = sum(1 << k for k, b in enumerate(bits) if picked.get(b, False))
+    cube = bdd.true
+    for i, view in wanted.items():
+        cube &= enc.cube(enc.bits[id(comps[i])], view)
+    return wanted, cube
+
+
+def _distances_to(comp: Component, view: int) -> list[int]:
+    """Per view of ``comp``, the fewest of its own moves (any tool, any status) to ``view``
+    (``UNREACHABLE`` where none leads)."""
+    back: list[set[int]] = [set() for _ in comp.views]
+    for table in comp.moves:
+        for v, w in enumerate(table):
+            if v != w:
+                back[w].add(v)
+    dist = [UNREACHABLE] * len(comp.views)
+    todo = deque([view])
+    dist[view] = 0
+    while todo:
+        w = todo.popleft()
+        for v in back[w]:
+            if dist[v] == UNREACHABLE:
+                dist[v] = dist[w] + 1
+                todo.append(v)
+    return dist
+
+
+def _best_first(
+    system: System,
+    wanted: dict[int, int],
+    goal: Any,
+    limit: int,
+    deadline: float | None,
+) -> tuple[Event, ...] | None:
+    tables = {i: _distances_to(system.components[i], view) for i, view in wanted.items()}
+
+    def far(state: State) -> int:
+        return min(UNREACHABLE, sum(dist[state[i]] for i, dist in tables.items()))
+
+    start = system.initial
+    order = itertools.count()
+    frontier = [(far(start), 0, next(order), start)]
+    came: dict[State, tuple[State, Event] | None] = {start: None}
+    moved: dict[Event, list[tuple[int, list[int]]]] = {}
+    while limit > 0 and frontier:
+        h, depth, _, state = heapq.heappop(frontier)
+        if h >= UNREACHABLE:
+            return None
+        limit -= 1
+        if limit % 64 == 0 and deadline is not None and time.monotonic() > deadline:
+            raise Late
+        if goal(state):
+            return traced(came, state)
+        tools: set[str] = set()
+        for records, _ in system.variants(state):
+            outcome = decide(system, records)
+            if isinstance(outcome, Pass):
+                tools |= {t for t in outcome.allowed if t != FINAL_ANSWER}
+        for after, event in system.steps_from(state, tools).items():
+            if after not in came:
+                came[after] = (state, event)
+                changes = moved.get(event)
+                if changes is None:
+                    changes = moved[event] = [
+                        (i, tables[i]) for i in system.moved(event) if i in tables
+                    ]
+                # Only the components the step moved change their distance.
+                further = h + sum(d[after[i]] - d[state[i]] for i, d in changes)
+                heapq.heappush(frontier, (min(UNREACHABLE, further), depth + 1, next(order), after))
+    return None
+
+
+@dataclass(slots=True)
+class Finishing:
+    """Histories known to reach a state that may stop, tried again from other states
+    before a new search (replaying one costs a few cached decisions)."""
+
+    system: System
+    enc: EncodingBase
+    paths: list[tuple[Event, ...]] = field(default_factory=list)
+
+    def can_finish(self, state: State) -> bool | None:
+        """True when a real history from ``state`` reaches a state that may stop; None
+        when none was found."""
+        for path in reversed(self.paths[-8:]):
+            for begin in range(len(path) + 1):
+                if _replays(self.system, state, path[begin:]):
+                    return True
+        found = seek(
+            self.system,
+            FINAL_ANSWER,
+            self.enc.distances,
+            limit=searched(self.system, SEEK_STATES),
+            start=state,
+        )
+        if found is None:
+            return None
+        self.paths.append(found)
+        return True
+
+
+def _replays(system: System, state: State, path: Sequence[Event]) -> bool:
+    """Whether ``path`` can be taken from ``state`` (each step allowed when taken, under
+    some check values) and ends where the run may stop."""
+    for event in (*path, None):
+        outcomes = [decide(system, records) for records, _ in system.variants(state)]
+        if event is None:
+            return any(allows(o, FINAL_ANSWER) for o in outcomes)
+        if not any(allows(o, event[0]) for o in outcomes):
+            return False
+        state = system.successor(state, event)
+    return False  # pragma: no cover - the loop returns at its last item
+
+
+def searched(system: System, states: int) -> int:
+    """``states`` for a system of at most ``SEEK_COMPONENTS`` components, proportionally
+    fewer for a larger one (at least a tenth)."""
+    size = len(system.components)
+    return max(states // 10, states * SEEK_COMPONENTS // max(size, SEEK_COMPONENTS))
+
+
+def along(
+    system: System,
+    paths: Sequence[tuple[Event, ...]],
+    watched: set[str],
+    goal: Any,
+) -> tuple[Event, ...] | None:
+    """A history, a prefix of one of ``paths`` or of one with every call of a tool of
+    ``watched`` left out, taken as far as each step is allowed, whose end ``goal``
+    confirms; or None. (A requirement waiting for a tool is live where everything else is
+    done and that tool was never called: a finishing history without its calls.)"""
+    for path in paths:
+        for variant in (tuple(e for e in path if e[0] not in watched), path):
+            state = system.initial
+            taken: list[Event] = []
+            for event in (*variant, None):
+                if goal(state):
+                    return tuple(taken)
+                if event is None:
+                    break
+                outcomes = [decide(system, records) for records, _ in system.variants(state)]
+                if not any(allows(o, event[0]) for o in outcomes):
+                    break
+                taken.append(event)
+                state = system.successor(state, event)
+    return None

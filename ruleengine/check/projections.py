@@ -1,0 +1,281 @@
+"""An over-approximation of a system's reachable states, from its requirements one and two
+at a time: what it rules out, no history reaches.
+
+Each requirement's component, on its own, in the *relaxed product* (``relaxed``: a tool is
+open unless the component itself denies it or hard-forces another, among the tools the
+relaxed product counts callable): in strict mode every step of the system is such a step of
+each component (denials always hold, a hard force leaves one tool, soft forces only
+narrow), so every reachable state has each component at a view it reaches on its own. The
+same holds of any two components together, whose relaxed product is exact for the pair:
+``Projections.narrowed`` refines a question's states by the pairs that exclude a state it
+picks (counterexample-guided, without triples). The laws check that no reachable state is
+ever ruled out (``tests/property/test_check_compositional_laws.py``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections import deque
+from collections.abc import Iterator
+from typing import Any
+
+from ruleengine.check.relaxed import Relaxed
+from ruleengine.check.symbolic_encoding import EncodingBase
+from ruleengine.check.system import Component, State, System
+
+__all__ = ["Projections"]
+
+Node = Any
+"""A BDD node of the encoding's manager."""
+
+REFINE_ROUNDS = 64
+"""Rounds of adding pairs before a "never" is given up as undecided."""
+
+PAIR_STATES = 5000
+"""The most views a pair's relaxed product may reach (a larger pair is not added)."""
+
+PAIR_BUDGET = 400
+"""Pairs one question may compute (those computed before are free)."""
+
+NARROW_NODES = 20_000
+"""BDD nodes past which a question's states are given up as too large to narrow."""
+
+
+class Projections:
+    """An over-approximation of the reachable states of ``system`` (strict mode, literal
+    rules) over ``enc``'s current-state bits, refined on demand (see the module's
+    docstring). ``never(where)`` is a proof that no reachable state is in ``where`` when it
+    says True; False means only that the projections could not show it."""
+
+    _kept: list[int]
+    callable: frozenset[str]
+    """The tools the relaxed product counts callable (a superset of the real ones)."""
+    _open: dict[int, list[frozenset[str]]]
+    _moving: dict[int, frozenset[str]]
+    _keys: dict[tuple[int, str], tuple[int, int]]
+    """Per component and tool (as asked): its class, and the views where the tool is open
+    (a mask)."""
+    _restricting: dict[int, frozenset[str]]
+    _owner: dict[str, int]
+
+    def __init__(
+        self,
+        system: System,
+        enc: EncodingBase,
+        start: State | None = None,
+        *,
+        like: Projections | None = None,
+    ) -> None:
+        self.system = system
+        self.start = system.initial if start is None else start
+        """The state whose runs it over-approximates (a reachable one: the tools the
+        relaxed product counts callable from the initial state bound its runs too)."""
+        self.enc = enc
+        self.bdd = enc.bdd
+        comps = system.components
+        if like is not None:  # the same system's tables, from another start
+            self._kept, self.callable, self._open = like._kept, like.callable, like._open
+            self._moving, self._keys = like._moving, like._keys
+            self._restricting, self._owner = like._restricting, like._owner
+        else:
+            self._kept = [i for i, c in enumerate(comps) if not c.requirement.yielding]
+            self.callable = Relaxed(comps, system.tools).callable()
+            self._open = {i: self._open_at(comps[i]) for i in self._kept}
+            self._moving = {i: self._moving_tools(comps[i]) for i in self._kept}
+            self._keys = {}
+            self._restricting = {i: self._restricted_tools(i) for i in self._kept}
+            self._owner = {b: i for i, c in enumerate(comps) for b in enc.bits[id(c)]}
+        self.views: dict[int, frozenset[int]] = {}
+        """Per component (not yielding), the views it reaches on its own."""
+        self.reached = self.bdd.true
+        """The states whose every component is at a view it reaches on its own (the pairs a
+        refinement adds are kept apart: ``never`` conjoins only those a question reads)."""
+        for i in self._kept:
+            found = self.views[i] = frozenset(v for (v,) in self._reach((i,)))
+            self.reached &= self._set((i,), ((v,) for v in found))
+        self._pairs: dict[tuple[int, int], Node | None] = {}
+        self._added: dict[tuple[int, int], Node] = {}
+        """The pairs a refinement needed, kept for later questions."""
+
+    def at(self, state: State) -> Projections:
+        """The same over-approximation for the runs from ``state`` (a reachable one),
+        sharing this one's tables."""
+        return Projections(self.system, self.enc, state, like=self)
+
+    def _key(self, i: int, tool: str) -> tuple[int, int]:
+        key = self._keys.get((i, tool))
+        if key is None:
+            opens = self._open[i]
+            mask = sum(1 << v for v, here in enumerate(opens) if tool in here)
+            key = self._keys[(i, tool)] = (self.system.components[i].classes[tool], mask)
+        return key
+
+    def _moving_tools(self, comp: Component) -> frozenset[str]:
+        return frozenset(
+            t
+            for t in self.callable
+            if any(not comp.still[comp.classes[t] * 3 + s] for s in range(3))
+        )
+
+    def _restricted_tools(self, i: int) -> frozenset[str]:
+        """The callable tools component ``i`` keeps closed at some view."""
+        opens = self._open[i]
+        always = frozenset.intersection(*opens) if opens else self.callable
+        return self.callable - always
+
+    def interact(self, i: int, j: int) -> bool:
+        """Whether the pair's relaxed product can say more than the two alone: a tool
+        moves both, or one keeps closed somewhere a tool that moves the other. Otherwise
+        each moves as if the other were not there, and their pair is the product of what
+        each reaches."""
+        mi, mj = self._moving[i], self._moving[j]
+        return bool(mi & (mj | self._restricting[j]) or mj & self._restricting[i])
+
+    def _open_at(self, comp: Component) -> list[frozenset[str]]:
+        """Per view, the tools open to ``comp`` on its own (among the callable ones)."""
+        out = []
+        for view in range(len(comp.views)):
+            open_ = self.callable - comp.denied(view)
+            forced = comp.hard_forced(view)
+            out.append(open_ & forced if forced else open_)
+        return out
+
+    def _reach(self, members: tuple[int, ...]) -> set[tuple[int, ...]]:
+        """The tuples of views of ``members`` their relaxed product reaches from the start
+        (``_TooLarge`` past ``PAIR_STATES``). Tools that every member moves alike and
+        leaves open at the same views are one step: one of them stands for all."""
+        comps = [self.system.components[i] for i in members]
+        steps: dict[
+            tuple[tuple[int, int], ...], tuple[list[tuple[tuple[int, ...], ...]], tuple[int, ...]]
+        ] = {}
+        moving: set[str] = set().union(*(self._moving[i] for i in members))
+        for tool in sorted(moving):
+            key = tuple(self._key(i, tool) for i in members)
+            if key not in steps:
+                first = [c.classes[tool] * 3 for c in comps]
+                steps[key] = (
+                    [
+                        tuple(c.moves[t + s] for c, t in zip(comps, first, strict=True))
+                        for s in range(3)
+                    ],
+                    tuple(k[1] for k in key),
+                )
+        start = tuple(self.start[i] for i in members)
+        seen = {start}
+        todo = deque([start])
+        while todo:
+            views = todo.popleft()
+            for moves, masks in steps.values():
+                if not all(m >> v & 1 for m, v in zip(masks, views, strict=True)):
+                    continue
+                for moved in moves:
+                    after = tuple(t[v] for t, v in zip(moved, views, strict=True))
+                    if after not in seen:
+                        seen.add(after)
+                        todo.append(after)
+                        if len(seen) > PAIR_STATES:
+                            raise _TooLarge
+        return seen
+
+    def _set(
+        self, members: tuple[int, ...], tuples: Iterator[tuple[int, ...]] | set[tuple[int, ...]]
+    ) -> Node:
+        enc, comps = self.enc, self.system.components
+        out = self.bdd.false
+        for views in tuples:
+            cube = self.bdd.true
+            for i, v in zip(members, views, strict=True):
+                cube &= enc.cube(enc.bits[id(comps[i])], v)
+            out |= cube
+        return out
+
+    def pair(self, i: int, j: int) -> Node | None:
+        """The relaxed product of components ``i`` and ``j``'s reachable views (memoised;
+        None when too large to be worth it)."""
+        key = (i, j) if i < j else (j, i)
+        if key not in self._pairs:
+            try:
+                self._pairs[key] = self._set(key, self._reach(key))
+            except _TooLarge:
+                self._pairs[key] = None
+        return self._pairs[key]
+
+    def never(self, where: Node, deadline: float | None = None) -> bool:
+        """Whether no reachable state is in ``where`` (a set over current-state bits, check
+        bits quantified), as far as the projections show: True is a proof."""
+        return bool(self.narrowed(where, deadline) == self.bdd.false)
+
+    def narrowed(self, where: Node, deadline: float | None = None) -> Node:
+        """The states of ``where`` the projections could not rule out (false: a proof that
+        no reachable state is in ``where``; else a superset of those that are). ``where`` is
+        conjoined with each component's views, then with the pairs added so far among the
+        components it reads; each round picks a state left, adds the pairs of those
+        components that exclude it, and gives up when none does (or at ``deadline``). The
+        pairs stay for later questions."""
+        bdd, enc, comps = self.bdd, self.enc, self.system.components
+        if where.dag_size > NARROW_NODES:
+            return where  # too large a question to ask at all
+        u = where & self.reached
+        used: set[tuple[int, int]] = set()
+        budget = PAIR_BUDGET
+        for _ in range(REFINE_ROUNDS):
+            if u == bdd.false or u.dag_size > NARROW_NODES:
+                return u
+            if deadline is not None and time.monotonic() > deadline:
+                return u
+            members = self._members(u)
+            fresh = [
+                pair
+                for pair in itertools.combinations(members, 2)
+                if pair in self._added and pair not in used
+            ]
+            if fresh:
+                for pair in fresh:
+                    used.add(pair)
+                    u &= self._added[pair]
+                    if u == bdd.false:
+                        return u
+                continue
+            picked = bdd.pick(u)
+            assert picked is not None
+            values = {
+                b: bool(picked.get(b, False)) for i in members for b in enc.bits[id(comps[i])]
+            }
+            added = False
+            # Components away from their start view first: their pairs exclude most.
+            moved = [i for i in members if _view(enc, comps[i], values) != self.start[i]]
+            rest = [i for i in members if i not in moved]
+            ordered = [*itertools.combinations(moved, 2), *itertools.product(moved, rest)]
+            ordered += itertools.combinations(rest, 2)
+            for a, b in ordered:
+                pair = (a, b) if a < b else (b, a)
+                if pair in self._added or not self.interact(*pair):
+                    continue
+                if pair not in self._pairs:
+                    budget -= 1
+                    if budget < 0 or (deadline is not None and time.monotonic() > deadline):
+                        return u
+                found = self.pair(*pair)
+                if found is not None and not enc.contains(found, values):
+                    self._added[pair] = found
+                    used.add(pair)
+                    u &= found
+                    added = True
+            if not added:
+                return u
+        return u
+
+    def _members(self, u: Node) -> list[int]:
+        """The components (not yielding) whose bits ``u`` reads, in index order."""
+        found = {self._owner[b] for b in self.bdd.support(u) if b in self._owner}
+        return sorted(i for i in found if i in self.views)
+
+
+def _view(enc: EncodingBase, comp: Component, values: dict[str, bool]) -> int:
+    """The view of ``comp`` that ``values`` (bits by name) spell."""
+    return sum(1 << k for k, b in enumerate(enc.bits[id(comp)]) if values.get(b, False))
+
+
+class _TooLarge(Exception):
+    """A pair's relaxed product passed ``PAIR_STATES``."""
