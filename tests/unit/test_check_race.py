@@ -9,13 +9,14 @@ interrupts, and assert what the reports say, never how long they took."""
 from __future__ import annotations
 
 import os
+import threading
 import time
 from typing import Any
 
 import pytest
 
 from ruleengine import ConditionalRequirement, Policy
-from ruleengine.check import check_policy
+from ruleengine.check import check_policy, lanes
 from ruleengine.check import run as run_module
 from ruleengine.check.lanes import Aside, forking_allowed
 from ruleengine.check.run import _SymbolicEngine, _whole_if_small
@@ -72,11 +73,12 @@ def _failing_in_the_child(parent: int) -> Any:
 def _forking_now() -> None:
     # Checked when each test runs, not only when the module is collected: a thread another
     # test left running would silently turn the race off. Idle workers earlier tests left
-    # (anyio's end after 10 s idle) are waited for; the bound is for a thread that never
-    # ends, not a timing assertion.
-    waited_until = time.monotonic() + 120
-    while not forking_allowed() and time.monotonic() < waited_until:
-        time.sleep(0.1)
+    # (anyio's end after 10 s idle) are joined: the test waits on their ending, and the
+    # bound is for a thread that never ends, not a timing assertion.
+    main = threading.main_thread()
+    for thread in threading.enumerate():
+        if thread is not main and thread.name not in lanes._QUIET_THREADS:
+            thread.join(timeout=120)
     assert forking_allowed(), "a thread other than the quiet ones is running"
 
 
