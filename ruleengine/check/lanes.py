@@ -159,6 +159,10 @@ def _become_child(parent: int) -> None:  # pragma: no cover - runs in the child
     _die_with(parent)
 
 
+_LONGEST_WAIT = 86_400.0
+"""Seconds of one ``select`` in ``Aside.wait``."""
+
+
 def _die_with(parent: int) -> None:  # pragma: no cover - runs in the child
     """This (forked) process ends with ``parent`` (Linux's ``PR_SET_PDEATHSIG``; a parent
     gone before that is noticed at once)."""
@@ -310,8 +314,14 @@ class Aside(Generic[T]):
         while self._outcome is None:
             assert self._reader is not None
             left = None if until is None else max(0.0, until - time.monotonic())
-            ready, _, _ = select.select([self._reader], [], [], left)
+            # A wait is at most a day at a time: ``select`` refuses what the platform's
+            # time_t cannot hold (a time limit of 1e308 s).
+            ready, _, _ = select.select(
+                [self._reader], [], [], None if left is None else min(left, _LONGEST_WAIT)
+            )
             if not ready:
+                if left is not None and left > _LONGEST_WAIT:
+                    continue
                 return False
             chunk = os.read(self._reader, 1 << 16)
             if chunk:

@@ -200,3 +200,10 @@ def test_a_fault_beside_the_engine_does_not_cost_its_answer(
     monkeypatch.setattr(compositional, "analyse_compositional", broken)
     raced = check_policy(policy, timeout=600)
     assert _shape(raced) == _shape(alone)
+
+
+@needs_fork
+def test_a_huge_time_limit_is_waited_on_in_pieces() -> None:
+    # select() refuses a wait past the platform's time_t: the race waits a day at a time.
+    policy = wide()
+    assert _shape(check_policy(policy, timeout=1e308)) == _shape(check_policy(policy))
