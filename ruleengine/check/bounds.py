@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from ruleengine.check.system import Component
 from ruleengine.ir import FINAL_ANSWER
 
-__all__ = ["UNREACHABLE", "Distances", "distances"]
+__all__ = ["UNREACHABLE", "Distances", "distances", "shortest"]
 
 UNREACHABLE = 1 << 30
 """The distance of a view from which the component never lets the run stop."""
@@ -92,16 +92,16 @@ def distances(comp: Component, tools: Sequence[str], goal: str = FINAL_ANSWER) -
                     back[after].append((v, only))
                     if only is not None:
                         needed.add(only)
-    steps = _shortest(size, release, back, None)
+    steps = shortest(size, release, back, None)
     calls: dict[str, tuple[int, ...]] = {}
     for t in sorted(needed):
-        found = _shortest(size, release, back, t)
+        found = shortest(size, release, back, t)
         if any(0 < d < UNREACHABLE for d in found):
             calls[t] = found
     return Distances(steps, calls)
 
 
-def _shortest(
+def shortest(
     size: int, targets: list[int], back: list[list[tuple[int, str | None]]], tool: str | None
 ) -> tuple[int, ...]:
     """Distances to ``targets`` along the reversed edges ``back``, where an edge costs 1 when

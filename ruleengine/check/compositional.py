@@ -135,9 +135,7 @@ class _Decider:
         self.verdicts = v = Verdicts(
             system, enc, None, deadline, None, budget, witness_states=WITNESS_STATES
         )
-        v.start = enc.cube([b for c in system.components for b in enc.bits[id(c)]], 0)
-        v.layers = [v.start]
-        v.layered = v.start
+        v.begin()
         self.projections = Projections(system, enc)
         self.paths: list[tuple[Event, ...]] = []
         """Histories found so far (to tools, to a finish), for the liveness searches."""

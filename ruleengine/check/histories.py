@@ -7,12 +7,11 @@ from __future__ import annotations
 import heapq
 import itertools
 import time
-from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ruleengine.check.bounds import UNREACHABLE
+from ruleengine.check.bounds import UNREACHABLE, shortest
 from ruleengine.check.explicit import allows, decide
 from ruleengine.check.seek import seek, traced
 from ruleengine.check.symbolic_encoding import EncodingBase
@@ -89,10 +88,7 @@ def _nearest(
             states &= first
     picked = bdd.pick(states)
     assert picked is not None
-    wanted = {}
-    for i in support:
-        bits = enc.bits[id(comps[i])]
-        wanted[i] = sum(1 << k for k, b in enumerate(bits) if picked.get(b, False))
+    wanted = {i: enc.view(comps[i], picked) for i in support}
     cube = bdd.true
     for i, view in wanted.items():
         cube &= enc.cube(enc.bits[id(comps[i])], view)
@@ -102,21 +98,12 @@ def _nearest(
 def _distances_to(comp: Component, view: int) -> list[int]:
     """Per view of ``comp``, the fewest of its own moves (any tool, any status) to ``view``
     (``UNREACHABLE`` where none leads)."""
-    back: list[set[int]] = [set() for _ in comp.views]
+    back: list[list[tuple[int, str | None]]] = [[] for _ in comp.views]
     for table in comp.moves:
         for v, w in enumerate(table):
             if v != w:
-                back[w].add(v)
-    dist = [UNREACHABLE] * len(comp.views)
-    todo = deque([view])
-    dist[view] = 0
-    while todo:
-        w = todo.popleft()
-        for v in back[w]:
-            if dist[v] == UNREACHABLE:
-                dist[v] = dist[w] + 1
-                todo.append(v)
-    return dist
+                back[w].append((v, None))
+    return list(shortest(len(comp.views), [view], back, None))
 
 
 def _best_first(

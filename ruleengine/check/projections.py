@@ -244,7 +244,7 @@ class Projections:
             }
             added = False
             # Components away from their start view first: their pairs exclude most.
-            moved = [i for i in members if _view(enc, comps[i], values) != self.start[i]]
+            moved = [i for i in members if enc.view(comps[i], values) != self.start[i]]
             rest = [i for i in members if i not in moved]
             ordered = [*itertools.combinations(moved, 2), *itertools.product(moved, rest)]
             ordered += itertools.combinations(rest, 2)
@@ -270,11 +270,6 @@ class Projections:
         """The components (not yielding) whose bits ``u`` reads, in index order."""
         found = {self._owner[b] for b in self.bdd.support(u) if b in self._owner}
         return sorted(i for i in found if i in self.views)
-
-
-def _view(enc: EncodingBase, comp: Component, values: dict[str, bool]) -> int:
-    """The view of ``comp`` that ``values`` (bits by name) spell."""
-    return sum(1 << k for k, b in enumerate(enc.bits[id(comp)]) if values.get(b, False))
 
 
 class _TooLarge(Exception):

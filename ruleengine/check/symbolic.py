@@ -224,11 +224,7 @@ class _Symbolic(Verdicts):
 
     def run(self) -> Analysis:
         result = self.result
-        self.start = self.enc.cube(
-            [b for c in self.system.components for b in self.enc.bits[id(c)]], 0
-        )
-        self.layers = [self.start]
-        self.layered = self.start
+        self.begin()
         if self.focus is not None and self.focus.startswith("finish:"):
             return self._finish_within(int(self.focus[7:]))
         if self.focus is not None and self.focus.startswith(("live:", "tool:")):

@@ -126,6 +126,11 @@ class EncodingBase:
                 out[name] = bool(view >> b & 1)
         return out
 
+    def view(self, comp: Component, values: dict[str, bool]) -> int:
+        """The view of ``comp`` its bits spell in ``values`` (bits by name; one missing
+        counts as false): ``state_bits`` the other way."""
+        return sum(1 << b for b, name in enumerate(self.bits[id(comp)]) if values.get(name, False))
+
     def holds_at(self, u: Node, components: Sequence[Component], state: State) -> bool:
         """Whether the concrete ``state`` of ``components`` is in ``u``, a set over their
         view bits: one walk from the root down the branch each bit takes, counting the

@@ -146,6 +146,13 @@ class Layers:
                 group.events.append((tool, status))
         return [g for g in by_effect.values() if g.moved]
 
+    def begin(self) -> None:
+        """Layers from the initial state (every component at its first view): layer 0."""
+        bits = [b for c in self.system.components for b in self.enc.bits[id(c)]]
+        self.start = self.enc.cube(bits, 0)
+        self.layers = [self.start]
+        self.layered = self.start
+
     def _callable(self, tool: str) -> Node:
         """Where a step may call ``tool`` (under some check values); memoised."""
         found = self._callable_where.get(tool)
