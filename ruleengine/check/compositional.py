@@ -40,11 +40,13 @@ from ruleengine.check.explicit import Outcome, _Explorer
 from ruleengine.check.histories import LIVE_STATES, SEEK_STATES, Finishing, along, searched, toward
 from ruleengine.check.histories import Late as _Late
 from ruleengine.check.projections import Projections
+from ruleengine.check.relaxed import Relaxed
 from ruleengine.check.seek import Estimates, seek
 from ruleengine.check.symbolic_encoding import EncodingBase
 from ruleengine.check.symbolic_layers import _OutOfTime
 from ruleengine.check.symbolic_verdicts import Verdicts, _conflict_kind, _forced_on, _has_tie
 from ruleengine.check.system import Event, State, System
+from ruleengine.check.unrolled import GaveUp, Unrolled
 from ruleengine.ir import FINAL_ANSWER
 from ruleengine.state import STATUSES
 
@@ -72,6 +74,21 @@ relations, which past that (400 requirements over 200 tools) take gigabytes."""
 
 FINISH_ROUNDS = 16
 """Steps back from the states that may stop, to show that every state can finish."""
+
+UNROLL_DEPTHS = (2, 4, 8, 12, 16, 24, 32, 48, 64)
+"""The numbers of steps within which the open "sometimes" verdicts are asked of the
+unrolled steps, in turn (the easy ones first, each question costs more the deeper it
+goes) ..."""
+
+UNROLL_FIRST = 5
+"""... the first this many before the proofs that they never hold (``_prove``), the rest
+after."""
+
+PROVE_SECONDS = 10.0
+"""The longest one proof that a set of states is never reached may take."""
+
+UNROLL_STEPS = 64
+"""Steps up to which the least number before ``final_answer`` is asked of them."""
 
 WITNESS_STATES = 2048
 """As the symbolic engine's: layers this small are searched as concrete states."""
@@ -157,6 +174,13 @@ class _Decider:
         p = v.pass_
         self.hard = [t for t in enc.tools if p.hard[t] != enc.bdd.false]
         """The tools some state hard-forces (the others never conflict by force)."""
+        self.open: dict[str, Node] = {}
+        """The "sometimes" verdicts the searches left open, by key: the states that show
+        them, for the unrolled steps (``_unroll``)."""
+        self.unproven: dict[str, Node] = {}
+        """Findings neither shown nor ruled out (``_first``): their states, for a proof
+        that none is reachable (``_prove``)."""
+        self._unrolled: Unrolled | None = None
 
     def keys(self) -> list[str]:
         """Every verdict an analysis decides, as ``Analysis.decided`` names them."""
@@ -216,6 +240,10 @@ class _Decider:
         self._finish()
         self._no_finish()
         self._live()
+        self._unroll(UNROLL_DEPTHS[:UNROLL_FIRST])
+        self._prove()
+        self._unroll(UNROLL_DEPTHS[UNROLL_FIRST:])
+        self._finish_unrolled()
 
     def _first(self, target: Node, finding: Callable[[Outcome], bool], key: str) -> Witness | None:
         """The shortest witness of a finding the probe did not meet (the engines' own:
@@ -244,6 +272,7 @@ class _Decider:
                     break
         except _OutOfTime:
             raise _Late from None
+        self.unproven[key] = target
         return None
 
     def _tools(self) -> None:
@@ -263,6 +292,8 @@ class _Decider:
                 decided.add(key)
                 result.allowed_tools.add(tool)
                 result.firsts.setdefault(f"tool:{tool}", found)
+            else:
+                self.open[key] = some(p.callable[tool])
 
     def _finish(self) -> None:
         """``final_answer``: within the budget by some history, or never (projections), or
@@ -306,7 +337,9 @@ class _Decider:
             if least is None:
                 decided.add("budget")  # some component alone never lets the run stop
             else:
-                result.finish_after = max(result.finish_after, least - 1)
+                # Each tool every finishing history calls costs a step of its own.
+                needed = len(Relaxed(self.system.components, self.system.tools).needed())
+                result.finish_after = max(result.finish_after, least - 1, needed - 1)
 
     def _no_finish(self) -> None:
         """The first probe state, breadth-first, from which no history finishes, when
@@ -429,3 +462,87 @@ class _Decider:
                 decided.add(key)
                 result.live.add(name)
                 result.firsts.setdefault(key, found)
+            else:
+                self.open[key] = where
+
+    @property
+    def unrolled(self) -> Unrolled:
+        if self._unrolled is None:
+            self._unrolled = Unrolled(self.verdicts, interrupt=self.interrupt)
+        return self._unrolled
+
+    def _unroll(self, depths: tuple[int, ...]) -> None:
+        """The verdicts still open (``open``), by bounded model checking: each open set
+        within ``k`` steps, for ``k`` along ``depths``, until each is shown or the
+        deadline. A history found is replayed (``Unrolled``); the sets left open stay
+        undecided (no history of at most ``k`` steps proves nothing about longer ones)."""
+        result = self.result
+        decided = result.decided
+        assert decided is not None
+        for k in depths:
+            if not self.open:
+                return
+            for key, where in list(self.open.items()):
+                self._on_time()
+                found = self._reaches(where, k, within=True)
+                if found is None:
+                    continue
+                del self.open[key]
+                decided.add(key)
+                result.firsts.setdefault(key, found)
+                if key.startswith("tool:"):
+                    result.allowed_tools.add(key[5:])
+                else:
+                    result.live.add(key[5:])
+
+    def _prove(self) -> None:
+        """What is still open, proved never by property-directed reachability over the
+        same steps (``Unrolled.never``), at most ``PROVE_SECONDS`` each: a finding shown
+        unreachable (then it is none), a tool never allowed, a requirement never live."""
+        decided = self.result.decided
+        assert decided is not None
+        for table in (self.unproven, self.open):
+            for key, where in list(table.items()):
+                self._on_time()
+                try:
+                    proved = self.unrolled.never(where, PROVE_SECONDS, self.deadline)
+                except GaveUp:
+                    raise _Late from None
+                if proved:
+                    del table[key]
+                    decided.add(key)
+
+    def _reaches(self, target: Node, steps: int, within: bool = False) -> tuple[Event, ...] | None:
+        try:
+            return self.unrolled.reaches(target, steps, self.deadline, within=within)
+        except GaveUp:
+            raise _Late from None  # the deadline, or told to stop
+
+    def _finish_unrolled(self) -> None:
+        """The least number of steps before ``final_answer``, where the searches found none
+        within the budget and the projections did not rule it out: bounded model checking
+        from the first depth nothing has ruled out yet. Exact, so it decides the budget,
+        when the first history is found; each depth shown empty raises ``finish_after``."""
+        result = self.result
+        decided = result.decided
+        assert decided is not None
+        if "budget" in decided:
+            return
+        v = self.verdicts
+        target = v.some(v.pass_.can_stop)
+        k = max(result.depth_done, result.finish_after) + 1
+        while k <= UNROLL_STEPS:
+            self._on_time()
+            found = self._reaches(target, k)
+            if found is None:
+                result.finish_after = k  # none at k, nor (shown before) earlier
+                k += 1
+                continue
+            decided.add("budget")
+            result.finish_depth = k
+            result.allowed_tools.add(FINAL_ANSWER)
+            if k <= self.budget:
+                result.finishes_within = k
+            result.firsts.setdefault("finish", found)
+            self.paths.append(found)
+            return

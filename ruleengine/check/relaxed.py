@@ -71,10 +71,12 @@ class _Table:
     """One component's views with, per view, the tools it leaves open (a bit mask) and its
     moves per class of tools (the tools of each class as a bit mask)."""
 
-    __slots__ = ("_open_in", "_opened", "_steps", "moves", "open_at")
+    __slots__ = ("_open_in", "_opened", "_steps", "moves", "open_at", "stops")
 
     def __init__(self, comp: Component, bit: dict[str, int]) -> None:
         everything = sum(bit.values())
+        self.stops = [FINAL_ANSWER not in comp.denied(v) for v in range(len(comp.views))]
+        """Per view, whether it lets the run stop (``final_answer`` not denied)."""
         self.open_at: list[int] = []
         for view in range(len(comp.views)):
             denied = sum(bit[t] for t in comp.denied(view) if t in bit)
@@ -92,6 +94,27 @@ class _Table:
             (mask, [comp.moves[klass * 3 + s] for s in range(3)])
             for klass, mask in sorted(members.items())
         ]
+
+    def may_stop(self, callable_tools: int) -> bool:
+        """Whether calls of ``callable_tools`` only (open where called, any status) reach
+        a view where this component lets the run stop."""
+        seen = {0}
+        stack = [0]
+        while stack:
+            view = stack.pop()
+            if self.stops[view]:
+                return True
+            steps = self.open_at[view] & callable_tools
+            if not steps:
+                continue
+            for mask, tables in self.moves:
+                if mask & steps:
+                    for table in tables:
+                        after = table[view]
+                        if after not in seen:
+                            seen.add(after)
+                            stack.append(after)
+        return False
 
     def open_in(self, views: frozenset[int]) -> int:
         """The tools open at some of ``views`` (memoised, as ``step``)."""
@@ -269,6 +292,26 @@ class Relaxed:
         if opens((1 << len(kept)) - 1):
             return None
         return quickxplain(kept, index_bit, opens)
+
+    def needed(self) -> frozenset[str]:
+        """The tools every history that ends where the run may stop calls at least once:
+        ``x`` is one when, in the relaxed product without ``x``, some component reaches no
+        view that lets the run stop (``final_answer`` among its denials everywhere it
+        gets). A real history without ``x`` is a run of that relaxed product (the
+        induction of the module's docstring, with ``x`` never callable), and where the run
+        may stop no component denies ``final_answer``. So each one costs a step of its own:
+        their number is a lower bound on the steps before ``final_answer``. (Where no
+        history stops at all, every tool is one: the bound is then vacuous, and
+        ``final_answer`` never allowed is shown elsewhere.) Linear in the views and classes
+        per tool and round; no decisions."""
+        tables = [self._tables[i] for i in self._kept]
+        everything = sum(self._bit.values())
+        out = []
+        for tool, bit in self._bit.items():
+            without = self._unlayered(tables, everything & ~bit)
+            if not all(table.may_stop(without) for table in tables):
+                out.append(tool)
+        return frozenset(out)
 
     def _callable(self, members: Sequence[int]) -> int:
         tables = [self._tables[i] for i in members if i in self._tables]

@@ -1,0 +1,366 @@
+"""A system's steps as propositional logic for Z3: bounded model checking for histories,
+property-directed reachability for proofs that a set of states is never reached.
+
+Where the reachable set is too large for the BDD engines, "is some state of this set
+reachable in exactly ``k`` steps?" is still a small propositional question: ``k + 1``
+copies of the view bits, one choice of a group of events per step (``Layers.groups``), its
+guard (the symbolic engine's own diagram, translated node by node) and the move tables of
+the components it moves, and the set at the last copy. Asked for ``k = 0, 1, 2, …`` the
+first satisfiable ``k`` is the set's distance from the start, and the model is a shortest
+history into it; each unsatisfiable ``k`` proves that no history of exactly that length
+gets there. Asked "within ``k``" (steps may keep the state), a model is some history of at
+most ``k`` steps.
+
+``Unrolled`` keeps one incremental solver per system: copies are added as the questions go
+deeper, and each question is asked under assumptions, so the steps are encoded once for
+every target, and copies made for a deeper question never constrain a shallower one.
+Every history is replayed through the runtime's reasoner before it is returned: each step
+must be an event the runtime allows that leads to the model's next state, and the last
+state must be in the target; a model that does not replay is a bug, and raises
+``AssertionError`` rather than being taken.
+
+``never`` hands the same step, as a constrained Horn clause over one copy and the next, to
+Z3's Spacer engine (IC3/PDR): "unsat" is an inductive invariant that excludes the target,
+a proof for histories of any length. It often gives up within its time; then the verdict
+stays open.
+
+Both are as faithful as the encoding (``symbolic_encoding``): the laws check them against
+the explicit engine (``tests/property/test_check_unrolled_laws.py``).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Collection, Sequence
+from typing import Any
+
+import z3
+
+from ruleengine.check.explicit import allows, decide
+from ruleengine.check.symbolic_layers import Layers, _Group
+from ruleengine.check.system import Event, State, System
+
+__all__ = ["POLL", "WATCHER", "GaveUp", "Unrolled"]
+
+Node = Any
+"""A BDD node of the encoding's manager."""
+
+POLL = 0.05
+"""Seconds between two questions to ``interrupt`` while the solver runs."""
+
+WATCHER = "ruleengine-unrolled-watch"
+"""The name of the thread that asks them."""
+
+
+class GaveUp(Exception):
+    """The solver stopped before it answered: the deadline passed, or it was told to."""
+
+
+class Unrolled:
+    """A system's steps unrolled for bounded model checking (see the module's docstring)."""
+
+    def __init__(self, layers: Layers, interrupt: Callable[[], bool] | None = None) -> None:
+        self.layers = layers
+        self.interrupt = interrupt
+        """Asked every ``POLL`` seconds while the solver runs: True stops it."""
+        self.system: System = layers.system
+        self.enc = layers.enc
+        self.ctx = z3.Context()
+        self.solver = z3.SolverFor("QF_FD", ctx=self.ctx)
+        comps = self.system.components
+        self.names = [b for c in comps for b in self.enc.bits[id(c)]]
+        self.currents = {
+            y: x
+            for c in comps
+            for x, y in zip(self.enc.bits[id(c)], self.enc.next_bits[id(c)], strict=True)
+        }
+        self.groups: list[_Group] = list(layers.groups)
+        self.copies: list[dict[str, z3.BoolRef]] = []
+        self.picks: list[list[z3.BoolRef]] = []
+        self.moves: list[z3.BoolRef] = []
+        """Per step, the literal that, assumed, makes it take an event."""
+        self._memo: list[dict[int, z3.BoolRef]] = []
+        self._targets: dict[tuple[int, int, tuple[str, ...]], tuple[Node, z3.BoolRef]] = {}
+        self._alive: list[Node] = []
+        """Every node translated. The memos are keyed by a node's address, and CUDD's dynamic
+        reordering rewrites nodes in place (each keeps its function) and frees those left
+        unreferenced: a node the memo knows, alive only as the child of another, could be
+        freed and its address reused for another function. A reference to each keeps it."""
+        self.solver.add(self._at(layers.start, 0))
+
+    # -- the unrolling ------------------------------------------------------------------------
+
+    def _bits(self, i: int) -> dict[str, z3.BoolRef]:
+        """Copy ``i`` of the view bits (made when first asked for)."""
+        while len(self.copies) <= i:
+            n = len(self.copies)
+            self.copies.append({x: z3.Bool(f"{x}@{n}", self.ctx) for x in self.names})
+            self._memo.append({})
+        return self.copies[i]
+
+    def _copy(self) -> None:
+        """One more step of the unrolling, from the last copy of the view bits into a new
+        one (``_step``); it must take an event only where its ``moves`` is assumed."""
+        i = len(self.picks) + 1
+        picks = [z3.Bool(f"step{k}@{i}", self.ctx) for k in range(len(self.groups))]
+        self.picks.append(picks)
+        moves = z3.Bool(f"moves@{i}", self.ctx)
+        self.moves.append(moves)
+        # Elsewhere it may keep every view (no group picked), so that copies made for a
+        # deeper question never require a history to go on that far.
+        some = z3.Or(*picks) if picks else z3.BoolVal(False, self.ctx)
+        self.solver.add(z3.Implies(moves, some), *self._step(i, picks))
+
+    def _step(self, i: int, picks: Sequence[z3.BoolRef]) -> list[z3.BoolRef]:
+        """A step from copy ``i - 1`` into copy ``i`` of the view bits: at most one of
+        ``picks`` (one per group of events, ``Layers.groups``: the same effect on every
+        component), whose guard holds before it; each component it moves goes by its move
+        table, every other keeps its view (and with no pick, every view stays)."""
+        before, after = self._bits(i - 1), self._bits(i)
+        out: list[z3.BoolRef] = []
+        if len(picks) > 1:
+            out.append(z3.PbLe([(p, 1) for p in picks], 1))
+        moving: dict[int, list[z3.BoolRef]] = {}
+        for pick, group in zip(picks, self.groups, strict=True):
+            out.append(z3.Implies(pick, self._translate(group.guard, i - 1)))
+            for comp, index in group.moved:
+                bits = self.enc.bits[id(comp)]
+                for view, then in enumerate(comp.moves[index]):
+                    out.append(
+                        z3.Implies(
+                            z3.And(pick, self._is(bits, view, before)),
+                            self._is(bits, then, after),
+                        )
+                    )
+                moving.setdefault(id(comp), []).append(pick)
+        for comp in self.system.components:
+            movers = moving.get(id(comp), [])
+            for x in self.enc.bits[id(comp)]:
+                stays = before[x] == after[x]
+                out.append(z3.Or(stays, *movers) if movers else stays)
+        return out
+
+    def _is(self, bits: Sequence[str], view: int, copy: dict[str, z3.BoolRef]) -> z3.BoolRef:
+        """The bits ``bits`` spell ``view`` in ``copy`` (lowest bit first)."""
+        literals = [copy[b] if view >> k & 1 else z3.Not(copy[b]) for k, b in enumerate(bits)]
+        return z3.And(*literals) if literals else z3.BoolVal(True, self.ctx)
+
+    def _at(self, u: Node, i: int) -> z3.BoolRef:
+        """The set ``u`` (over current view bits) at copy ``i``."""
+        return self._translate(u, i)
+
+    def _translate(self, u: Node, i: int) -> z3.BoolRef:
+        """The BDD ``u`` as a Z3 formula with its current view bits at copy ``i`` and its
+        next ones at copy ``i + 1``: one ``If`` per node, shared through copy ``i``'s memo.
+        An iterative walk (no recursion limit on deep diagrams)."""
+        now, later = self._bits(i), None
+        memo = self._memo[i]
+        true = z3.BoolVal(True, self.ctx)
+        stack = [u]
+        while stack:
+            e = stack[-1]
+            key = int(e) & ~1
+            if key in memo:
+                stack.pop()
+                continue
+            var = e.var
+            if var is None:
+                memo[key] = true
+                self._alive.append(e)
+                stack.pop()
+                continue
+            hi, lo = e.high, e.low
+            pending = [c for c in (hi, lo) if (int(c) & ~1) not in memo]
+            if pending:
+                stack.extend(pending)
+                continue
+            bit = now.get(var)
+            if bit is None:
+                if later is None:
+                    later = self._bits(i + 1)
+                bit = later[self.currents[var]]
+            memo[key] = z3.If(bit, self._edge(hi, memo), self._edge(lo, memo))
+            self._alive.append(e)
+            stack.pop()
+        return self._edge(u, memo)
+
+    @staticmethod
+    def _edge(e: Node, memo: dict[int, z3.BoolRef]) -> z3.BoolRef:
+        value = memo[int(e) & ~1]
+        return z3.Not(value) if e.negated else value
+
+    # -- questions ----------------------------------------------------------------------------
+
+    def reaches(
+        self,
+        target: Node,
+        steps: int,
+        deadline: float | None = None,
+        *,
+        within: bool = False,
+        calls: Collection[str] = (),
+    ) -> tuple[Event, ...] | None:
+        """A history of exactly ``steps`` steps into ``target`` (a set over view bits;
+        replayed), or None when there is none; ``within``: of at most ``steps`` steps (not
+        necessarily the shortest). ``calls``: tools that the caller has shown every
+        history into ``target`` to call (``Relaxed.needed``); asserted with the target,
+        they change no answer but prune the search (with as many of them as steps, every
+        step must be one). Raises ``GaveUp`` when the solver stopped first (the deadline,
+        or ``interrupt``)."""
+        while len(self.picks) < steps:
+            self._on_time(deadline)
+            self._copy()
+        target = self.layers.some(target)
+        needed = tuple(sorted(set(calls)))
+        key = (int(target), steps, needed)
+        known = self._targets.get(key)
+        if known is None:
+            flag = z3.Bool(f"goal{len(self._targets)}", self.ctx)
+            self._targets[key] = (target, flag)
+            self.solver.add(z3.Implies(flag, self._at(target, steps)))
+            for tool in needed:
+                some_call = [
+                    pick
+                    for i in range(steps)
+                    for pick, group in zip(self.picks[i], self.groups, strict=True)
+                    if any(t == tool for t, _ in group.events)
+                ]
+                self.solver.add(
+                    z3.Implies(
+                        flag, z3.Or(*some_call) if some_call else z3.BoolVal(False, self.ctx)
+                    )
+                )
+        else:
+            flag = known[1]
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise GaveUp
+            self.solver.set("timeout", max(1, int(left * 1000)))
+        # Within: steps may keep the state, so the target is met after at most ``steps``.
+        assumed = [flag] if within else [flag, *self.moves[:steps]]
+        answer = self._watched(lambda: self.solver.check(*assumed))
+        if answer == z3.unsat:
+            return None
+        if answer != z3.sat:
+            raise GaveUp
+        return self._history(self.solver.model(), steps, target)
+
+    def never(self, target: Node, seconds: float, deadline: float | None = None) -> bool:
+        """Whether no reachable state is in ``target`` (a set over view bits), proved by
+        Z3's property-directed reachability engine (Spacer: inductive invariants, for
+        histories of any length) over the same steps; False when it found none within
+        ``seconds`` or found such a state. Raises ``GaveUp`` when ``deadline`` passed or
+        ``interrupt`` said to stop."""
+        target = self.layers.some(target)
+        # A fixedpoint of its own per question: one that gave up on an earlier question
+        # was measured slower on the next than a fresh one.
+        fp, reach = self._fixedpoint()
+        limit = seconds
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise GaveUp
+            limit = min(limit, left)
+        fp.set("timeout", max(1, int(limit * 1000)))
+        now = [self._bits(0)[x] for x in self.names]
+        query = z3.And(reach(*now), self._at(target, 0))
+        answer = self._watched(lambda: _query(fp, query))
+        if answer == z3.unsat:
+            return True
+        if deadline is not None and time.monotonic() > deadline:
+            raise GaveUp
+        if self.interrupt is not None and self.interrupt():
+            raise GaveUp
+        return False
+
+    def _fixedpoint(self) -> tuple[z3.Fixedpoint, z3.FuncDeclRef]:
+        """The reachable states as the least relation ``reach`` over the view bits that
+        holds at the start and is closed under a step (``_step`` from copy 0 into copy 1,
+        with picks of its own)."""
+        fp = z3.Fixedpoint(ctx=self.ctx)
+        fp.set(engine="spacer")
+        kind = z3.BoolSort(self.ctx)
+        reach = z3.Function("reach", *([kind] * len(self.names)), kind)
+        fp.register_relation(reach)
+        now = [self._bits(0)[x] for x in self.names]
+        later = [self._bits(1)[x] for x in self.names]
+        picks = [z3.Bool(f"any{k}", self.ctx) for k in range(len(self.groups))]
+        fp.declare_var(*now, *later, *picks)
+        fp.rule(reach(*now), self._at(self.layers.start, 0))
+        fp.rule(reach(*later), [reach(*now), *self._step(1, picks)])
+        return fp, reach
+
+    def _on_time(self, deadline: float | None) -> None:
+        if deadline is not None and time.monotonic() > deadline:
+            raise GaveUp
+        if self.interrupt is not None and self.interrupt():
+            raise GaveUp
+
+    def _watched(self, ask: Callable[[], z3.CheckSatResult]) -> z3.CheckSatResult:
+        """``ask()``'s answer; while it runs, a thread asks ``interrupt`` every ``POLL``
+        seconds and interrupts Z3 when told to stop (the answer is then ``unknown``)."""
+        interrupt = self.interrupt
+        if interrupt is None:
+            return ask()
+        done = threading.Event()
+
+        def watch() -> None:
+            while not done.wait(POLL):
+                if interrupt():
+                    self.ctx.interrupt()
+                    return
+
+        watcher = threading.Thread(target=watch, name=WATCHER, daemon=True)
+        watcher.start()
+        try:
+            return ask()
+        finally:
+            done.set()
+            watcher.join()
+
+    def _history(self, model: z3.ModelRef, steps: int, target: Node) -> tuple[Event, ...]:
+        system, enc, comps = self.system, self.enc, self.system.components
+        state = system.initial
+        path: list[Event] = []
+        for i in range(1, steps + 1):
+            picked = next(
+                (k for k, p in enumerate(self.picks[i - 1]) if z3.is_true(model.eval(p, True))),
+                None,
+            )
+            wanted = self._state(model, i)
+            if picked is None:  # a step that keeps every view (``within``)
+                if wanted != state:
+                    raise AssertionError("an unrolled step changes views without an event")
+                continue
+            event = self._event(state, self.groups[picked], wanted)
+            path.append(event)
+            state = system.successor(state, event)
+        if not enc.holds_at(target, comps, state):
+            raise AssertionError("an unrolled history ends outside its target")
+        return tuple(path)
+
+    def _state(self, model: z3.ModelRef, i: int) -> State:
+        values = {x: z3.is_true(model.eval(v, True)) for x, v in self.copies[i].items()}
+        return tuple(self.enc.view(c, values) for c in self.system.components)
+
+    def _event(self, state: State, group: _Group, wanted: State) -> Event:
+        """The event of ``group`` the runtime allows at ``state`` that leads to
+        ``wanted``."""
+        system = self.system
+        outcomes = [decide(system, records) for records, _ in system.variants(state)]
+        for event in group.events:
+            allowed = any(allows(o, event[0]) for o in outcomes)
+            if allowed and system.successor(state, event) == wanted:
+                return event
+        raise AssertionError("an unrolled step the runtime does not take")
+
+
+def _query(fp: z3.Fixedpoint, query: z3.BoolRef) -> z3.CheckSatResult:
+    """``fp.query``, whose timeout and interruption raise rather than answer ``unknown``
+    (the rules are ours and well formed, so any error is one of those)."""
+    try:
+        return fp.query(query)
+    except z3.Z3Exception:
+        return z3.unknown

@@ -1,0 +1,123 @@
+"""Bounded model checking (``check/unrolled.py``) answers what the explicit engine finds.
+
+On random policies the explicit engine checks whole: for every tool, every requirement and
+the finish, the unrolled steps have a history of exactly ``k`` steps into the states that
+show it first at ``k`` = the explicit engine's shortest trace's length and at no smaller
+``k``, none at all when the explicit engine never meets it; every history returned
+replays through the runtime to such a state; a history of at most ``k`` steps exists
+exactly when the shortest is that short; the tools every finishing history calls
+(``Relaxed.needed``) change no answer when given, and are no more than the steps of the
+shortest one; and a set proved never reached (``Unrolled.never``) is one the explicit
+engine never meets.
+"""
+
+from __future__ import annotations
+
+from hypothesis import assume, given
+from hypothesis import strategies as st
+from policy_strategies import PolicyCase, policies, symbolic_system
+
+from ruleengine.check.analysis import Analysis
+from ruleengine.check.explicit import allows, analyse, decide, walk
+from ruleengine.check.relaxed import Relaxed
+from ruleengine.check.symbolic import Encoding
+from ruleengine.check.symbolic_verdicts import Verdicts
+from ruleengine.check.system import Event, System
+from ruleengine.check.unrolled import Unrolled
+from ruleengine.ir import FINAL_ANSWER
+
+MAX_STATES = 2000
+"""States the explicit engine may take to check a drawn policy whole (else skipped)."""
+
+DEPTH = 6
+"""Steps up to which each question is asked."""
+
+
+def _targets(system: System, v: Verdicts) -> dict[str, object]:
+    """Each key of ``Analysis.firsts`` with the states that show it."""
+    p = v.pass_
+    out: dict[str, object] = {"finish": p.can_stop}
+    out.update({f"tool:{t}": p.callable[t] for t in system.callable})
+    names = sorted({c.requirement.name for c in system.components})
+    out.update({f"live:{name}": v._live_at(name) for name in names})
+    return out
+
+
+def _shows(system: System, key: str, path: tuple[Event, ...], exact: Analysis) -> bool:
+    """Whether ``path`` replays to a state that shows ``key`` to the runtime."""
+    state = walk(system, path)
+    if state is None:
+        return False
+    outcomes = [decide(system, records) for records, _ in system.variants(state)]
+    if key == "finish":
+        return any(allows(o, FINAL_ANSWER) for o in outcomes)
+    if key.startswith("tool:"):
+        return any(allows(o, key[5:]) for o in outcomes)
+    # A requirement live there: the explicit engine's own test, on a one-state replay.
+    return key in exact.firsts and len(exact.firsts[key]) <= len(path)
+
+
+@given(case=policies(priority=False, max_iterations=(1, 8)), reorder=st.booleans())
+def test_the_shortest_history_is_the_explicit_engines(case: PolicyCase, reorder: bool) -> None:
+    system = symbolic_system(case)
+    exact = analyse(system, max_states=MAX_STATES)
+    assume(exact.complete)
+    enc = Encoding(system)
+    v = Verdicts(system, enc, None, None, None, case.max_iterations - 1, witness_states=64)
+    v.begin()
+    unrolled = Unrolled(v)
+    for key, target in _targets(system, v).items():
+        first = exact.firsts.get(key)
+        shortest = None if first is None else len(first)
+        for k in range(DEPTH + 1):
+            if reorder:
+                enc.bdd.reorder()  # the translation's memos must survive it
+            found = unrolled.reaches(target, k)
+            if shortest is None or k < shortest:
+                assert found is None, (key, k, found)
+            elif k == shortest:
+                assert found is not None and len(found) == k, (key, k)
+                assert _shows(system, key, found, exact)
+            within = unrolled.reaches(target, k, within=True)
+            assert (within is not None) == (shortest is not None and shortest <= k), (key, k)
+            if within is not None:
+                assert len(within) <= k
+                assert _shows(system, key, within, exact)
+
+
+@given(case=policies(priority=False, max_iterations=(1, 8)))
+def test_the_tools_every_finish_calls_bound_it_and_prune_nothing(case: PolicyCase) -> None:
+    system = symbolic_system(case)
+    exact = analyse(system, max_states=MAX_STATES)
+    assume(exact.complete)
+    needed = Relaxed(system.components, system.tools).needed()
+    first = exact.firsts.get("finish")
+    if first is not None:
+        assert len(needed) <= len(first)
+        assert {t for t, _ in first} >= needed
+    enc = Encoding(system)
+    v = Verdicts(system, enc, None, None, None, case.max_iterations - 1, witness_states=64)
+    v.begin()
+    unrolled = Unrolled(v)
+    for k in range(DEPTH + 1):
+        plain = unrolled.reaches(v.pass_.can_stop, k)
+        pruned = unrolled.reaches(v.pass_.can_stop, k, calls=needed)
+        assert (plain is None) == (pruned is None), k
+
+
+@given(case=policies(priority=False, max_iterations=(1, 8)))
+def test_what_it_proves_never_the_engine_never_meets(case: PolicyCase) -> None:
+    system = symbolic_system(case)
+    exact = analyse(system, max_states=MAX_STATES)
+    assume(exact.complete)
+    enc = Encoding(system)
+    v = Verdicts(system, enc, None, None, None, case.max_iterations - 1, witness_states=64)
+    v.begin()
+    unrolled = Unrolled(v)
+    proved = 0
+    for key, target in _targets(system, v).items():
+        if unrolled.never(target, 600.0):
+            assert key not in exact.firsts, key
+            proved += 1
+    # Where the engine never meets one, the proof is found on policies this small.
+    assert proved == sum(1 for key in _targets(system, v) if key not in exact.firsts)

@@ -1,0 +1,97 @@
+"""The unrolled steps (``check/unrolled.py``) on a policy too large to explore: random
+conditionals over 50 tools, whose reachable set neither engine finishes within a minute.
+
+What the laws cannot show on small policies: the translation of the encoding's diagrams
+survives CUDD's dynamic reordering (which frees nodes a memo keyed by address would still
+name); the solver stops when the deadline passed or when told to; the tools every finish
+calls give a lower bound the engines could not."""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+
+import pytest
+import z3
+
+from benchmarks._policies import conditionals
+from ruleengine.check.explicit import reaches
+from ruleengine.check.relaxed import Relaxed
+from ruleengine.check.symbolic import Encoding
+from ruleengine.check.symbolic_verdicts import Verdicts
+from ruleengine.check.system import System
+from ruleengine.check.unrolled import WATCHER, GaveUp, Unrolled
+from ruleengine.ir import FINAL_ANSWER
+
+
+def _unrolled() -> tuple[System, Encoding, Verdicts, Unrolled]:
+    policy = conditionals(50, 100, 0)
+    system = System(policy.tools, policy.requirements, mode=policy.mode)
+    enc = Encoding(system)
+    v = Verdicts(system, enc, None, None, None, 19, witness_states=64)
+    v.begin()
+    return system, enc, v, Unrolled(v)
+
+
+def test_translations_survive_reordering() -> None:
+    system, enc, v, unrolled = _unrolled()
+    assert enc.reordering  # this policy's many global views turn it on
+    comps = system.components
+    rng = random.Random(0)
+    states = [system.initial]
+    states += [tuple(rng.randrange(len(c.views)) for c in comps) for _ in range(40)]
+    for group in unrolled.groups:
+        unrolled._translate(group.guard, 0)  # every guard known to copy 0's memo
+    enc.bdd.reorder()
+    for tool in system.callable:
+        where = v.some(v.pass_.callable[tool])  # new nodes, perhaps at freed addresses
+        formula = unrolled._translate(where, 0)
+        for state in states:
+            values = enc.state_bits(comps, state)
+            bits = unrolled.copies[0]
+            pairs = [(bits[x], z3.BoolVal(b, unrolled.ctx)) for x, b in values.items()]
+            held = z3.is_true(z3.simplify(z3.substitute(formula, *pairs)))
+            assert held == enc.holds_at(where, comps, state), (tool, state)
+
+
+def test_a_history_it_finds_replays() -> None:
+    system, _, v, unrolled = _unrolled()
+    found = unrolled.reaches(v.pass_.can_stop, 32, within=True)
+    assert found is not None and len(found) <= 32
+    assert reaches(system, found, FINAL_ANSWER)
+
+
+def test_the_tools_every_finish_calls_bound_the_finish() -> None:
+    system, _, v, unrolled = _unrolled()
+    needed = Relaxed(system.components, system.tools).needed()
+    assert len(needed) == 20  # more than the budget of 19 steps: the finding, proved
+    for steps in (0, 5, 19):
+        assert unrolled.reaches(v.pass_.can_stop, steps, calls=needed) is None
+
+
+def test_a_passed_deadline_gives_up() -> None:
+    _, _, v, unrolled = _unrolled()
+    with pytest.raises(GaveUp):
+        unrolled.reaches(v.pass_.can_stop, 4, deadline=time.monotonic() - 1)
+    with pytest.raises(GaveUp):
+        unrolled.never(v.pass_.can_stop, 5.0, deadline=time.monotonic() - 1)
+
+
+def test_told_to_stop_it_gives_up() -> None:
+    asked = threading.Event()
+
+    def stop() -> bool:
+        asked.set()
+        return True
+
+    _, _, v, unrolled = _unrolled()
+    for _ in range(19):
+        unrolled._copy()
+    unrolled.interrupt = stop  # asked only by the thread that watches the solver now
+    # Whether 19 steps reach a state that may stop: many seconds of search; the first
+    # question (after one poll) stops it.
+    with pytest.raises(GaveUp):
+        unrolled.reaches(v.pass_.can_stop, 19)
+    assert asked.is_set()
+    assert not any(t.name == WATCHER for t in threading.enumerate())
