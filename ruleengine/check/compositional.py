@@ -177,6 +177,10 @@ class _Decider:
         self.open: dict[str, Node] = {}
         """The "sometimes" verdicts the searches left open, by key: the states that show
         them, for the unrolled steps (``_unroll``)."""
+        self.needed: frozenset[str] = frozenset()
+        """Tools every finishing history calls (``Relaxed.needed``), once asked."""
+        self.narrowed: dict[str, Node] = {}
+        """Per open requirement, the states where it is live that the projections left."""
         self.unproven: dict[str, Node] = {}
         """Findings neither shown nor ruled out (``_first``): their states, for a proof
         that none is reachable (``_prove``)."""
@@ -241,6 +245,8 @@ class _Decider:
         self._no_finish()
         self._live()
         self._unroll(UNROLL_DEPTHS[:UNROLL_FIRST])
+        self._live_never()
+        self._live_searched()
         self._prove()
         self._unroll(UNROLL_DEPTHS[UNROLL_FIRST:])
         self._finish_unrolled()
@@ -338,8 +344,8 @@ class _Decider:
                 decided.add("budget")  # some component alone never lets the run stop
             else:
                 # Each tool every finishing history calls costs a step of its own.
-                needed = len(Relaxed(self.system.components, self.system.tools).needed())
-                result.finish_after = max(result.finish_after, least - 1, needed - 1)
+                self.needed = Relaxed(self.system.components, self.system.tools).needed()
+                result.finish_after = max(result.finish_after, least - 1, len(self.needed) - 1)
 
     def _no_finish(self) -> None:
         """The first probe state, breadth-first, from which no history finishes, when
@@ -415,13 +421,42 @@ class _Decider:
         return soon
 
     def _live(self) -> None:
-        """Requirements shown live by a probe state, by a state along (or a variation of)
-        a history found so far, or by a directed search; or never live by the projections."""
+        """Requirements shown live by a probe state; the others are left open, with the
+        states where each is live, for what follows (``open``)."""
+        result = self.result
+        decided = result.decided
+        assert decided is not None
+        for name in sorted({c.requirement.name for c in self.system.components}):
+            key = f"live:{name}"
+            if name in result.live:
+                decided.add(key)
+                continue
+            self._on_time()
+            self.open[key] = self.verdicts._live_at(name)
+
+    def _live_never(self) -> None:
+        """Open requirements never live by the projections (``Projections.narrowed``); the
+        others keep the states the projections left, for the directed searches."""
+        decided = self.result.decided
+        assert decided is not None
+        for key, where in list(self.open.items()):
+            if not key.startswith("live:"):
+                continue
+            self._on_time()
+            left = self.projections.narrowed(where, self.deadline)
+            if left == self.enc.bdd.false:
+                decided.add(key)
+                del self.open[key]
+            else:
+                self.narrowed[key] = left
+
+    def _live_searched(self) -> None:
+        """Open requirements shown live by a state along (or a variation of) a history
+        found so far, or by a directed search towards the states the projections left."""
         result = self.result
         decided = result.decided
         assert decided is not None
         system, enc, comps = self.system, self.enc, self.system.components
-        names = sorted({c.requirement.name for c in comps})
         watched: dict[str, set[str]] = {}
         for c in comps:
             watched.setdefault(c.requirement.name, set()).update(c.watched)
@@ -432,18 +467,12 @@ class _Decider:
             else:
                 paths.add(path)
         ordered = sorted(paths, key=lambda p: (-len(p), p))
-        for name in names:
-            key = f"live:{name}"
-            if name in result.live:
-                decided.add(key)
+        for key, left in self.narrowed.items():
+            where = self.open.get(key)
+            if where is None:
                 continue
             self._on_time()
-            where = self.verdicts._live_at(name)
-            self._on_time()
-            left = self.projections.narrowed(where, self.deadline)
-            if left == self.enc.bdd.false:
-                decided.add(key)
-                continue
+            name = key[5:]
 
             def goal(state: State, where: Node = where) -> bool:
                 return bool(enc.holds_at(where, comps, state))
@@ -460,10 +489,9 @@ class _Decider:
                 )
             if found is not None:
                 decided.add(key)
+                del self.open[key]
                 result.live.add(name)
                 result.firsts.setdefault(key, found)
-            else:
-                self.open[key] = where
 
     @property
     def unrolled(self) -> Unrolled:
@@ -512,9 +540,15 @@ class _Decider:
                     del table[key]
                     decided.add(key)
 
-    def _reaches(self, target: Node, steps: int, within: bool = False) -> tuple[Event, ...] | None:
+    def _reaches(
+        self,
+        target: Node,
+        steps: int,
+        within: bool = False,
+        calls: frozenset[str] = frozenset(),
+    ) -> tuple[Event, ...] | None:
         try:
-            return self.unrolled.reaches(target, steps, self.deadline, within=within)
+            return self.unrolled.reaches(target, steps, self.deadline, within=within, calls=calls)
         except GaveUp:
             raise _Late from None  # the deadline, or told to stop
 
@@ -533,7 +567,7 @@ class _Decider:
         k = max(result.depth_done, result.finish_after) + 1
         while k <= UNROLL_STEPS:
             self._on_time()
-            found = self._reaches(target, k)
+            found = self._reaches(target, k, calls=self.needed)
             if found is None:
                 result.finish_after = k  # none at k, nor (shown before) earlier
                 k += 1

@@ -82,6 +82,8 @@ class Unrolled:
         """Per step, the literal that, assumed, makes it take an event."""
         self._memo: list[dict[int, z3.BoolRef]] = []
         self._targets: dict[tuple[int, int, tuple[str, ...]], tuple[Node, z3.BoolRef]] = {}
+        self._first_step: z3.BoolRef | None = None
+        self._first_picks: list[z3.BoolRef] = []
         self._alive: list[Node] = []
         """Every node translated. The memos are keyed by a node's address, and CUDD's dynamic
         reordering rewrites nodes in place (each keeps its function) and frees those left
@@ -99,20 +101,42 @@ class Unrolled:
             self._memo.append({})
         return self.copies[i]
 
-    def _copy(self) -> None:
+    def _copy(self, deadline: float | None = None) -> None:
         """One more step of the unrolling, from the last copy of the view bits into a new
-        one (``_step``); it must take an event only where its ``moves`` is assumed."""
+        one (``_step``); it must take an event only where its ``moves`` is assumed. All or
+        nothing: ``GaveUp`` (the deadline) leaves the unrolling as it was."""
         i = len(self.picks) + 1
         picks = [z3.Bool(f"step{k}@{i}", self.ctx) for k in range(len(self.groups))]
-        self.picks.append(picks)
+        step = self._step_at(i, picks, deadline)
         moves = z3.Bool(f"moves@{i}", self.ctx)
-        self.moves.append(moves)
         # Elsewhere it may keep every view (no group picked), so that copies made for a
         # deeper question never require a history to go on that far.
         some = z3.Or(*picks) if picks else z3.BoolVal(False, self.ctx)
-        self.solver.add(z3.Implies(moves, some), *self._step(i, picks))
+        self.solver.add(z3.Implies(moves, some), step)
+        self.picks.append(picks)
+        self.moves.append(moves)
 
-    def _step(self, i: int, picks: Sequence[z3.BoolRef]) -> list[z3.BoolRef]:
+    def _step_at(
+        self, i: int, picks: Sequence[z3.BoolRef], deadline: float | None = None
+    ) -> z3.BoolRef:
+        """``_step(i, picks)`` as one formula: the first step's, built once, renamed into
+        copies ``i - 1`` and ``i`` (one substitution in Z3, linear in the formula, where
+        translating the guards again costs seconds at 200 tools)."""
+        if self._first_step is None:
+            parts = self._step(1, picks, deadline)
+            self._first_step = z3.And(*parts) if parts else z3.BoolVal(True, self.ctx)
+            self._first_picks = list(picks)
+        pairs = [(a, b) for a, b in zip(self._first_picks, picks, strict=True) if not a.eq(b)]
+        if i != 1:
+            before, after = self._bits(i - 1), self._bits(i)
+            zero, one = self._bits(0), self._bits(1)
+            pairs += [(zero[x], before[x]) for x in self.names]
+            pairs += [(one[x], after[x]) for x in self.names]
+        return z3.substitute(self._first_step, *pairs) if pairs else self._first_step
+
+    def _step(
+        self, i: int, picks: Sequence[z3.BoolRef], deadline: float | None = None
+    ) -> list[z3.BoolRef]:
         """A step from copy ``i - 1`` into copy ``i`` of the view bits: at most one of
         ``picks`` (one per group of events, ``Layers.groups``: the same effect on every
         component), whose guard holds before it; each component it moves goes by its move
@@ -123,6 +147,7 @@ class Unrolled:
             out.append(z3.PbLe([(p, 1) for p in picks], 1))
         moving: dict[int, list[z3.BoolRef]] = {}
         for pick, group in zip(picks, self.groups, strict=True):
+            self._on_time(deadline)
             out.append(z3.Implies(pick, self._translate(group.guard, i - 1)))
             for comp, index in group.moved:
                 bits = self.enc.bits[id(comp)]
@@ -210,7 +235,7 @@ class Unrolled:
         or ``interrupt``)."""
         while len(self.picks) < steps:
             self._on_time(deadline)
-            self._copy()
+            self._copy(deadline)
         target = self.layers.some(target)
         needed = tuple(sorted(set(calls)))
         key = (int(target), steps, needed)
@@ -231,6 +256,19 @@ class Unrolled:
                         flag, z3.Or(*some_call) if some_call else z3.BoolVal(False, self.ctx)
                     )
                 )
+            if needed:
+                # Each needed tool takes a step of its own: the steps that can call none of
+                # them are at most the others.
+                wanted = set(needed)
+                spare = [
+                    pick
+                    for i in range(steps)
+                    for pick, group in zip(self.picks[i], self.groups, strict=True)
+                    if not any(t in wanted for t, _ in group.events)
+                ]
+                if spare:
+                    bound = max(0, steps - len(needed))
+                    self.solver.add(z3.Implies(flag, z3.PbLe([(p, 1) for p in spare], bound)))
         else:
             flag = known[1]
         if deadline is not None:
@@ -289,7 +327,7 @@ class Unrolled:
         picks = [z3.Bool(f"any{k}", self.ctx) for k in range(len(self.groups))]
         fp.declare_var(*now, *later, *picks)
         fp.rule(reach(*now), self._at(self.layers.start, 0))
-        fp.rule(reach(*later), [reach(*now), *self._step(1, picks)])
+        fp.rule(reach(*later), [reach(*now), self._step_at(1, picks)])
         return fp, reach
 
     def _on_time(self, deadline: float | None) -> None:
