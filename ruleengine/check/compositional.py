@@ -84,8 +84,15 @@ UNROLL_FIRST = 5
 """... the first this many before the proofs that they never hold (``_prove``), the rest
 after."""
 
+UNROLL_SECONDS = 2.0
+"""The longest one of those questions may take (a harder one is left for the next
+depth)."""
+
 PROVE_SECONDS = 10.0
-"""The longest one proof that a set of states is never reached may take."""
+"""The longest one proof that a set of states is never reached may take; with a deadline,
+the time left is shared among those still open, at least ``PROVE_LEAST`` each."""
+
+PROVE_LEAST = 2.0
 
 UNROLL_STEPS = 64
 """Steps up to which the least number before ``final_answer`` is asked of them."""
@@ -512,7 +519,13 @@ class _Decider:
                 return
             for key, where in list(self.open.items()):
                 self._on_time()
-                found = self._reaches(where, k, within=True)
+                try:
+                    found = self.unrolled.reaches(
+                        where, k, self.deadline, within=True, seconds=UNROLL_SECONDS
+                    )
+                except GaveUp:
+                    self._on_time()  # the deadline, or told to stop: else only too hard
+                    continue
                 if found is None:
                     continue
                 del self.open[key]
@@ -532,8 +545,13 @@ class _Decider:
         for table in (self.unproven, self.open):
             for key, where in list(table.items()):
                 self._on_time()
+                seconds = PROVE_SECONDS
+                if self.deadline is not None:  # the time left, shared among what is open
+                    left = self.deadline - time.monotonic()
+                    waiting = len(self.unproven) + len(self.open)
+                    seconds = min(seconds, max(PROVE_LEAST, left / max(1, waiting)))
                 try:
-                    proved = self.unrolled.never(where, PROVE_SECONDS, self.deadline)
+                    proved = self.unrolled.never(where, seconds, self.deadline)
                 except GaveUp:
                     raise _Late from None
                 if proved:

@@ -225,14 +225,15 @@ class Unrolled:
         *,
         within: bool = False,
         calls: Collection[str] = (),
+        seconds: float | None = None,
     ) -> tuple[Event, ...] | None:
         """A history of exactly ``steps`` steps into ``target`` (a set over view bits;
         replayed), or None when there is none; ``within``: of at most ``steps`` steps (not
         necessarily the shortest). ``calls``: tools that the caller has shown every
         history into ``target`` to call (``Relaxed.needed``); asserted with the target,
         they change no answer but prune the search (with as many of them as steps, every
-        step must be one). Raises ``GaveUp`` when the solver stopped first (the deadline,
-        or ``interrupt``)."""
+        step must be one). Raises ``GaveUp`` when the solver stopped first: after
+        ``seconds``, at the deadline, or told to by ``interrupt``."""
         while len(self.picks) < steps:
             self._on_time(deadline)
             self._copy(deadline)
@@ -271,11 +272,7 @@ class Unrolled:
                     self.solver.add(z3.Implies(flag, z3.PbLe([(p, 1) for p in spare], bound)))
         else:
             flag = known[1]
-        if deadline is not None:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise GaveUp
-            self.solver.set("timeout", max(1, int(left * 1000)))
+        self.solver.set("timeout", _milliseconds(seconds, deadline))
         # Within: steps may keep the state, so the target is met after at most ``steps``.
         assumed = [flag] if within else [flag, *self.moves[:steps]]
         answer = self._watched(lambda: self.solver.check(*assumed))
@@ -295,13 +292,7 @@ class Unrolled:
         # A fixedpoint of its own per question: one that gave up on an earlier question
         # was measured slower on the next than a fresh one.
         fp, reach = self._fixedpoint()
-        limit = seconds
-        if deadline is not None:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise GaveUp
-            limit = min(limit, left)
-        fp.set("timeout", max(1, int(limit * 1000)))
+        fp.set("timeout", _milliseconds(seconds, deadline))
         now = [self._bits(0)[x] for x in self.names]
         query = z3.And(reach(*now), self._at(target, 0))
         answer = self._watched(lambda: _query(fp, query))
@@ -402,3 +393,21 @@ def _query(fp: z3.Fixedpoint, query: z3.BoolRef) -> z3.CheckSatResult:
         return fp.query(query)
     except z3.Z3Exception:
         return z3.unknown
+
+
+NO_LIMIT = 4_294_967_295
+"""Z3's ``timeout`` that means none (the largest unsigned 32-bit value)."""
+
+
+def _milliseconds(seconds: float | None, deadline: float | None) -> int:
+    """Z3's ``timeout`` for a question of at most ``seconds`` that must end by
+    ``deadline`` (both optional); ``GaveUp`` when the deadline has passed."""
+    limit = seconds
+    if deadline is not None:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise GaveUp
+        limit = left if limit is None else min(limit, left)
+    if limit is None:
+        return NO_LIMIT
+    return max(1, int(min(float(NO_LIMIT - 1), limit * 1000)))

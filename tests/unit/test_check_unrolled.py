@@ -21,7 +21,7 @@ from ruleengine.check.relaxed import Relaxed
 from ruleengine.check.symbolic import Encoding
 from ruleengine.check.symbolic_verdicts import Verdicts
 from ruleengine.check.system import System
-from ruleengine.check.unrolled import WATCHER, GaveUp, Unrolled
+from ruleengine.check.unrolled import NO_LIMIT, WATCHER, GaveUp, Unrolled, _milliseconds
 from ruleengine.ir import FINAL_ANSWER
 
 
@@ -95,3 +95,17 @@ def test_told_to_stop_it_gives_up() -> None:
         unrolled.reaches(v.pass_.can_stop, 19)
     assert asked.is_set()
     assert not any(t.name == WATCHER for t in threading.enumerate())
+
+
+def test_each_question_sets_its_own_time_limit() -> None:
+    assert _milliseconds(None, None) == NO_LIMIT
+    assert _milliseconds(2.0, None) == 2000
+    assert _milliseconds(1e308, None) == NO_LIMIT - 1
+    assert _milliseconds(0.0, None) == 1
+    with pytest.raises(GaveUp):
+        _milliseconds(None, time.monotonic() - 1)
+    _, _, v, unrolled = _unrolled()
+    # A question cut short leaves no limit behind for the next one, which has none.
+    with pytest.raises(GaveUp):
+        unrolled.reaches(v.pass_.can_stop, 19, seconds=0.001)
+    assert unrolled.reaches(v.pass_.can_stop, 2) is None
