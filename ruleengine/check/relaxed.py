@@ -30,7 +30,7 @@ nothing (they are left out).
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TypeVar
 
 from ruleengine._search import quickxplain
@@ -104,17 +104,21 @@ class _Table:
             view = stack.pop()
             if self.stops[view]:
                 return True
-            steps = self.open_at[view] & callable_tools
-            if not steps:
-                continue
+            for after in self._after(view, callable_tools):
+                if after not in seen:
+                    seen.add(after)
+                    stack.append(after)
+        return False
+
+    def _after(self, view: int, callable_tools: int) -> Iterator[int]:
+        """The views one call of one of ``callable_tools`` open at ``view`` leads to (each
+        status; repeats possible)."""
+        steps = self.open_at[view] & callable_tools
+        if steps:
             for mask, tables in self.moves:
                 if mask & steps:
                     for table in tables:
-                        after = table[view]
-                        if after not in seen:
-                            seen.add(after)
-                            stack.append(after)
-        return False
+                        yield table[view]
 
     def open_in(self, views: frozenset[int]) -> int:
         """The tools open at some of ``views`` (memoised, as ``step``)."""
@@ -138,16 +142,7 @@ class _Table:
         return found
 
     def _step(self, views: frozenset[int], callable_tools: int) -> frozenset[int]:
-        after: set[int] = set()
-        for view in views:
-            steps = self.open_at[view] & callable_tools
-            if not steps:
-                continue
-            for mask, tables in self.moves:
-                if mask & steps:
-                    for table in tables:
-                        after.add(table[view])
-        return frozenset(after)
+        return frozenset(after for view in views for after in self._after(view, callable_tools))
 
     def opened(self, callable_tools: int, failing_only: int = 0) -> int:
         """The tools open at some view reached by calls of ``callable_tools`` only, those of

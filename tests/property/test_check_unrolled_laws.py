@@ -53,19 +53,26 @@ def _shows(system: System, key: str, path: tuple[Event, ...], exact: Analysis) -
         return any(allows(o, FINAL_ANSWER) for o in outcomes)
     if key.startswith("tool:"):
         return any(allows(o, key[5:]) for o in outcomes)
-    # A requirement live there: the explicit engine's own test, on a one-state replay.
+    # A requirement: the history ends in its live states (``Unrolled`` checks that), the
+    # explicit engine's (the compositional laws); here, that the engine finds it no later.
     return key in exact.firsts and len(exact.firsts[key]) <= len(path)
 
 
-@given(case=policies(priority=False, max_iterations=(1, 8)), reorder=st.booleans())
-def test_the_shortest_history_is_the_explicit_engines(case: PolicyCase, reorder: bool) -> None:
+def _setup(case: PolicyCase) -> tuple[System, Analysis, Encoding, Verdicts, Unrolled]:
+    """The case's system, the explicit engine's whole analysis (else skipped), and the
+    unrolled steps of its encoding."""
     system = symbolic_system(case)
     exact = analyse(system, max_states=MAX_STATES)
     assume(exact.complete)
     enc = Encoding(system)
     v = Verdicts(system, enc, None, None, None, case.max_iterations - 1, witness_states=64)
     v.begin()
-    unrolled = Unrolled(v)
+    return system, exact, enc, v, Unrolled(v)
+
+
+@given(case=policies(priority=False, max_iterations=(1, 8)), reorder=st.booleans())
+def test_the_shortest_history_is_the_explicit_engines(case: PolicyCase, reorder: bool) -> None:
+    system, exact, enc, v, unrolled = _setup(case)
     for key, target in _targets(system, v).items():
         first = exact.firsts.get(key)
         shortest = None if first is None else len(first)
@@ -87,18 +94,12 @@ def test_the_shortest_history_is_the_explicit_engines(case: PolicyCase, reorder:
 
 @given(case=policies(priority=False, max_iterations=(1, 8)))
 def test_the_tools_every_finish_calls_bound_it_and_prune_nothing(case: PolicyCase) -> None:
-    system = symbolic_system(case)
-    exact = analyse(system, max_states=MAX_STATES)
-    assume(exact.complete)
+    system, exact, _, v, unrolled = _setup(case)
     needed = Relaxed(system.components, system.tools).needed()
     first = exact.firsts.get("finish")
     if first is not None:
         assert len(needed) <= len(first)
         assert {t for t, _ in first} >= needed
-    enc = Encoding(system)
-    v = Verdicts(system, enc, None, None, None, case.max_iterations - 1, witness_states=64)
-    v.begin()
-    unrolled = Unrolled(v)
     for k in range(DEPTH + 1):
         plain = unrolled.reaches(v.pass_.can_stop, k)
         pruned = unrolled.reaches(v.pass_.can_stop, k, calls=needed)
@@ -107,13 +108,7 @@ def test_the_tools_every_finish_calls_bound_it_and_prune_nothing(case: PolicyCas
 
 @given(case=policies(priority=False, max_iterations=(1, 8)))
 def test_what_it_proves_never_the_engine_never_meets(case: PolicyCase) -> None:
-    system = symbolic_system(case)
-    exact = analyse(system, max_states=MAX_STATES)
-    assume(exact.complete)
-    enc = Encoding(system)
-    v = Verdicts(system, enc, None, None, None, case.max_iterations - 1, witness_states=64)
-    v.begin()
-    unrolled = Unrolled(v)
+    system, exact, _, v, unrolled = _setup(case)
     proved = 0
     for key, target in _targets(system, v).items():
         if unrolled.never(target, 600.0):
