@@ -234,6 +234,8 @@ class Unrolled:
         they change no answer but prune the search (with as many of them as steps, every
         step must be one). Raises ``GaveUp`` when the solver stopped first: after
         ``seconds``, at the deadline, or told to by ``interrupt``."""
+        if steps < 0:
+            raise ValueError(f"a history has at least 0 steps, not {steps}")
         while len(self.picks) < steps:
             self._on_time(deadline)
             self._copy(deadline)

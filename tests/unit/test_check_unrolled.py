@@ -109,3 +109,9 @@ def test_each_question_sets_its_own_time_limit() -> None:
     with pytest.raises(GaveUp):
         unrolled.reaches(v.pass_.can_stop, 19, seconds=0.001)
     assert unrolled.reaches(v.pass_.can_stop, 2) is None
+
+
+def test_a_negative_number_of_steps_is_refused() -> None:
+    _, _, v, unrolled = _unrolled()
+    with pytest.raises(ValueError, match="at least 0 steps, not -1"):
+        unrolled.reaches(v.pass_.can_stop, -1)
