@@ -558,18 +558,6 @@ class _Decider:
                     del table[key]
                     decided.add(key)
 
-    def _reaches(
-        self,
-        target: Node,
-        steps: int,
-        within: bool = False,
-        calls: frozenset[str] = frozenset(),
-    ) -> tuple[Event, ...] | None:
-        try:
-            return self.unrolled.reaches(target, steps, self.deadline, within=within, calls=calls)
-        except GaveUp:
-            raise _Late from None  # the deadline, or told to stop
-
     def _finish_unrolled(self) -> None:
         """The least number of steps before ``final_answer``, where the searches found none
         within the budget and the projections did not rule it out: bounded model checking
@@ -585,7 +573,10 @@ class _Decider:
         k = max(result.depth_done, result.finish_after) + 1
         while k <= UNROLL_STEPS:
             self._on_time()
-            found = self._reaches(target, k, calls=self.needed)
+            try:
+                found = self.unrolled.reaches(target, k, self.deadline, calls=self.needed)
+            except GaveUp:
+                raise _Late from None  # the deadline, or told to stop
             if found is None:
                 result.finish_after = k  # none at k, nor (shown before) earlier
                 k += 1

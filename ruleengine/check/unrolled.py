@@ -89,7 +89,7 @@ class Unrolled:
         reordering rewrites nodes in place (each keeps its function) and frees those left
         unreferenced: a node the memo knows, alive only as the child of another, could be
         freed and its address reused for another function. A reference to each keeps it."""
-        self.solver.add(self._at(layers.start, 0))
+        self.solver.add(self._translate(layers.start, 0))
 
     # -- the unrolling ------------------------------------------------------------------------
 
@@ -171,10 +171,6 @@ class Unrolled:
         literals = [copy[b] if view >> k & 1 else z3.Not(copy[b]) for k, b in enumerate(bits)]
         return z3.And(*literals) if literals else z3.BoolVal(True, self.ctx)
 
-    def _at(self, u: Node, i: int) -> z3.BoolRef:
-        """The set ``u`` (over current view bits) at copy ``i``."""
-        return self._translate(u, i)
-
     def _translate(self, u: Node, i: int) -> z3.BoolRef:
         """The BDD ``u`` as a Z3 formula with its current view bits at copy ``i`` and its
         next ones at copy ``i + 1``: one ``If`` per node, shared through copy ``i``'s memo.
@@ -246,7 +242,7 @@ class Unrolled:
         if known is None:
             flag = z3.Bool(f"goal{len(self._targets)}", self.ctx)
             self._targets[key] = (target, flag)
-            self.solver.add(z3.Implies(flag, self._at(target, steps)))
+            self.solver.add(z3.Implies(flag, self._translate(target, steps)))
             for tool in needed:
                 some_call = [
                     pick
@@ -296,7 +292,7 @@ class Unrolled:
         fp, reach = self._fixedpoint()
         fp.set("timeout", _milliseconds(seconds, deadline))
         now = [self._bits(0)[x] for x in self.names]
-        query = z3.And(reach(*now), self._at(target, 0))
+        query = z3.And(reach(*now), self._translate(target, 0))
         answer = self._watched(lambda: _query(fp, query))
         if answer == z3.unsat:
             return True
@@ -319,7 +315,7 @@ class Unrolled:
         later = [self._bits(1)[x] for x in self.names]
         picks = [z3.Bool(f"any{k}", self.ctx) for k in range(len(self.groups))]
         fp.declare_var(*now, *later, *picks)
-        fp.rule(reach(*now), self._at(self.layers.start, 0))
+        fp.rule(reach(*now), self._translate(self.layers.start, 0))
         fp.rule(reach(*later), [reach(*now), self._step_at(1, picks)])
         return fp, reach
 
