@@ -17,7 +17,7 @@ from __future__ import annotations
 import itertools
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ruleengine.check.relaxed import Relaxed
@@ -37,6 +37,9 @@ PAIR_STATES = 5000
 
 PAIR_BUDGET = 400
 """Pairs one question may compute (those computed before are free)."""
+
+STOP_EVERY = 256
+"""Pairs ``every_pair`` considers between two questions whether to stop."""
 
 NARROW_NODES = 20_000
 """BDD nodes past which a question's states are given up as too large to narrow."""
@@ -200,6 +203,23 @@ class Projections:
             except _TooLarge:
                 self._pairs[key] = None
         return self._pairs[key]
+
+    def every_pair(self, stop: Callable[[], bool] | None = None) -> list[Node]:
+        """The reachable views of every pair of components that interact (``pair``; those
+        too large left out), in index order: each is a set that every reachable state is
+        in, so their conjunction is the tightest over-approximation the pairs give. It is
+        meant for a solver, which conjoins them lazily, where ``narrowed`` must build their
+        conjunction as one diagram and gives up when it grows. Stops early, with the pairs
+        so far (still each a set every reachable state is in), once ``stop()`` is true."""
+        out = []
+        for n, (i, j) in enumerate(itertools.combinations(self._kept, 2)):
+            if stop is not None and n % STOP_EVERY == 0 and stop():
+                break
+            if self.interact(i, j):
+                found = self.pair(i, j)
+                if found is not None:
+                    out.append(found)
+        return out
 
     def never(self, where: Node, deadline: float | None = None) -> bool:
         """Whether no reachable state is in ``where`` (a set over current-state bits, check

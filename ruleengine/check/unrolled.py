@@ -60,7 +60,12 @@ class GaveUp(Exception):
 class Unrolled:
     """A system's steps unrolled for bounded model checking (see the module's docstring)."""
 
-    def __init__(self, layers: Layers, interrupt: Callable[[], bool] | None = None) -> None:
+    def __init__(
+        self,
+        layers: Layers,
+        interrupt: Callable[[], bool] | None = None,
+        held: Sequence[Node] = (),
+    ) -> None:
         self.layers = layers
         self.interrupt = interrupt
         """Asked every ``POLL`` seconds while the solver runs: True stops it."""
@@ -90,6 +95,13 @@ class Unrolled:
         unreferenced: a node the memo knows, alive only as the child of another, could be
         freed and its address reused for another function. A reference to each keeps it."""
         self.solver.add(self._translate(layers.start, 0))
+        parts = [self._translate(u, 0) for u in held]
+        self._held = z3.And(*parts) if parts else z3.BoolVal(True, self.ctx)
+        """``held``, sets over current view bits that every reachable state is in (an
+        over-approximation, ``Projections.every_pair``), conjoined at copy 0: asserted of
+        every later copy (implied constraints: they change no answer, and cut the states a
+        question may consider) and in ``never``'s steps; ``outside`` asks only them."""
+        self._free: z3.Solver | None = None
 
     # -- the unrolling ------------------------------------------------------------------------
 
@@ -112,7 +124,7 @@ class Unrolled:
         # Elsewhere it may keep every view (no group picked), so that copies made for a
         # deeper question never require a history to go on that far.
         some = z3.Or(*picks) if picks else z3.BoolVal(False, self.ctx)
-        self.solver.add(z3.Implies(moves, some), step)
+        self.solver.add(z3.Implies(moves, some), step, self._held_at(i))
         self.picks.append(picks)
         self.moves.append(moves)
 
@@ -133,6 +145,13 @@ class Unrolled:
             pairs += [(zero[x], before[x]) for x in self.names]
             pairs += [(one[x], after[x]) for x in self.names]
         return z3.substitute(self._first_step, *pairs) if pairs else self._first_step
+
+    def _held_at(self, i: int) -> z3.BoolRef:
+        """The sets held (``held``) at copy ``i``: renamed from copy 0."""
+        if i == 0:
+            return self._held
+        now, zero = self._bits(i), self._bits(0)
+        return z3.substitute(self._held, *((zero[x], now[x]) for x in self.names))
 
     def _step(
         self, i: int, picks: Sequence[z3.BoolRef], deadline: float | None = None
@@ -280,6 +299,32 @@ class Unrolled:
             raise GaveUp
         return self._history(self.solver.model(), steps, target)
 
+    def outside(
+        self, target: Node, seconds: float | None = None, deadline: float | None = None
+    ) -> bool:
+        """Whether no state in ``target`` (a set over view bits) is in every set held
+        (``held``): True is a proof that no reachable state is in it, for histories of any
+        length; one copy of the view bits and no steps, so a question of a few milliseconds
+        where ``Projections.narrowed`` gives up on the diagram of the same conjunction.
+        False when some state is, or the solver gave up within ``seconds``; ``GaveUp`` when
+        ``deadline`` passed or ``interrupt`` said to stop."""
+        target = self.layers.some(target)
+        if self._free is None:
+            self._free = z3.SolverFor("QF_FD", ctx=self.ctx)
+            self._free.add(self._held)
+        free = self._free
+        free.push()
+        try:
+            free.add(self._translate(target, 0))
+            free.set("timeout", _milliseconds(seconds, deadline))
+            answer = self._watched(free.check)
+        finally:
+            free.pop()
+        if answer == z3.unsat:
+            return True
+        self._on_time(deadline)
+        return False
+
     def never(self, target: Node, seconds: float, deadline: float | None = None) -> bool:
         """Whether no reachable state is in ``target`` (a set over view bits), proved by
         Z3's property-directed reachability engine (Spacer: inductive invariants, for
@@ -292,7 +337,7 @@ class Unrolled:
         fp, reach = self._fixedpoint()
         fp.set("timeout", _milliseconds(seconds, deadline))
         now = [self._bits(0)[x] for x in self.names]
-        query = z3.And(reach(*now), self._translate(target, 0))
+        query = z3.And(reach(*now), self._held, self._translate(target, 0))
         answer = self._watched(lambda: _query(fp, query))
         if answer == z3.unsat:
             return True
@@ -316,7 +361,8 @@ class Unrolled:
         picks = [z3.Bool(f"any{k}", self.ctx) for k in range(len(self.groups))]
         fp.declare_var(*now, *later, *picks)
         fp.rule(reach(*now), self._translate(self.layers.start, 0))
-        fp.rule(reach(*later), [reach(*now), self._step_at(1, picks)])
+        # Steps only from states in every set held: all the reachable ones are.
+        fp.rule(reach(*later), [reach(*now), self._held, self._step_at(1, picks)])
         return fp, reach
 
     def _on_time(self, deadline: float | None) -> None:

@@ -8,7 +8,9 @@ replays through the runtime to such a state; a history of at most ``k`` steps ex
 exactly when the shortest is that short; the tools every finishing history calls
 (``Relaxed.needed``) change no answer when given, and are no more than the steps of the
 shortest one; and a set proved never reached (``Unrolled.never``) is one the explicit
-engine never meets.
+engine never meets. Each with and without every pair's views held
+(``Projections.every_pair``), which must change no answer; and a set those views alone
+exclude (``Unrolled.outside``) is one the explicit engine never meets.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from policy_strategies import PolicyCase, policies, symbolic_system
 
 from ruleengine.check.analysis import Analysis
 from ruleengine.check.explicit import allows, analyse, decide, walk
+from ruleengine.check.projections import Projections
 from ruleengine.check.relaxed import Relaxed
 from ruleengine.check.symbolic import Encoding
 from ruleengine.check.symbolic_verdicts import Verdicts
@@ -58,21 +61,33 @@ def _shows(system: System, key: str, path: tuple[Event, ...], exact: Analysis) -
     return key in exact.firsts and len(exact.firsts[key]) <= len(path)
 
 
-def _setup(case: PolicyCase) -> tuple[System, Analysis, Encoding, Verdicts, Unrolled]:
+def _setup(
+    case: PolicyCase, held: bool = False
+) -> tuple[System, Analysis, Encoding, Verdicts, Unrolled]:
     """The case's system, the explicit engine's whole analysis (else skipped), and the
-    unrolled steps of its encoding."""
+    unrolled steps of its encoding (``held``: holding every pair's views)."""
     system = symbolic_system(case)
     exact = analyse(system, max_states=MAX_STATES)
     assume(exact.complete)
     enc = Encoding(system)
     v = Verdicts(system, enc, None, None, None, case.max_iterations - 1, witness_states=64)
     v.begin()
-    return system, exact, enc, v, Unrolled(v)
+    sets = []
+    if held:
+        projections = Projections(system, enc)
+        sets = [projections.reached, *projections.every_pair()]
+    return system, exact, enc, v, Unrolled(v, held=sets)
 
 
-@given(case=policies(priority=False, max_iterations=(1, 8)), reorder=st.booleans())
-def test_the_shortest_history_is_the_explicit_engines(case: PolicyCase, reorder: bool) -> None:
-    system, exact, enc, v, unrolled = _setup(case)
+@given(
+    case=policies(priority=False, max_iterations=(1, 8)),
+    reorder=st.booleans(),
+    held=st.booleans(),
+)
+def test_the_shortest_history_is_the_explicit_engines(
+    case: PolicyCase, reorder: bool, held: bool
+) -> None:
+    system, exact, enc, v, unrolled = _setup(case, held)
     for key, target in _targets(system, v).items():
         first = exact.firsts.get(key)
         shortest = None if first is None else len(first)
@@ -106,9 +121,9 @@ def test_the_tools_every_finish_calls_bound_it_and_prune_nothing(case: PolicyCas
         assert (plain is None) == (pruned is None), k
 
 
-@given(case=policies(priority=False, max_iterations=(1, 8)))
-def test_what_it_proves_never_the_engine_never_meets(case: PolicyCase) -> None:
-    system, exact, _, v, unrolled = _setup(case)
+@given(case=policies(priority=False, max_iterations=(1, 8)), held=st.booleans())
+def test_what_it_proves_never_the_engine_never_meets(case: PolicyCase, held: bool) -> None:
+    system, exact, _, v, unrolled = _setup(case, held)
     proved = 0
     for key, target in _targets(system, v).items():
         if unrolled.never(target, 600.0):
@@ -116,3 +131,19 @@ def test_what_it_proves_never_the_engine_never_meets(case: PolicyCase) -> None:
             proved += 1
     # Where the engine never meets one, the proof is found on policies this small.
     assert proved == sum(1 for key in _targets(system, v) if key not in exact.firsts)
+
+
+@given(case=policies(priority=False, max_iterations=(1, 8)))
+def test_what_the_pairs_exclude_the_engine_never_meets(case: PolicyCase) -> None:
+    system, exact, enc, v, unrolled = _setup(case, held=True)
+    for key, target in _targets(system, v).items():
+        if unrolled.outside(target):
+            assert key not in exact.firsts, key
+    # Every state the engine meets on its shortest histories is inside the pairs.
+    for path in exact.firsts.values():
+        state = walk(system, path)
+        assert state is not None
+        cube = enc.bdd.true
+        for c, view in zip(system.components, state, strict=True):
+            cube &= enc.cube(enc.bits[id(c)], view)
+        assert not unrolled.outside(cube), path
