@@ -464,9 +464,11 @@ def _dead_requirement(
     for tool, first in pairs[:IMPLIED_PAIRS]:
         # Closed until `first` succeeds implies closed until it is called at all: the second
         # is asked only when the first is not so.
-        closing = relaxed.closed_until(tool, first, mine, succeeded=True)
+        closing = relaxed.closed_until(tool, first, mine, succeeded=True, deadline=cache.deadline)
         if closing is None:
-            closing = relaxed.closed_until(tool, first, mine, succeeded=False)
+            closing = relaxed.closed_until(
+                tool, first, mine, succeeded=False, deadline=cache.deadline
+            )
         if closing is not None:
             implied.append(_names(system, closing) | {name})
     # A requirement that waits for a dead tool (a force after it, a count of its calls) is

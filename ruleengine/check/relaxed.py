@@ -257,7 +257,13 @@ class Relaxed:
         return None
 
     def closed_until(
-        self, tool: str, first: str, leaving: Sequence[int], *, succeeded: bool
+        self,
+        tool: str,
+        first: str,
+        leaving: Sequence[int],
+        *,
+        succeeded: bool,
+        deadline: float | None = None,
     ) -> list[int] | None:
         """A minimal set of component indices, none of ``leaving``, under whose relaxed
         product ``tool`` is never callable while ``first`` is never called (``succeeded``:
@@ -267,7 +273,21 @@ class Relaxed:
 
         The guess for a requirement that keeps ``tool`` closed until ``first`` runs and is
         dead because others already do ("`d` only after `a`" beside "`d` only after `c`",
-        "`c` only after `b`", "`b` only after `a`")."""
+        "`c` only after `b`", "`b` only after `a`"). None as well once ``deadline`` (a
+        ``time.monotonic()`` value) has passed: the set is a guess, and the search stops."""
+        try:
+            return self._closed_until(tool, first, leaving, succeeded, deadline)
+        except _Late:
+            return None
+
+    def _closed_until(
+        self,
+        tool: str,
+        first: str,
+        leaving: Sequence[int],
+        succeeded: bool,
+        deadline: float | None,
+    ) -> list[int] | None:
         b, banned = self._bit.get(tool), self._bit.get(first)
         if b is None or banned is None or b == banned:
             return None
@@ -281,6 +301,7 @@ class Relaxed:
         index_bit = {i: 1 << n for n, i in enumerate(kept)}
 
         def opens(mask: int) -> bool:
+            _on_time(deadline)
             tables = [self._tables[i] for i in kept if index_bit[i] & mask]
             return bool(self._unlayered(tables, everything, failing_only) & b)
 

@@ -229,3 +229,18 @@ def test_a_closing_set_is_not_searched_past_the_deadline() -> None:
     relaxed = Relaxed(system.components, system.tools)
     assert _names(system, relaxed.closing("a")) == ["A", "B"]
     assert relaxed.closing("a", deadline=time.monotonic() - 1) is None  # a guess: given up
+
+
+def test_a_set_closed_until_another_tool_is_not_searched_past_the_deadline() -> None:
+    import time
+
+    tools = ["a", "b", "c"]
+    system, relaxed = _relaxed(
+        tools, [C("b", only_after=["a"], name="b-after-a"), C("c", only_after=["b"], name="C")]
+    )
+    assert _names(system, relaxed.closed_until("c", "a", (), succeeded=True)) == [
+        "C",
+        "b-after-a",
+    ]
+    past = time.monotonic() - 1
+    assert relaxed.closed_until("c", "a", (), succeeded=True, deadline=past) is None
