@@ -10,7 +10,9 @@ lanes' child, if it forks one), and watches it from here:
   pipe, as lines of JSON;
 - past the time limit plus ``GRACE`` seconds, or when the group's resident memory passes the
   memory limit, the group is killed, and the report says where the check was (its phase, the
-  states it had explored) and that it claims nothing;
+  states it had explored) and that it claims nothing; a worker that has ended its work and
+  announced its report is given ``SENDING_GRACE`` seconds from then to send it (hundreds of
+  findings with their cores are megabytes of JSON);
 - an error the check raises on purpose (a ``RuleEngineError``: a requirement failing, say)
   is raised here again, with its message and hint.
 
@@ -37,11 +39,15 @@ from ruleengine.check.progress import Status, watching
 from ruleengine.check.report import DiffReport, Report, Stats
 from ruleengine.errors import PolicyError, RuleEngineError
 
-__all__ = ["GRACE", "WorkerError", "stopped_check", "stopped_diff", "supervised"]
+__all__ = ["GRACE", "SENDING_GRACE", "WorkerError", "stopped_check", "stopped_diff", "supervised"]
 
 GRACE = 0.5
 """Seconds past the time limit the worker is given to send its own (incomplete) report
 before it is stopped."""
+
+SENDING_GRACE = 1.0
+"""Seconds a worker that has announced its report is given, from then, to send it (a
+report of hundreds of findings with their cores is megabytes of JSON)."""
 
 _POLL = 0.1  # seconds between two looks at the worker
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
@@ -177,6 +183,7 @@ def _work(work: Callable[[], BaseModel], model: type[BaseModel], fd: int) -> NoR
             raise PolicyError(
                 f"supervised: work returned `{result!r:.60}`, not a `{model.__name__}`"
             )
+        _send(fd, {"sending": True})  # what follows may take a moment to write and read
         _send(fd, {"result": result.model_dump(mode="json")})
     except RuleEngineError as exc:
         _send(fd, {"error": _error_json(exc)})
@@ -231,7 +238,7 @@ def _watch(
 ) -> dict[str, Any] | tuple[str, Status]:
     """The worker's result as JSON, or why it was stopped and where it was."""
     status = Status()
-    buffer = b""
+    pending: list[bytes] = []  # the chunks of a line not ended yet
     stop_at = None if timeout is None else began + timeout + GRACE
     ended = False
     while True:
@@ -241,11 +248,20 @@ def _watch(
             chunk = os.read(fd, 1 << 16)
             if not chunk:
                 ended = True
-            buffer += chunk
-            *lines, buffer = buffer.split(b"\n")
+            lines = []
+            if b"\n" in chunk:  # a report of megabytes comes in many chunks: join once
+                *ends, rest = chunk.split(b"\n")
+                lines = [b"".join([*pending, ends[0]]), *ends[1:]]
+                pending = [rest]
+            else:
+                pending.append(chunk)
             for line in lines:
                 message = json.loads(line)
-                if "status" in message:
+                if "sending" in message:
+                    # The work has ended within its limit and is writing its report.
+                    if stop_at is not None:
+                        stop_at = max(stop_at, time.monotonic() + SENDING_GRACE)
+                elif "status" in message:
                     status = Status(**message["status"])
                     if on_status is not None:
                         on_status(status)

@@ -3,17 +3,19 @@ limits with an honest report; its progress, its result and its errors come back 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
+import threading
 import time
 from typing import Any
 
 import pytest
 
 from ruleengine import ConditionalRequirement, Policy, PolicyError, RequirementError, requirement
-from ruleengine.check import check_policy
+from ruleengine.check import check_policy, supervise
 from ruleengine.check.progress import Status, note
-from ruleengine.check.report import DiffReport, Report
+from ruleengine.check.report import DiffReport, Report, Stats
 from ruleengine.check.supervise import (
     WorkerError,
     stopped_check,
@@ -61,6 +63,40 @@ def test_a_worker_past_its_time_limit_is_stopped_and_the_report_says_where() -> 
         "the time limit (0.2 s) ran out in a single step while exploring states (1,234 states,"
         " 5 layers of the explicit search): it was stopped there, and claims nothing"
     )
+
+
+def test_a_report_announced_in_time_is_read_to_its_end(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The limit has passed before the first look; a worker that announced its report still
+    # sends all of it (megabytes, in many chunks), and the supervisor reads it to its end.
+    monkeypatch.setattr(supervise, "SENDING_GRACE", 600.0)  # no race with the writer
+    report = Report(
+        policy="p" * 3_000_000, complete=True, findings=(), stats=Stats(states=1, seconds=0.0)
+    )
+    long_ago = time.monotonic() - 100
+
+    def watched(announced: bool) -> Any:
+        read, write = os.pipe()
+        writer = threading.Thread(target=_write, args=(write, announced, report))
+        writer.start()
+        try:
+            return supervise._watch(os.getpid(), read, 1.0, None, None, long_ago)
+        finally:
+            os.close(read)
+            writer.join()
+
+    got = watched(announced=True)
+    assert isinstance(got, dict) and Report.model_validate(got) == report
+    # Unannounced, the same report is cut off: the limit passed long ago.
+    stopped = watched(announced=False)
+    assert isinstance(stopped, tuple) and "ran out in a single step" in stopped[0]
+
+
+def _write(fd: int, announced: bool, report: Report) -> None:
+    with contextlib.suppress(OSError):  # the reader may stop reading and close its end
+        if announced:
+            supervise._send(fd, {"sending": True})
+        supervise._send(fd, {"result": report.model_dump(mode="json")})
+    os.close(fd)
 
 
 @needs_fork
