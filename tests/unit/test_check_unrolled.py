@@ -4,7 +4,8 @@ conditionals over 50 tools, whose reachable set neither engine finishes within a
 What the laws cannot show on small policies: the translation of the encoding's diagrams
 survives CUDD's dynamic reordering (which frees nodes a memo keyed by address would still
 name); the solver stops when the deadline passed or when told to; the tools every finish
-calls give a lower bound the engines could not."""
+calls give a lower bound the engines could not; every pair's views at once prove
+requirements never live where the projections' diagrams give up."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import z3
 
 from benchmarks._policies import conditionals
 from ruleengine.check.explicit import reaches
+from ruleengine.check.projections import Projections
 from ruleengine.check.relaxed import Relaxed
 from ruleengine.check.symbolic import Encoding
 from ruleengine.check.symbolic_verdicts import Verdicts
@@ -76,6 +78,45 @@ def test_a_passed_deadline_gives_up() -> None:
         unrolled.reaches(v.pass_.can_stop, 4, deadline=time.monotonic() - 1)
     with pytest.raises(GaveUp):
         unrolled.never(v.pass_.can_stop, 5.0, deadline=time.monotonic() - 1)
+    with pytest.raises(GaveUp):
+        unrolled.outside(v.pass_.can_stop, deadline=time.monotonic() - 1)
+
+
+def test_every_pair_at_once_proves_what_the_diagrams_give_up_on() -> None:
+    system, enc, v, _ = _unrolled()
+    projections = Projections(system, enc)
+    pairs = projections.every_pair()
+    unrolled = Unrolled(v, held=[projections.reached, *pairs])
+    false = enc.bdd.false
+    names = sorted({c.requirement.name for c in system.components})
+    names = [name for name in names if v._live_at(name) != false]  # no state at all: trivial
+    proved = [name for name in names if unrolled.outside(v._live_at(name))]
+    assert proved and len(proved) < len(names)
+    # Each one proved also has no history of up to 8 steps that shows it live.
+    for name in proved[:3]:
+        assert unrolled.reaches(v._live_at(name), 8, within=True) is None
+    # And some the diagrams of the same pairs, added as the question needs them, do not.
+    assert any(projections.narrowed(v._live_at(name)) != false for name in proved)
+    # Without the pairs, nothing is excluded but the empty set.
+    bare = Unrolled(v)
+    assert not any(bare.outside(v._live_at(name)) for name in proved)
+    assert bare.outside(false)
+
+
+def test_every_pair_stops_when_told() -> None:
+    system, enc, _, _ = _unrolled()
+    projections = Projections(system, enc)
+    assert projections.every_pair(lambda: True) == []
+    asked: list[None] = []
+
+    def stop() -> bool:
+        asked.append(None)
+        return len(asked) > 2
+
+    some = projections.every_pair(stop)
+    every = projections.every_pair()
+    assert 0 < len(some) < len(every)
+    assert some == every[: len(some)]  # the same pairs, in index order
 
 
 def test_told_to_stop_it_gives_up() -> None:
