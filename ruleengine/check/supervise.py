@@ -258,7 +258,7 @@ def _watch(
             for line in lines:
                 message = json.loads(line)
                 if "sending" in message:
-                    # The work has ended within its limit and is writing its report.
+                    # The work has ended and is writing its report: a bounded wait more.
                     if stop_at is not None:
                         stop_at = max(stop_at, time.monotonic() + SENDING_GRACE)
                 elif "status" in message:
