@@ -76,7 +76,9 @@ def test_a_report_announced_in_time_is_read_to_its_end(monkeypatch: pytest.Monke
 
     def watched(announced: bool) -> Any:
         read, write = os.pipe()
-        writer = threading.Thread(target=_write, args=(write, announced, report))
+        if announced:  # in the pipe before the first look, whichever thread runs first
+            supervise._send(write, {"sending": True})
+        writer = threading.Thread(target=_write, args=(write, report))
         writer.start()
         try:
             return supervise._watch(os.getpid(), read, 1.0, None, None, long_ago)
@@ -91,10 +93,8 @@ def test_a_report_announced_in_time_is_read_to_its_end(monkeypatch: pytest.Monke
     assert isinstance(stopped, tuple) and "ran out in a single step" in stopped[0]
 
 
-def _write(fd: int, announced: bool, report: Report) -> None:
+def _write(fd: int, report: Report) -> None:
     with contextlib.suppress(OSError):  # the reader may stop reading and close its end
-        if announced:
-            supervise._send(fd, {"sending": True})
         supervise._send(fd, {"result": report.model_dump(mode="json")})
     os.close(fd)
 
