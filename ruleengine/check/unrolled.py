@@ -140,18 +140,18 @@ class Unrolled:
             self._first_picks = list(picks)
         pairs = [(a, b) for a, b in zip(self._first_picks, picks, strict=True) if not a.eq(b)]
         if i != 1:
-            before, after = self._bits(i - 1), self._bits(i)
-            zero, one = self._bits(0), self._bits(1)
-            pairs += [(zero[x], before[x]) for x in self.names]
-            pairs += [(one[x], after[x]) for x in self.names]
+            pairs += [*self._renaming(0, i - 1), *self._renaming(1, i)]
         return z3.substitute(self._first_step, *pairs) if pairs else self._first_step
 
     def _held_at(self, i: int) -> z3.BoolRef:
         """The sets held (``held``) at copy ``i``: renamed from copy 0."""
-        if i == 0:
-            return self._held
-        now, zero = self._bits(i), self._bits(0)
-        return z3.substitute(self._held, *((zero[x], now[x]) for x in self.names))
+        return z3.substitute(self._held, *self._renaming(0, i)) if i else self._held
+
+    def _renaming(self, source: int, target: int) -> list[tuple[z3.BoolRef, z3.BoolRef]]:
+        """Each view bit of copy ``source`` with the same bit of copy ``target``, for
+        ``z3.substitute``."""
+        a, b = self._bits(source), self._bits(target)
+        return [(a[x], b[x]) for x in self.names]
 
     def _step(
         self, i: int, picks: Sequence[z3.BoolRef], deadline: float | None = None
