@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable
 from types import ModuleType
 from typing import Any
 
-__all__ = ["and_exists", "dd", "renamed"]
+__all__ = ["and_exists", "dd", "pick", "renamed"]
 
 _OPTIONAL = "networkx"
 
@@ -69,3 +69,20 @@ def renamed(bdd: Any, u: Any, names: dict[str, str]) -> Any:
     if swap is None:
         return bdd.let(names, u)
     return swap(u, names)
+
+
+def pick(bdd: Any, u: Any) -> dict[str, bool] | None:
+    """``bdd.pick(u)`` (one assignment that satisfies ``u``, None when none does), with
+    dynamic reordering left as it was. CUDD's ``pick_iter`` turns reordering off while it
+    runs and on again only when it runs to its end; ``pick`` takes its first assignment
+    and stops, so reordering stays off for the rest of the manager's life (dd 0.6), and
+    every later image and preimage pays for the order it had then (measured: the states
+    that can finish on conditionals-50-100-1, 1.3 s with reordering, 49 s without)."""
+    configure = getattr(bdd, "configure", None)
+    reordering = bool(configure().get("reordering", False)) if configure is not None else False
+    try:
+        found: dict[str, bool] | None = bdd.pick(u)
+    finally:
+        if reordering:
+            bdd.configure(reordering=True)
+    return found

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ruleengine.check._bdd import pick
 from ruleengine.check.bounds import UNREACHABLE, shortest
 from ruleengine.check.explicit import allows, decide
 from ruleengine.check.seek import seek, traced
@@ -86,7 +87,7 @@ def _nearest(
         first = enc.cube(enc.bits[id(comps[i])], 0)
         if states & first != bdd.false:
             states &= first
-    picked = bdd.pick(states)
+    picked = pick(bdd, states)
     assert picked is not None
     wanted = {i: enc.view(comps[i], picked) for i in support}
     cube = bdd.true

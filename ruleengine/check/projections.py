@@ -20,6 +20,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from ruleengine.check._bdd import pick
 from ruleengine.check.relaxed import Relaxed
 from ruleengine.check.symbolic_encoding import EncodingBase
 from ruleengine.check.system import Component, State, System
@@ -257,7 +258,7 @@ class Projections:
                     if u == bdd.false:
                         return u
                 continue
-            picked = bdd.pick(u)
+            picked = pick(bdd, u)
             assert picked is not None
             values = {
                 b: bool(picked.get(b, False)) for i in members for b in enc.bits[id(comps[i])]

@@ -1,0 +1,47 @@
+"""``_bdd.pick``: one assignment of a set, with CUDD's dynamic reordering left as it was.
+``dd``'s own ``pick`` takes the first assignment of ``pick_iter``, which turns reordering off
+while it runs and on again only at its end: reordering stayed off for good, and every later
+image or preimage of the checker paid for the order of that moment."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks._policies import conditionals
+from ruleengine.check import _bdd
+from ruleengine.check.projections import Projections
+from ruleengine.check.symbolic import Encoding
+from ruleengine.check.symbolic_verdicts import Verdicts
+from ruleengine.check.system import System
+
+cudd = pytest.mark.skipif(
+    not hasattr(_bdd.dd.BDD(), "reorder"), reason="a BDD package without reordering"
+)
+
+
+@cudd
+@pytest.mark.parametrize("on", [True, False])
+def test_a_pick_leaves_reordering_as_it_was(on: bool) -> None:
+    bdd = _bdd.dd.BDD()
+    bdd.declare("x", "y", "z")
+    bdd.configure(reordering=on)
+    u = bdd.add_expr(r"x /\ ~ y")
+    found = _bdd.pick(bdd, u)
+    assert found is not None and found["x"] and not found["y"]
+    assert bdd.configure()["reordering"] is on
+    assert _bdd.pick(bdd, bdd.false) is None
+    assert bdd.configure()["reordering"] is on
+
+
+@cudd
+def test_the_projections_leave_reordering_on() -> None:
+    policy = conditionals(50, 100, 1)
+    system = System(policy.tools, policy.requirements, mode=policy.mode)
+    enc = Encoding(system)
+    assert enc.reordering_now()  # this policy's many global views turn it on
+    v = Verdicts(system, enc, None, None, None, 19, witness_states=64)
+    v.begin()
+    projections = Projections(system, enc)
+    for name in sorted({c.requirement.name for c in system.components})[:20]:
+        projections.narrowed(v._live_at(name))  # picks states to exclude
+    assert enc.reordering_now()
