@@ -48,6 +48,7 @@ from ruleengine.check.symbolic_verdicts import Verdicts, _conflict_kind, _forced
 from ruleengine.check.system import Event, State, System
 from ruleengine.check.unrolled import GaveUp, Unrolled
 from ruleengine.ir import FINAL_ANSWER
+from ruleengine.passes import Pass
 from ruleengine.state import STATUSES
 
 __all__ = ["analyse_compositional"]
@@ -72,8 +73,9 @@ FINISH_COMPONENTS = 200
 """Components up to which the steps back are tried: they build the encoding's transition
 relations, which past that (400 requirements over 200 tools) take gigabytes."""
 
-FINISH_ROUNDS = 16
-"""Steps back from the states that may stop, to show that every state can finish."""
+FINISH_SECONDS = 5.0
+"""The longest the first try at the states that can finish (``_can_finish``) may take; one
+cut short is tried again after the other verdicts, with the time left."""
 
 UNROLL_DEPTHS = (2, 4, 8, 12, 16, 24, 32, 48, 64)
 """The numbers of steps within which the open "sometimes" verdicts are asked of the
@@ -95,7 +97,7 @@ the time left is shared among those still open, at least ``PROVE_LEAST`` each.""
 PROVE_LEAST = 2.0
 
 UNROLL_STEPS = 64
-"""Steps up to which the least number before ``final_answer`` is asked of them."""
+"""Steps up to which a history to ``final_answer`` is looked for in them."""
 
 WITNESS_STATES = 2048
 """As the symbolic engine's: layers this small are searched as concrete states."""
@@ -192,6 +194,11 @@ class _Decider:
         """Findings neither shown nor ruled out (``_first``): their states, for a proof
         that none is reachable (``_prove``)."""
         self._unrolled: Unrolled | None = None
+        self.finished: tuple[Event, ...] | None = None
+        """The shortest history to a state that may stop found so far."""
+        self.can_finish: Node | None = None
+        """The states (reachable or not) from which a path reaches one that may stop,
+        exact on the reachable ones (``_can_finish``), once computed."""
 
     def keys(self) -> list[str]:
         """Every verdict an analysis decides, as ``Analysis.decided`` names them."""
@@ -268,6 +275,7 @@ class _Decider:
         self._unroll(UNROLL_DEPTHS[:UNROLL_FIRST])
         self._live_never()
         self._live_searched()
+        self._no_finish(again=True)
         self._prove()
         self._unroll(UNROLL_DEPTHS[UNROLL_FIRST:])
         self._finish_unrolled()
@@ -341,6 +349,7 @@ class _Decider:
         )
         if found is not None:
             self.paths.append(found)
+            self.finished = found
             if len(found) > self.budget:
                 found = seek(
                     self.system,
@@ -350,6 +359,7 @@ class _Decider:
                     within=self.budget,
                 )
         if found is not None:
+            self.finished = found
             decided.add("budget")
             result.finishes_within = len(found)
             result.allowed_tools.add(FINAL_ANSWER)
@@ -368,17 +378,52 @@ class _Decider:
                 self.needed = Relaxed(self.system.components, self.system.tools).needed()
                 result.finish_after = max(result.finish_after, least - 1, len(self.needed) - 1)
 
-    def _no_finish(self) -> None:
-        """The first probe state, breadth-first, from which no history finishes, when
-        every state before it is shown to finish (the engines' own witness); else, none
-        at all where the projections show that every reachable state that has a pass can
-        finish within a few steps (``_finishing_soon``)."""
-        if not self._first_stuck() and len(self.system.components) <= FINISH_COMPONENTS:
-            stuck = self._deciding & ~self._finishing_soon()
-            if stuck == self.enc.bdd.false or self._never(stuck):
-                decided = self.result.decided
-                assert decided is not None
-                decided.add("no-finish")
+    def _no_finish(self, *, again: bool = False) -> None:
+        """The no-finish verdict: the first probe state, breadth-first, shown unable to
+        finish, when every state before it is shown to finish (``_first_stuck``); else
+        from the states that can finish (``_can_finish``, at most ``FINISH_SECONDS``, or
+        ``again`` with the time left): the reachable states outside them are the stuck
+        ones, ruled out or met as the other findings are (``_first``: the symbolic
+        engine's own witness, from the first breadth-first layer that meets them)."""
+        decided = self.result.decided
+        assert decided is not None
+        if "no-finish" in decided or "no-finish" in self.unproven:
+            return
+        if len(self.system.components) > FINISH_COMPONENTS:
+            return
+        if not again and self._first_stuck():
+            return
+        finishing = self._can_finish(None if again else FINISH_SECONDS)
+        if finishing is None:
+            return  # out of its time: tried again later
+        stuck = self._deciding & self.projections.reached & ~finishing
+        found = self._first(stuck, self._is_pass, "no-finish")
+        if found is not None:
+            self.result.no_finish = Witness(found.trace, (), found.depends_on_checks)
+
+    @staticmethod
+    def _is_pass(outcome: Outcome) -> bool:
+        """A stuck state's finding: it has a pass (it is not in conflict)."""
+        return isinstance(outcome, Pass)
+
+    def _can_finish(self, seconds: float | None) -> Node | None:
+        """``can_finish``, computed once: the symbolic engine's backward chaining from the
+        states that may stop, through the states the projections leave (a superset of the
+        reachable ones, so the answer is exact on those); None when ``seconds`` (then the
+        deadline) or the manager's ``MANAGER_NODES`` ran out first."""
+        if self.can_finish is not None:
+            return self.can_finish
+        v = self.verdicts
+        until = None if seconds is None else time.monotonic() + seconds
+        if len(self.enc.bdd) > MANAGER_NODES:
+            return None
+        try:
+            found = v._can_finish(v.some(v.pass_.can_stop), self.projections.reached, until)
+        except _OutOfTime:
+            self._on_time()
+            return None
+        self.can_finish = found
+        return found
 
     def _first_stuck(self) -> bool:
         """Look for the witness in the probe (see ``_no_finish``): whether it decided."""
@@ -414,32 +459,6 @@ class _Decider:
     def _deciding(self) -> Node:
         """The states with a pass under some check values."""
         return self.verdicts.some(self.verdicts.pass_.consistent)
-
-    def _finishing_soon(self) -> Node:
-        """States (reachable or not) from which a real path of at most ``FINISH_ROUNDS``
-        steps, through states with a pass, reaches one that may stop: preimages of the
-        encoding's steps, cluster by cluster, while the set stays under ``LAYER_NODES`` and
-        the manager under ``MANAGER_NODES`` (a step that moves nothing adds nothing)."""
-        v, bdd = self.verdicts, self.enc.bdd
-        deciding = self._deciding
-        soon = deciding & v.some(v.pass_.can_stop)
-        try:
-            for _ in range(FINISH_ROUNDS):
-                more = soon
-                if len(bdd) > MANAGER_NODES:
-                    return soon
-                for cluster in v.clusters:
-                    self._on_time()
-                    if more.dag_size > LAYER_NODES:
-                        return soon
-                    if deciding & cluster.guard != bdd.false:
-                        more |= deciding & v._preimage(soon, cluster)
-                if more == soon:
-                    break
-                soon = more
-        except _OutOfTime:
-            raise _Late from None
-        return soon
 
     def _live(self) -> None:
         """Requirements shown live by a probe state, or never live where no state in
@@ -595,32 +614,58 @@ class _Decider:
 
     def _finish_unrolled(self) -> None:
         """The least number of steps before ``final_answer``, where the searches found none
-        within the budget and the projections did not rule it out: bounded model checking
-        from the first depth nothing has ruled out yet. Exact, so it decides the budget,
-        when the first history is found; each depth shown empty raises ``finish_after``."""
+        within the budget and the projections did not rule it out. None at all where the
+        start is not among the states that can finish (``can_finish``). Else by bounded
+        model checking, each question "within ``k`` steps" with every needed tool called:
+        first a history at all, looking twice as far each time, each depth with none
+        raising ``finish_after``; then, with a history of ``n`` steps known, whether one of
+        at most ``n - 1`` exists. None there makes ``n`` exact, and decides the budget; a
+        shorter one found is asked about in turn. A question cut short by the deadline
+        leaves the budget undecided, with what was shown so far."""
         result = self.result
         decided = result.decided
         assert decided is not None
         if "budget" in decided:
             return
-        v = self.verdicts
-        target = v.some(v.pass_.can_stop)
-        k = max(result.depth_done, result.finish_after) + 1
-        while k <= UNROLL_STEPS:
-            self._on_time()
-            try:
-                found = self.unrolled.reaches(target, k, self.deadline, calls=self.needed)
-            except GaveUp:
-                raise _Late from None  # the deadline, or told to stop
-            if found is None:
-                result.finish_after = k  # none at k, nor (shown before) earlier
-                k += 1
-                continue
-            decided.add("budget")
-            result.finish_depth = k
-            result.allowed_tools.add(FINAL_ANSWER)
-            if k <= self.budget:
-                result.finishes_within = k
-            result.firsts.setdefault("finish", found)
-            self.paths.append(found)
+        system, v = self.system, self.verdicts
+        if self.can_finish is not None and not self.enc.holds_at(
+            self.can_finish, system.components, system.initial
+        ):
+            decided.add("budget")  # no history ever lets the run stop
             return
+        target = v.some(v.pass_.can_stop)
+        least = max(result.depth_done, result.finish_after) + 1
+        best = self.finished
+        k = least
+        while best is None:
+            if k > UNROLL_STEPS:
+                return
+            best = self._finish_within(target, k)
+            if best is None:
+                result.finish_after = max(result.finish_after, k)
+                k = UNROLL_STEPS + 1 if k == UNROLL_STEPS else min(2 * k, UNROLL_STEPS)
+        while len(best) > max(least, result.finish_after + 1):
+            shorter = self._finish_within(target, len(best) - 1)
+            if shorter is None:
+                result.finish_after = max(result.finish_after, len(best) - 1)
+                break
+            best = shorter
+        n = len(best)
+        decided.add("budget")
+        result.finish_depth = n
+        result.allowed_tools.add(FINAL_ANSWER)
+        if n <= self.budget:
+            result.finishes_within = n
+        result.firsts["finish"] = best
+        self.paths.append(best)
+
+    def _finish_within(self, target: Node, steps: int) -> tuple[Event, ...] | None:
+        """A history of at most ``steps`` steps to ``target`` (replayed), or None when the
+        unrolled steps show there is none."""
+        self._on_time()
+        try:
+            return self.unrolled.reaches(
+                target, steps, self.deadline, within=True, calls=self.needed
+            )
+        except GaveUp:
+            raise _Late from None  # the deadline, or told to stop

@@ -15,6 +15,7 @@ Which of these an analysis computes, and the liveness decided at concrete states
 from __future__ import annotations
 
 import heapq
+import time
 from collections.abc import Callable
 
 from ruleengine.aggregate import Clash
@@ -28,7 +29,7 @@ from ruleengine.check.symbolic_encoding import (
     _differ,
 )
 from ruleengine.check.symbolic_groups import Groups, TooComplex, split
-from ruleengine.check.symbolic_layers import Layers, _Cluster, _Group
+from ruleengine.check.symbolic_layers import Layers, _Cluster, _Group, _OutOfTime
 from ruleengine.check.system import Event, State, System
 from ruleengine.passes import Pass
 from ruleengine.requirements.permission import AskPermissionRequirement
@@ -103,8 +104,13 @@ class Verdicts(Layers):
         if self._depth(tie) is not None:
             result.tie = self._witness(tie, _has_tie)
 
-    def _can_finish(self, finish: Node) -> Node:
-        """The reachable states from which some path of deciding states reaches ``finish``:
+    def _can_finish(
+        self, finish: Node, reach: Node | None = None, until: float | None = None
+    ) -> Node:
+        """The reachable states from which some path of deciding states reaches ``finish``
+        (``reach``: a set of states that holds every reachable one, by default the reachable
+        set; the answer is then exact on the reachable states, for a path from one passes
+        only through reachable ones); ``_OutOfTime`` past ``until`` as past the deadline:
         backward chaining, event-driven. Each cluster keeps the states added since it last
         stepped back from them (its *pending* set); the cluster with the lowest index whose
         pending set meets its range (the states one of its steps can lead to) steps back
@@ -114,7 +120,9 @@ class Verdicts(Layers):
         followed link after link (300 tools chained by `only_after`: 90,000 preimages of
         the whole set before, about one per link now). Done as soon as every deciding state
         is in."""
-        bdd, reach = self.bdd, self.reach
+        bdd = self.bdd
+        if reach is None:
+            reach = self.reach
         deciding = reach & self.some(self.pass_.consistent)
         reaches = reach & finish
         if deciding & ~reaches == bdd.false:
@@ -141,6 +149,8 @@ class Verdicts(Layers):
             g, where = active[i]
             todo, pending[i] = pending[i], bdd.false
             self._tick()
+            if until is not None and time.monotonic() > until:
+                raise _OutOfTime
             new = where & self._preimage(todo & ranges[i], g) & ~reaches
             if new == bdd.false:
                 continue

@@ -8,8 +8,8 @@ guard (the symbolic engine's own diagram, translated node by node) and the move 
 the components it moves, and the set at the last copy. Asked for ``k = 0, 1, 2, …`` the
 first satisfiable ``k`` is the set's distance from the start, and the model is a shortest
 history into it; each unsatisfiable ``k`` proves that no history of exactly that length
-gets there. Asked "within ``k``" (steps may keep the state), a model is some history of at
-most ``k`` steps.
+gets there. Asked "within ``k``" (the last steps may pick no event), a model is some history
+of at most ``k`` steps.
 
 ``Unrolled`` keeps one incremental solver per system: copies are added as the questions go
 deeper, and each question is asked under assumptions, so the steps are encoded once for
@@ -125,6 +125,14 @@ class Unrolled:
         # deeper question never require a history to go on that far.
         some = z3.Or(*picks) if picks else z3.BoolVal(False, self.ctx)
         self.solver.add(z3.Implies(moves, some), step, self._held_at(i))
+        if self.picks:
+            # A step that picks no event is followed only by such steps: a history shorter
+            # than the copies idles at their end. Every history keeps one form, and a
+            # "within" question with no answer need not rule out each placement of the
+            # idle steps.
+            earlier = self.picks[-1]
+            stepped = z3.Or(*earlier) if earlier else z3.BoolVal(False, self.ctx)
+            self.solver.add(z3.Or(stepped, z3.Not(some)))
         self.picks.append(picks)
         self.moves.append(moves)
 

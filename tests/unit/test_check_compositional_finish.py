@@ -1,0 +1,86 @@
+"""The compositional analysis's no-finish and budget on random conditionals over 50 tools
+(too large for either engine): the states that can finish, stepped back from those that
+may stop through the states the projections leave, decide a no-finish that neither a search
+from each probe state nor the projections at it could; and the least number of steps
+before ``final_answer`` comes from "within" questions to the unrolled steps."""
+
+from __future__ import annotations
+
+import time
+
+from benchmarks._policies import conditionals
+from ruleengine.check.compositional import PROBE_STATES, _Decider
+from ruleengine.check.explicit import _Explorer, reaches
+from ruleengine.check.relaxed import Relaxed
+from ruleengine.check.symbolic import Encoding
+from ruleengine.check.system import System
+from ruleengine.ir import FINAL_ANSWER
+
+
+def _decider(seed: int) -> _Decider:
+    policy = conditionals(50, 100, seed)
+    system = System(policy.tools, policy.requirements, mode=policy.mode)
+    explorer = _Explorer(system, PROBE_STATES, None, True)
+    probe = explorer.run()
+    assert not probe.complete  # the probe alone decides nothing here
+    deadline = time.monotonic() + 600  # far off: what is asked ends on its own
+    return _Decider(system, Encoding(system), explorer, probe, 19, deadline)
+
+
+def test_a_state_that_cannot_finish_is_found_where_no_search_shows_it() -> None:
+    decider = _decider(1)
+    assert not decider._first_stuck()  # the probe's own tests leave it open
+    decider._no_finish()
+    result = decider.result
+    assert result.decided is not None and "no-finish" in result.decided
+    witness = result.no_finish
+    assert witness is not None and len(witness.trace) == 1  # the shortest: one step
+    # Why it cannot finish, shown without the engine: every finish calls some tool that
+    # the witness's step has closed for good (a requirement allows it only before).
+    system = decider.system
+    needed = Relaxed(system.components, system.tools).needed()
+    after = witness.trace
+    closed = [
+        t
+        for t in sorted(needed)
+        if not any(reaches(system, (*after, *more), t) for more in ((), *_one_step(system)))
+    ]
+    assert closed
+
+
+def _one_step(system: System) -> list[tuple[tuple[str, str], ...]]:
+    return [((t, "ok"),) for t in system.callable]
+
+
+def test_the_least_steps_before_the_finish_are_exact_when_decided() -> None:
+    decider = _decider(12)
+    decider._finish()
+    assert "budget" not in (decider.result.decided or set())
+    decider._no_finish()  # in the analysis's order
+    decider._finish_unrolled()
+    result = decider.result
+    assert result.decided is not None and "budget" in result.decided
+    n = result.finish_depth
+    assert n is not None and n > 19  # past the budget, so no search found it
+    assert n > result.depth_done and n > len(decider.needed)  # neither bound gave it
+    finish = result.firsts["finish"]
+    assert len(finish) == n and reaches(decider.system, finish, FINAL_ANSWER)
+    unrolled, v = decider.unrolled, decider.verdicts
+    stop = v.some(v.pass_.can_stop)
+    assert unrolled.reaches(stop, n - 1, within=True, calls=decider.needed) is None
+    # An exact question, depth by depth, agrees at the last depths before it.
+    assert unrolled.reaches(stop, n - 1, calls=decider.needed) is None
+    assert unrolled.reaches(stop, n, calls=decider.needed) is not None
+
+
+def test_a_start_that_cannot_finish_decides_the_budget() -> None:
+    decider = _decider(18)
+    decider._finish()
+    result = decider.result
+    assert result.decided is not None and "budget" not in result.decided
+    decider._no_finish()
+    assert "no-finish" in result.decided
+    assert result.no_finish is not None and result.no_finish.trace == ()  # the start
+    decider._finish_unrolled()
+    assert "budget" in result.decided
+    assert result.finish_depth is None and result.finishes_within is None  # never
