@@ -30,6 +30,7 @@ mode, literal rules): it reads the encoding's pass diagrams.
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable
 from typing import Any
@@ -67,7 +68,10 @@ LAYER_NODES = 50_000
 """... while the states they reached take at most this many BDD nodes."""
 
 MANAGER_NODES = 2_000_000
-"""BDD nodes the manager may hold before the steps back stop (a few hundred MiB)."""
+"""BDD nodes the manager may hold before the steps back stop (a few hundred MiB)..."""
+
+MANAGER_EVERY = 64
+"""... looked at every this many steps back (counting them costs a garbage collection)."""
 
 FINISH_COMPONENTS = 200
 """Components up to which the steps back are tried: they build the encoding's transition
@@ -409,16 +413,29 @@ class _Decider:
     def _can_finish(self, seconds: float | None) -> Node | None:
         """``can_finish``, computed once: the symbolic engine's backward chaining from the
         states that may stop, through the states the projections leave (a superset of the
-        reachable ones, so the answer is exact on those); None when ``seconds`` (then the
-        deadline) or the manager's ``MANAGER_NODES`` ran out first."""
+        reachable ones, so the answer is exact on those); None when ``seconds``, the
+        manager's ``MANAGER_NODES`` or ``interrupt`` ran out first (``_Late`` past the
+        deadline)."""
         if self.can_finish is not None:
             return self.can_finish
-        v = self.verdicts
+        self._on_time()
+        v, bdd = self.verdicts, self.enc.bdd
         until = None if seconds is None else time.monotonic() + seconds
-        if len(self.enc.bdd) > MANAGER_NODES:
+        asked = itertools.count()
+
+        def give_up() -> bool:
+            if until is not None and time.monotonic() > until:
+                return True
+            # The manager's size only now and then: CUDD's count of its nodes collects
+            # the dead ones first, and clears the cache the preimages live on.
+            if next(asked) % MANAGER_EVERY == 0 and len(bdd) > MANAGER_NODES:
+                return True
+            return self._late()
+
+        if give_up():
             return None
         try:
-            found = v._can_finish(v.some(v.pass_.can_stop), self.projections.reached, until)
+            found = v._can_finish(v.some(v.pass_.can_stop), self.projections.reached, give_up)
         except _OutOfTime:
             self._on_time()
             return None

@@ -15,7 +15,6 @@ Which of these an analysis computes, and the liveness decided at concrete states
 from __future__ import annotations
 
 import heapq
-import time
 from collections.abc import Callable
 
 from ruleengine.aggregate import Clash
@@ -105,12 +104,16 @@ class Verdicts(Layers):
             result.tie = self._witness(tie, _has_tie)
 
     def _can_finish(
-        self, finish: Node, reach: Node | None = None, until: float | None = None
+        self,
+        finish: Node,
+        reach: Node | None = None,
+        give_up: Callable[[], bool] | None = None,
     ) -> Node:
         """The reachable states from which some path of deciding states reaches ``finish``
         (``reach``: a set of states that holds every reachable one, by default the reachable
         set; the answer is then exact on the reachable states, for a path from one passes
-        only through reachable ones); ``_OutOfTime`` past ``until`` as past the deadline:
+        only through reachable ones); ``_OutOfTime`` once ``give_up()`` says so (asked before
+        each preimage), as past the deadline:
         backward chaining, event-driven. Each cluster keeps the states added since it last
         stepped back from them (its *pending* set); the cluster with the lowest index whose
         pending set meets its range (the states one of its steps can lead to) steps back
@@ -149,7 +152,7 @@ class Verdicts(Layers):
             g, where = active[i]
             todo, pending[i] = pending[i], bdd.false
             self._tick()
-            if until is not None and time.monotonic() > until:
+            if give_up is not None and give_up():
                 raise _OutOfTime
             new = where & self._preimage(todo & ranges[i], g) & ~reaches
             if new == bdd.false:

@@ -8,9 +8,13 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from benchmarks._policies import conditionals
+from ruleengine.check import compositional
 from ruleengine.check.compositional import PROBE_STATES, _Decider
 from ruleengine.check.explicit import _Explorer, reaches
+from ruleengine.check.histories import Late
 from ruleengine.check.relaxed import Relaxed
 from ruleengine.check.symbolic import Encoding
 from ruleengine.check.system import System
@@ -84,3 +88,17 @@ def test_a_start_that_cannot_finish_decides_the_budget() -> None:
     decider._finish_unrolled()
     assert "budget" in result.decided
     assert result.finish_depth is None and result.finishes_within is None  # never
+
+
+def test_the_states_that_can_finish_give_up_out_of_time_or_memory(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    decider = _decider(2)  # its chaining takes seconds
+    assert decider._can_finish(-1.0) is None  # its time already past
+    monkeypatch.setattr(compositional, "MANAGER_NODES", 0)
+    assert decider._can_finish(None) is None  # the manager past its bound
+    assert decider.can_finish is None
+    decider.deadline = time.monotonic() - 1
+    monkeypatch.setattr(compositional, "MANAGER_NODES", 10**9)
+    with pytest.raises(Late):
+        decider._can_finish(None)  # past the analysis's deadline: it stops
