@@ -45,11 +45,16 @@ from ruleengine.check.relaxed import Relaxed
 from ruleengine.check.seek import Estimates, seek
 from ruleengine.check.symbolic_encoding import EncodingBase
 from ruleengine.check.symbolic_layers import _OutOfTime
-from ruleengine.check.symbolic_verdicts import Verdicts, _conflict_kind, _forced_on, _has_tie
+from ruleengine.check.symbolic_verdicts import (
+    Verdicts,
+    _conflict_kind,
+    _forced_on,
+    _has_pass,
+    _has_tie,
+)
 from ruleengine.check.system import Event, State, System
 from ruleengine.check.unrolled import GaveUp, Unrolled
 from ruleengine.ir import FINAL_ANSWER
-from ruleengine.passes import Pass
 from ruleengine.state import STATUSES
 
 __all__ = ["analyse_compositional"]
@@ -363,7 +368,6 @@ class _Decider:
                     within=self.budget,
                 )
         if found is not None:
-            self.finished = found
             decided.add("budget")
             result.finishes_within = len(found)
             result.allowed_tools.add(FINAL_ANSWER)
@@ -401,14 +405,9 @@ class _Decider:
         if finishing is None:
             return  # out of its time: tried again later
         stuck = self._deciding & self.projections.reached & ~finishing
-        found = self._first(stuck, self._is_pass, "no-finish")
+        found = self._first(stuck, _has_pass, "no-finish")
         if found is not None:
             self.result.no_finish = Witness(found.trace, (), found.depends_on_checks)
-
-    @staticmethod
-    def _is_pass(outcome: Outcome) -> bool:
-        """A stuck state's finding: it has a pass (it is not in conflict)."""
-        return isinstance(outcome, Pass)
 
     def _can_finish(self, seconds: float | None) -> Node | None:
         """``can_finish``, computed once: the symbolic engine's backward chaining from the
@@ -660,7 +659,9 @@ class _Decider:
             best = self._finish_within(target, k)
             if best is None:
                 result.finish_after = max(result.finish_after, k)
-                k = UNROLL_STEPS + 1 if k == UNROLL_STEPS else min(2 * k, UNROLL_STEPS)
+                if k >= UNROLL_STEPS:
+                    return
+                k = min(max(2 * k, 1), UNROLL_STEPS)
         while len(best) > max(least, result.finish_after + 1):
             shorter = self._finish_within(target, len(best) - 1)
             if shorter is None:

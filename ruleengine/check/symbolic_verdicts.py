@@ -181,7 +181,7 @@ class Verdicts(Layers):
         stuck = deciding & ~reaches
         if stuck != bdd.false:
             # The finding at its end: the state has a pass (it is stuck, not in conflict).
-            witness = self._witness(stuck, lambda o: isinstance(o, Pass))
+            witness = self._witness(stuck, _has_pass)
             self.result.no_finish = Witness(witness.trace, (), witness.depends_on_checks)
 
     def _finish_path(self) -> int | None:
@@ -488,6 +488,11 @@ def _conflict_kind(kind: str) -> Callable[[Outcome], bool]:
 
 def _forced_on(tool: str) -> Callable[[Outcome], bool]:
     return lambda o: isinstance(o, Clash) and o.kind == "forced-conflict" and tool in o.forced
+
+
+def _has_pass(o: Outcome) -> bool:
+    """A stuck state's finding: it has a pass (it is not in conflict)."""
+    return isinstance(o, Pass)
 
 
 def _has_tie(o: Outcome) -> bool:
