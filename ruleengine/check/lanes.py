@@ -25,7 +25,7 @@ import struct
 import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 __all__ = ["Aside", "forking_allowed", "run_beside", "run_jobs"]
 
@@ -309,26 +309,42 @@ class Aside(Generic[T]):
     def wait(self, until: float | None) -> bool:
         """Whether the child's answer is in by ``until`` (a ``time.monotonic()`` value; None:
         however long it takes), reading it as it comes."""
+        return Aside.either((self,), until)
+
+    @staticmethod
+    def either(asides: Sequence[Aside[Any]], until: float | None) -> bool:
+        """Whether the answer of one of ``asides`` is in by ``until`` (as ``wait``), reading
+        each as it comes: the first to answer ends the wait, whichever it is."""
         import time
 
-        while self._outcome is None:
-            assert self._reader is not None
+        while all(a._outcome is None for a in asides):
+            readers: dict[int, Aside[Any]] = {}
+            for a in asides:
+                assert a._reader is not None  # open until its outcome is known
+                readers[a._reader] = a
             left = None if until is None else max(0.0, until - time.monotonic())
             # A wait is at most a day at a time: ``select`` refuses what the platform's
             # time_t cannot hold (a time limit of 1e308 s).
             ready, _, _ = select.select(
-                [self._reader], [], [], None if left is None else min(left, _LONGEST_WAIT)
+                list(readers), [], [], None if left is None else min(left, _LONGEST_WAIT)
             )
             if not ready:
                 if left is not None and left > _LONGEST_WAIT:
                     continue
                 return False
-            chunk = os.read(self._reader, 1 << 16)
-            if chunk:
-                self._chunks.append(chunk)
-                continue
-            self._finish()
+            for reader in ready:
+                readers[reader]._read()
         return True
+
+    def _read(self) -> None:
+        """Take what the child has sent (its pipe is readable): a chunk, or at its end the
+        outcome."""
+        assert self._reader is not None
+        chunk = os.read(self._reader, 1 << 16)
+        if chunk:
+            self._chunks.append(chunk)
+        else:
+            self._finish()
 
     def ready(self) -> bool:
         """Whether the child's answer is in now (reading what has come)."""

@@ -13,10 +13,12 @@ reported as incomplete.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from ruleengine import _validate
 from ruleengine.check.analysis import Analysis, named
@@ -31,6 +33,9 @@ from ruleengine.check.system import Checked, System, Unexplorable, symbolic_prob
 from ruleengine.errors import PolicyError
 from ruleengine.passes import Mode
 from ruleengine.requirements.base import Requirement
+
+if TYPE_CHECKING:
+    from ruleengine.check.lanes import Aside
 
 __all__ = ["CheckTarget", "EngineName", "check", "check_policy", "target"]
 
@@ -309,59 +314,136 @@ def _raced(
     probe: Analysis | None,
 ) -> tuple[Analysis, list[Finding], list[str]] | None:
     """``auto`` with a time limit, on a wide policy the symbolic engine takes: the engine's
-    whole path (``_engine_path``) runs in a forked child (``lanes.Aside``) while this
-    process, after ``ASIDE_GRACE`` of the limit, decides what it can one verdict at a time
-    (``compositional``). The engine's answer is taken whenever it comes in time (so a
-    report never depends on which finished first unless the limit ran out); otherwise the
-    child is killed at the limit less the reserve, however deep in one BDD operation it is,
-    and the compositional analysis gives the report, with the cores found here. None where
-    this does not apply (no limit, the symbolic engine does not apply, no fork here, or the
-    child failed: the caller then runs the engine path itself, which repeats its error)."""
+    whole path (``_engine_path``) runs in a forked child (``lanes.Aside``) and, after
+    ``ASIDE_GRACE`` of the limit, the verdicts decided one at a time (``_one_by_one``) in a
+    second one, so that this process answers as soon as either has a complete report. The
+    engine's is taken whenever it comes in time, and the other's when it is complete first
+    (the same verdicts, traces and cores); otherwise the engine's child is killed at the
+    limit less the reserve, however deep in one BDD operation it is, and the other's
+    report, whose cores it computes in the reserve, is the answer. None where this does
+    not apply (no limit, the symbolic engine does not apply, no fork here, or the engine's
+    child failed: the caller then runs the engine path itself, which repeats its error).
+    Where the second child cannot start or fails, this process decides the verdicts itself
+    (``_decided_here``)."""
     deadline, timeout = options.deadline, options.timeout
     if deadline is None or timeout is None or symbolic_problem(system) is not None:
         return None
-    from ruleengine.check.compositional import analyse_compositional
     from ruleengine.check.lanes import Aside
 
     def job() -> tuple[Analysis, list[Finding], list[str]]:
         analysis, found, cut = _engine_path(system, run, options, None, probe)
-        light = Analysis(states=analysis.states, complete=analysis.complete, reason=analysis.reason)
-        return light, found, cut
+        return _light(analysis), found, cut
 
     child = Aside.start(job)
     if child is None:
         return None
     stop = deadline - _reserve(timeout) - _core_margin(timeout)
+    side: Aside[tuple[Analysis, list[Finding], list[str]]] | None = None
     try:
         if child.wait(min(stop, time.monotonic() + ASIDE_GRACE * timeout)):
             return _taken(child)
         note_progress(phase="deciding verdicts one by one")
-        try:
-            mine = analyse_compositional(
-                system,
-                _encoding_of(system, run),
-                budget=options.max_iterations - 1,
-                deadline=stop,
-                interrupt=child.ready,
-            )
-        except Exception:
-            # A fault of this side must not cost the engine's answer: wait for it, and
-            # raise only if it does not come.
-            if child.wait(stop):
-                answer = _taken(child)
-                if answer is not None:
-                    return answer
-            raise
-        if child.ready() or (not mine.complete and child.wait(stop)):
-            return _taken(child)
+
+        def beside() -> tuple[Analysis, list[Finding], list[str]]:
+            # Behind the engine for the CPUs: it takes what the engine leaves idle.
+            with contextlib.suppress(OSError):
+                os.nice(SIDE_NICE)
+            return _one_by_one(system, run, options, stop)
+
+        side = Aside.start(beside)
+        if side is not None:
+            Aside.either((child, side), stop)
+            if child.ready():
+                return _taken(child)
+            late = not side.ready()
+            if late:
+                child.stop()  # the limit less the reserve: the other's cores come next
+            ok, theirs = side.result()
+            if ok and theirs is not None:
+                if not (late or theirs[0].complete) and child.wait(stop):
+                    # Incomplete before the limit: the engine's, should it come in time.
+                    return _taken(child) or theirs
+                return theirs
+        return _decided_here(system, run, options, child, stop)
     finally:
         child.stop()
+        if side is not None:
+            side.stop()
+
+
+def _one_by_one(
+    system: System,
+    run: Callable[[Any, str | None], Analysis],
+    options: _Options,
+    stop: float,
+) -> tuple[Analysis, list[Finding], list[str]]:
+    """The verdicts decided one at a time until ``stop`` (``_decided``), with their
+    findings and cores, as ``_raced``'s second child reports them."""
+    mine = _decided(system, run, options, stop)
+    return _light(mine), *_found(system, mine, run, options)
+
+
+def _decided(
+    system: System,
+    run: Callable[[Any, str | None], Analysis],
+    options: _Options,
+    stop: float,
+    interrupt: Callable[[], bool] | None = None,
+) -> Analysis:
+    """``compositional.analyse_compositional`` until ``stop`` (or until ``interrupt`` says
+    to), its reason saying that the engine did not finish where it is incomplete."""
+    from ruleengine.check.compositional import analyse_compositional
+
+    mine = analyse_compositional(
+        system,
+        _encoding_of(system, run),
+        budget=options.max_iterations - 1,
+        deadline=stop,
+        interrupt=interrupt,
+    )
     if not mine.complete:
         mine.reason = f"the engine did not finish within the time limit; {mine.reason}"
+    return mine
+
+
+def _decided_here(
+    system: System,
+    run: Callable[[Any, str | None], Analysis],
+    options: _Options,
+    child: Aside[tuple[Analysis, list[Finding], list[str]]],
+    stop: float,
+) -> tuple[Analysis, list[Finding], list[str]] | None:
+    """``_raced`` without its second child: this process decides the verdicts one by one,
+    asking the engine's child between steps, and computes the cores of its own report once
+    that child is stopped. A fault here must not cost the engine's answer: it is waited for,
+    and the fault raised only if it does not come."""
+    try:
+        mine = _decided(system, run, options, stop, child.ready)
+    except Exception:
+        if child.wait(stop):
+            answer = _taken(child)
+            if answer is not None:
+                return answer
+        raise
+    if child.ready() or (not mine.complete and child.wait(stop)):
+        return _taken(child)
+    child.stop()
     return mine, *_found(system, mine, run, options)
 
 
-def _taken(child: Any) -> tuple[Analysis, list[Finding], list[str]] | None:
+def _light(analysis: Analysis) -> Analysis:
+    """What a report takes from an analysis (``check``), to send back from a child."""
+    return Analysis(
+        states=analysis.states,
+        complete=analysis.complete,
+        reason=analysis.reason,
+        undecided=analysis.undecided,
+    )
+
+
+def _taken(
+    child: Aside[tuple[Analysis, list[Finding], list[str]]],
+) -> tuple[Analysis, list[Finding], list[str]] | None:
     ok, answer = child.result()
     return answer if ok else None
 
@@ -378,11 +460,19 @@ def _encoding_of(system: System, run: Callable[[Any, str | None], Analysis]) -> 
     return Encoding(system)
 
 
-ASIDE_GRACE = 0.25
+ASIDE_GRACE = 0.0
 """The share of a time limit ``auto`` waits for its engine alone before deciding verdicts
-one by one beside it (``_raced``): 15 s of the command's default 60, past every benchmark
-family the engine checks whole within its target, since the two then share the CPUs (ReAct
-at 50 tools, 8 s alone: 8.5 % slower with a tenth)."""
+one by one beside it (``_raced``). None: the second child runs niced (``SIDE_NICE``), so it
+takes the CPU the engine leaves idle, and the engine's processes barely notice it. Measured
+on 10 seeds each at 50 tools with the default 60 s limit, against a quarter of the limit
+with the one-by-one analysis in this process: ReAct p50 1.91 → 1.42 s, p95 19.7 → 16.7 s;
+approvals 1.21 → 1.01 s, 14.6 → 4.0 s (complete one-by-one reports before the engine's);
+chains 1.11 → 0.75 s, 4.5 → 3.0 s."""
+
+
+SIDE_NICE = 19
+"""The niceness of ``_raced``'s second child: the scheduler gives the engine's processes a
+CPU first, and the verdicts one by one the rest."""
 
 
 RESERVE = 0.1

@@ -91,6 +91,20 @@ def test_runs_that_report_differently_stop_the_benchmark(monkeypatch: pytest.Mon
         static.check_runs("p.json", 60.0, 2)
 
 
+def test_complete_runs_are_compared_without_their_stats(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The engine and the verdicts one by one count states differently: the same report.
+    other = {**_report(1.2), "stats": {"states": 4096, "seconds": 1.2}}
+    _scripted(monkeypatch, [(1.0, _report(0.9)), (1.3, other)])
+    assert static.check_runs("p.json", 60.0, 2) == (1.15, _report(0.9))
+    # Incomplete reports say what each run decided in its time: not compared.
+    cut = {**_report(59.0), "complete": False}
+    _scripted(monkeypatch, [(60.0, cut), (60.0, {**cut, "findings": [{}]})])
+    assert static.check_runs("p.json", 60.0, 2) == (60.0, cut)
+    # A complete report against an incomplete one is not a difference either.
+    _scripted(monkeypatch, [(60.0, cut), (2.0, _report(1.9, findings=1))])
+    assert static.check_runs("p.json", 60.0, 2) == (31.0, cut)
+
+
 def test_every_run_is_a_real_check(tmp_path: Path) -> None:
     path = tmp_path / "p.json"
     path.write_text(json.dumps(policy_file(make_policy("counters", 4, 4, 0))), encoding="utf-8")

@@ -1,7 +1,8 @@
 """``auto`` with a time limit races its engine (in a forked child, ``lanes.Aside``) against
-the compositional analysis (``check/compositional.py``): the engine's report is taken
-whenever it comes; a child that outlasts the limit inside one step is stopped there, and the
-report gives what was decided one verdict at a time; a child that fails changes nothing.
+the compositional analysis (``check/compositional.py``, in a second child): the engine's
+report is taken whenever it comes, the other's when it is complete first; a child that
+outlasts the limit inside one step is stopped there, and the report gives what was decided
+one verdict at a time; a child that fails changes nothing.
 
 The tests make the engine's step outlast the limit with a sleep no deadline check
 interrupts, and assert what the reports say, never how long they took."""
@@ -45,17 +46,17 @@ def wide() -> Policy:
     )
 
 
-def _stuck_in_the_child(parent: int) -> Any:
-    """The symbolic engine, whose whole analysis never ends in a forked child (a sleep no
-    deadline check sees); core questions and the parent's own calls go through."""
-    real = _SymbolicEngine.__call__
+def _stuck_in_the_child(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The engine's whole path never ends in its forked child (a sleep no deadline check
+    sees); the other child's core questions, and this process's own calls, go through."""
+    parent, real = os.getpid(), run_module._engine_path
 
-    def call(self: _SymbolicEngine, sub: Any, focus: str | None = None) -> Any:
-        if focus is None and os.getpid() != parent:
+    def path(*args: Any, **kwargs: Any) -> Any:
+        if os.getpid() != parent:
             time.sleep(600)
-        return real(self, sub, focus)
+        return real(*args, **kwargs)
 
-    return call
+    monkeypatch.setattr(run_module, "_engine_path", path)
 
 
 def _failing_in_the_child(parent: int) -> Any:
@@ -106,7 +107,7 @@ def test_an_engine_stuck_past_the_limit_is_stopped_and_verdicts_decided_one_by_o
     policy = wide()
     alone = check_policy(policy)
     monkeypatch.setattr(run_module, "ASIDE_GRACE", 0.0)
-    monkeypatch.setattr(_SymbolicEngine, "__call__", _stuck_in_the_child(os.getpid()))
+    _stuck_in_the_child(monkeypatch)
     # A probe far smaller than the reachable set: the verdicts are decided one by one.
     monkeypatch.setattr(compositional, "PROBE_STATES", 64)
     raced = check_policy(policy, timeout=20)
@@ -128,7 +129,7 @@ def test_what_is_left_undecided_is_named(monkeypatch: pytest.MonkeyPatch) -> Non
 
     policy = wide()
     monkeypatch.setattr(run_module, "ASIDE_GRACE", 0.0)
-    monkeypatch.setattr(_SymbolicEngine, "__call__", _stuck_in_the_child(os.getpid()))
+    _stuck_in_the_child(monkeypatch)
     # Without its directed searches it cannot show the requirements live that the probe
     # did not meet, nor the tools it did not see allowed.
     monkeypatch.setattr(compositional, "PROBE_STATES", 8)
@@ -207,3 +208,80 @@ def test_a_huge_time_limit_is_waited_on_in_pieces() -> None:
     # select() refuses a wait past the platform's time_t: the race waits a day at a time.
     policy = wide()
     assert _shape(check_policy(policy, timeout=1e308)) == _shape(check_policy(policy))
+
+
+@needs_fork
+def test_either_ends_when_one_of_two_children_answers() -> None:
+    sleeping = Aside.start(lambda: time.sleep(600))
+    done = Aside.start(lambda: "answer")
+    assert sleeping is not None and done is not None
+    try:
+        assert Aside.either((sleeping, done), None)
+        assert done.result() == (True, "answer")
+        assert not sleeping.ready()
+        assert not Aside.either((sleeping,), time.monotonic() + 0.05)
+    finally:
+        sleeping.stop()
+    assert Aside.either((sleeping, done), None)  # both known now
+
+
+@needs_fork
+def test_the_verdicts_one_by_one_answer_while_the_engine_is_stuck(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The engine never ends and the limit is far: the other child's complete report (its
+    # probe reaches every state) is the answer, the engine's child is not waited on.
+    policy = wide()
+    alone = check_policy(policy)
+    monkeypatch.setattr(run_module, "ASIDE_GRACE", 0.0)
+    _stuck_in_the_child(monkeypatch)
+    raced = check_policy(policy, timeout=3600)
+    assert raced.complete and _shape(raced) == _shape(alone)
+
+
+@needs_fork
+def test_the_engines_answer_is_taken_while_the_verdicts_one_by_one_are_busy(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The one-by-one analysis sleeps where no step asks after the engine's child: this
+    # process still takes the engine's report as it comes (it waits on both children; were
+    # the analysis run here, the sleep would hold the report back).
+    from ruleengine.check import compositional
+
+    policy = wide()
+    alone = check_policy(policy)
+
+    def busy(*args: Any, **kwargs: Any) -> Any:
+        time.sleep(600)
+
+    monkeypatch.setattr(run_module, "ASIDE_GRACE", 0.0)
+    monkeypatch.setattr(compositional, "analyse_compositional", busy)
+    raced = check_policy(policy, timeout=600)
+    assert _shape(raced) == _shape(alone)
+
+
+@needs_fork
+def test_one_by_one_still_deciding_at_the_limit_gives_the_report(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The engine never ends and the one-by-one analysis starts only once its deadline has
+    # passed (then it runs whole): it is still at work when the engine's child is stopped,
+    # and its report (what it decided, the rest named) is the answer, not an empty one.
+    from ruleengine.check import compositional
+
+    real = compositional.analyse_compositional
+
+    def late(*args: Any, deadline: float, **kwargs: Any) -> Any:
+        while time.monotonic() <= deadline:
+            time.sleep(0.05)
+        return real(*args, deadline=None, **kwargs)
+
+    monkeypatch.setattr(run_module, "ASIDE_GRACE", 0.0)
+    monkeypatch.setattr(compositional, "analyse_compositional", late)
+    monkeypatch.setattr(compositional, "PROBE_STATES", 64)
+    _stuck_in_the_child(monkeypatch)
+    raced = check_policy(wide(), timeout=10)
+    assert raced.stats.states == 64
+    assert not raced.complete and raced.undecided == ("no-finish",)
+    assert raced.reason is not None
+    assert raced.reason.startswith("the engine did not finish within the time limit;")
