@@ -314,9 +314,12 @@ class Aside(Generic[T]):
     @staticmethod
     def either(asides: Sequence[Aside[Any]], until: float | None) -> bool:
         """Whether the answer of one of ``asides`` is in by ``until`` (as ``wait``), reading
-        each as it comes: the first to answer ends the wait, whichever it is."""
+        each as it comes: the first to answer ends the wait, whichever it is. ``ValueError``
+        for none to wait on."""
         import time
 
+        if not asides:
+            raise ValueError("Aside.either needs at least one child to wait on")
         while all(a._outcome is None for a in asides):
             readers: dict[int, Aside[Any]] = {}
             for a in asides:

@@ -223,6 +223,8 @@ def test_either_ends_when_one_of_two_children_answers() -> None:
     finally:
         sleeping.stop()
     assert Aside.either((sleeping, done), None)  # both known now
+    with pytest.raises(ValueError, match="at least one child"):
+        Aside.either((), None)
 
 
 @needs_fork
