@@ -307,6 +307,11 @@ def _reserve(timeout: float) -> float:
     return min(RESERVE_MOST, RESERVE * timeout)
 
 
+_Answer = tuple[Analysis, list[Finding], list[str]]
+"""A race's answer: an analysis (what a report takes of it), its findings, and the answers
+the limits cut short."""
+
+
 def _raced(
     system: System,
     run: Callable[[Any, str | None], Analysis],
@@ -316,18 +321,20 @@ def _raced(
     """``auto`` with a time limit, on a wide policy the symbolic engine takes: the engine's
     whole path (``_engine_path``) runs in a forked child (``lanes.Aside``) and, after
     ``ASIDE_GRACE`` of the limit, the verdicts decided one at a time (``_one_by_one``) in a
-    second one, so that this process answers as soon as either has a complete report. The
-    engine's is taken whenever it comes in time, and the other's when it is complete first
-    (the same verdicts, traces and cores); otherwise the engine's child is killed at the
-    limit less the reserve, however deep in one BDD operation it is, and the other's
-    report, whose cores it computes in the reserve, is the answer. None where this does
-    not apply (no limit, the symbolic engine does not apply, no fork here, or the engine's
-    child failed: the caller then runs the engine path itself, which repeats its error).
-    Where the second child cannot start or fails, this process decides the verdicts itself
-    (``_decided_here``)."""
+    second one; this process only waits on both. The first complete report is the answer
+    (both give the same verdicts, traces and cores). Where neither is complete by the limit
+    less the reserve, the engine's incomplete report if it came, else the engine's child is
+    killed there, however deep in one BDD operation it is, and the other's report, whose
+    cores it computes in the reserve, is the answer. None where this does not apply (no
+    limit, a state limit, which bounds the engine's search alone, the symbolic engine does
+    not apply, no fork here, or the engine's child failed: the caller then runs the engine
+    path itself, which repeats its error). Where the second child cannot start or fails,
+    this process decides the verdicts itself (``_decided_here``)."""
     deadline, timeout = options.deadline, options.timeout
     if deadline is None or timeout is None or symbolic_problem(system) is not None:
         return None
+    if options.max_states is not None:
+        return None  # a bound on the engine's search, which the other does not keep
     from ruleengine.check.lanes import Aside
 
     def job() -> tuple[Analysis, list[Finding], list[str]]:
@@ -338,7 +345,7 @@ def _raced(
     if child is None:
         return None
     stop = deadline - _reserve(timeout) - _core_margin(timeout)
-    side: Aside[tuple[Analysis, list[Finding], list[str]]] | None = None
+    side: Aside[_Answer] | None = None
     try:
         if child.wait(min(stop, time.monotonic() + ASIDE_GRACE * timeout)):
             return _taken(child)
@@ -352,17 +359,26 @@ def _raced(
 
         side = Aside.start(beside)
         if side is not None:
-            Aside.either((child, side), stop)
-            if child.ready():
-                return _taken(child)
-            late = not side.ready()
-            if late:
-                child.stop()  # the limit less the reserve: the other's cores come next
+            engine: _Answer | None = None
+            while True:
+                waiting = [a for a in (child, side) if not a.ready()]
+                if not waiting or not Aside.either(waiting, stop):
+                    break  # both in, or the limit less the reserve
+                if child.ready():
+                    engine = _taken(child)
+                    if engine is None or engine[0].complete:
+                        return engine  # None: failed, the caller repeats its error
+                if side.ready():
+                    ok, theirs = side.result()
+                    if not ok or theirs is None:  # failed: decided here instead
+                        return _decided_here(system, run, options, child, stop)
+                    if theirs[0].complete:
+                        return theirs
+            if engine is not None:
+                return engine  # incomplete, as is the other's: the engine's, as ever
+            child.stop()  # the other's cores come next, in the reserve
             ok, theirs = side.result()
             if ok and theirs is not None:
-                if not (late or theirs[0].complete) and child.wait(stop):
-                    # Incomplete before the limit: the engine's, should it come in time.
-                    return _taken(child) or theirs
                 return theirs
         return _decided_here(system, run, options, child, stop)
     finally:
@@ -410,7 +426,7 @@ def _decided_here(
     system: System,
     run: Callable[[Any, str | None], Analysis],
     options: _Options,
-    child: Aside[tuple[Analysis, list[Finding], list[str]]],
+    child: Aside[_Answer],
     stop: float,
 ) -> tuple[Analysis, list[Finding], list[str]] | None:
     """``_raced`` without its second child: this process decides the verdicts one by one,
@@ -442,7 +458,7 @@ def _light(analysis: Analysis) -> Analysis:
 
 
 def _taken(
-    child: Aside[tuple[Analysis, list[Finding], list[str]]],
+    child: Aside[_Answer],
 ) -> tuple[Analysis, list[Finding], list[str]] | None:
     ok, answer = child.result()
     return answer if ok else None

@@ -237,7 +237,7 @@ def test_the_verdicts_one_by_one_answer_while_the_engine_is_stuck(
     alone = check_policy(policy)
     monkeypatch.setattr(run_module, "ASIDE_GRACE", 0.0)
     _stuck_in_the_child(monkeypatch)
-    raced = check_policy(policy, timeout=3600)
+    raced = check_policy(policy, timeout=600)
     assert raced.complete and _shape(raced) == _shape(alone)
 
 
@@ -287,3 +287,34 @@ def test_one_by_one_still_deciding_at_the_limit_gives_the_report(
     assert not raced.complete and raced.undecided == ("no-finish",)
     assert raced.reason is not None
     assert raced.reason.startswith("the engine did not finish within the time limit;")
+
+
+@needs_fork
+def test_an_incomplete_engine_report_waits_for_a_complete_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The engine's child answers at once but incomplete: the other's complete report, which
+    # comes later, is the answer (the first complete one, whichever child gives it).
+    policy = wide()
+    alone = check_policy(policy)
+    parent, real = os.getpid(), run_module._engine_path
+
+    def cut_short(*args: Any, **kwargs: Any) -> Any:
+        analysis, found, cut = real(*args, **kwargs)
+        if os.getpid() != parent:
+            analysis.complete, analysis.reason = False, "cut short in the engine's child"
+        return analysis, found, cut
+
+    monkeypatch.setattr(run_module, "ASIDE_GRACE", 0.0)
+    monkeypatch.setattr(run_module, "_engine_path", cut_short)
+    raced = check_policy(policy, timeout=600)
+    assert raced.complete and _shape(raced) == _shape(alone)
+
+
+@needs_fork
+def test_a_state_limit_is_kept_with_a_time_limit() -> None:
+    # The one-by-one analysis does not keep a state limit: no race then, and the report is
+    # the engine's, cut at that many states.
+    raced = check_policy(wide(), timeout=600, max_states=2)
+    assert not raced.complete and raced.stats.states <= 2
+    assert raced.reason is not None and "state limit (2)" in raced.reason
