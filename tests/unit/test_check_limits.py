@@ -447,6 +447,13 @@ def test_auto_keeps_time_for_the_first_steps_when_its_engine_stops_without_a_ver
 
     monkeypatch.setattr(check_run._SymbolicEngine, "__call__", out_of_time)
     monkeypatch.setattr(check_run, "_whole_if_small", lambda *a, **k: (None, None))
+    whole = check(tools, reqs, engine="explicit")
+    # Raced, the verdicts decided one by one in a second child answer in full: the same
+    # report as the explicit engine's, for all the symbolic engine's stopping early.
+    raced = check(tools, reqs, timeout=3600)
+    assert raced.complete and raced.findings == whole.findings
+    # Without the race (no second child here), the reserve's first steps are what is left.
+    monkeypatch.setattr(check_run, "_raced", lambda *a, **k: None)
     report = check(tools, reqs, timeout=3600)
     assert_sound(report, tools, reqs)
     tie = [f for f in report.findings if f.id == "forced-tie"]
