@@ -83,9 +83,23 @@ def _forking_now() -> None:
     assert forking_allowed(), "a thread other than the quiet ones is running"
 
 
+@pytest.fixture(autouse=True)
+def _side_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The second child starts with the engine's, whatever ``ASIDE_GRACE`` says: the tests
+    below wait on no part of the limit."""
+    monkeypatch.setattr(run_module, "ASIDE_GRACE", 0.0)
+
+
 def _shape(report: Any) -> dict[str, Any]:
     out: dict[str, Any] = report.model_dump(mode="json", exclude={"stats"})
     return out
+
+
+def _raced_as_alone(policy: Policy, alone: Any) -> None:
+    """Raced under a far limit, ``policy``'s report is complete and ``alone``'s (the
+    report of a check without a limit, which does not race), ``stats`` aside."""
+    raced = check_policy(policy, timeout=600)
+    assert raced.complete and _shape(raced) == _shape(alone)
 
 
 @needs_fork
@@ -94,8 +108,7 @@ def test_the_engines_report_is_taken_when_it_comes_in_time() -> None:
     system = System(policy.tools, policy.requirements)
     assert _whole_if_small(system, max_states=None, deadline=None)[0] is None  # it races
     alone = check_policy(policy)  # no limit: no race
-    raced = check_policy(policy, timeout=600)
-    assert raced.complete and _shape(raced) == _shape(alone)
+    _raced_as_alone(policy, alone)
 
 
 @needs_fork
@@ -106,7 +119,6 @@ def test_an_engine_stuck_past_the_limit_is_stopped_and_verdicts_decided_one_by_o
 
     policy = wide()
     alone = check_policy(policy)
-    monkeypatch.setattr(run_module, "ASIDE_GRACE", 0.0)
     _stuck_in_the_child(monkeypatch)
     # A probe far smaller than the reachable set: the verdicts are decided one by one.
     monkeypatch.setattr(compositional, "PROBE_STATES", 64)
@@ -128,7 +140,6 @@ def test_what_is_left_undecided_is_named(monkeypatch: pytest.MonkeyPatch) -> Non
     from ruleengine.check import compositional
 
     policy = wide()
-    monkeypatch.setattr(run_module, "ASIDE_GRACE", 0.0)
     _stuck_in_the_child(monkeypatch)
     # Without its directed searches it cannot show the requirements live that the probe
     # did not meet, nor the tools it did not see allowed.
@@ -197,7 +208,6 @@ def test_a_fault_beside_the_engine_does_not_cost_its_answer(
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("a fault beside the engine")
 
-    monkeypatch.setattr(run_module, "ASIDE_GRACE", 0.0)
     monkeypatch.setattr(compositional, "analyse_compositional", broken)
     raced = check_policy(policy, timeout=600)
     assert _shape(raced) == _shape(alone)
@@ -235,10 +245,8 @@ def test_the_verdicts_one_by_one_answer_while_the_engine_is_stuck(
     # probe reaches every state) is the answer, the engine's child is not waited on.
     policy = wide()
     alone = check_policy(policy)
-    monkeypatch.setattr(run_module, "ASIDE_GRACE", 0.0)
     _stuck_in_the_child(monkeypatch)
-    raced = check_policy(policy, timeout=600)
-    assert raced.complete and _shape(raced) == _shape(alone)
+    _raced_as_alone(policy, alone)
 
 
 @needs_fork
@@ -256,7 +264,6 @@ def test_the_engines_answer_is_taken_while_the_verdicts_one_by_one_are_busy(
     def busy(*args: Any, **kwargs: Any) -> Any:
         time.sleep(600)
 
-    monkeypatch.setattr(run_module, "ASIDE_GRACE", 0.0)
     monkeypatch.setattr(compositional, "analyse_compositional", busy)
     raced = check_policy(policy, timeout=600)
     assert _shape(raced) == _shape(alone)
@@ -278,7 +285,6 @@ def test_one_by_one_still_deciding_at_the_limit_gives_the_report(
             time.sleep(0.05)
         return real(*args, deadline=None, **kwargs)
 
-    monkeypatch.setattr(run_module, "ASIDE_GRACE", 0.0)
     monkeypatch.setattr(compositional, "analyse_compositional", late)
     monkeypatch.setattr(compositional, "PROBE_STATES", 64)
     _stuck_in_the_child(monkeypatch)
@@ -305,10 +311,8 @@ def test_an_incomplete_engine_report_waits_for_a_complete_one(
             analysis.complete, analysis.reason = False, "cut short in the engine's child"
         return analysis, found, cut
 
-    monkeypatch.setattr(run_module, "ASIDE_GRACE", 0.0)
     monkeypatch.setattr(run_module, "_engine_path", cut_short)
-    raced = check_policy(policy, timeout=600)
-    assert raced.complete and _shape(raced) == _shape(alone)
+    _raced_as_alone(policy, alone)
 
 
 @needs_fork
