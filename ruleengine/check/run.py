@@ -325,7 +325,9 @@ def _raced(
     (both give the same verdicts, traces and cores). Where neither is complete by the limit
     less the reserve, the engine's incomplete report if it came, else the engine's child is
     killed there, however deep in one BDD operation it is, and the other's report, whose
-    cores it computes in the reserve, is the answer. None where this does not apply (no
+    cores it computes in the reserve, is the answer; should that one not come by the
+    limit either (a step that does not stop when told), it is killed too, and the answer
+    decides nothing (``_lost``). None where this does not apply (no
     limit, a state limit, which bounds the engine's search alone, the symbolic engine does
     not apply, no fork here, or the engine's child failed: the caller then runs the engine
     path itself, which repeats its error). Where the second child cannot start or fails,
@@ -377,6 +379,10 @@ def _raced(
             if engine is not None:
                 return engine  # incomplete, as is the other's: the engine's, as ever
             child.stop()  # the other's cores come next, in the reserve
+            if not side.wait(deadline):
+                # Deep in one step that does not stop when told (a BDD operation, CUDD's
+                # reordering): what it decided is lost, and the limit is kept.
+                return _lost(probe), [], []
             ok, theirs = side.result()
             if ok and theirs is not None:
                 return theirs
@@ -385,6 +391,19 @@ def _raced(
         child.stop()
         if side is not None:
             side.stop()
+
+
+def _lost(probe: Analysis | None) -> Analysis:
+    """The answer of a race whose children both outlasted the limit: nothing decided, the
+    probe's states (if any) the states explored."""
+    return Analysis(
+        states=0 if probe is None else probe.states,
+        complete=False,
+        reason=(
+            "the time limit ran out with the engine and the verdicts decided one by one "
+            "both still at work: nothing is decided"
+        ),
+    )
 
 
 def _one_by_one(

@@ -19,6 +19,7 @@ import pytest
 from ruleengine import ConditionalRequirement, Policy
 from ruleengine.check import check_policy, lanes
 from ruleengine.check import run as run_module
+from ruleengine.check.analysis import Analysis
 from ruleengine.check.lanes import Aside, forking_allowed
 from ruleengine.check.run import _SymbolicEngine, _whole_if_small
 from ruleengine.check.system import System
@@ -273,20 +274,25 @@ def test_the_engines_answer_is_taken_while_the_verdicts_one_by_one_are_busy(
 def test_one_by_one_still_deciding_at_the_limit_gives_the_report(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # The engine never ends and the one-by-one analysis starts only once its deadline has
-    # passed (then it runs whole): it is still at work when the engine's child is stopped,
-    # and its report (what it decided, the rest named) is the answer, not an empty one.
+    # The engine never ends and the one-by-one analysis hands its answer over only once its
+    # deadline has passed: it is still at work when the engine's child is stopped, and its
+    # report (what it decided, the rest named) is the answer, not an empty one. (It decides
+    # first, whole, so that what it hands over does not depend on the machine's speed, with
+    # Spacer's proofs cut to half a second, which leave the no-finish open all the same;
+    # the reserve after its deadline is left for the cores.)
     from ruleengine.check import compositional
 
     real = compositional.analyse_compositional
 
     def late(*args: Any, deadline: float, **kwargs: Any) -> Any:
+        found = real(*args, deadline=None, **kwargs)
         while time.monotonic() <= deadline:
             time.sleep(0.05)
-        return real(*args, deadline=None, **kwargs)
+        return found
 
     monkeypatch.setattr(compositional, "analyse_compositional", late)
     monkeypatch.setattr(compositional, "PROBE_STATES", 64)
+    monkeypatch.setattr(compositional, "PROVE_SECONDS", 0.5)
     _stuck_in_the_child(monkeypatch)
     raced = check_policy(wide(), timeout=10)
     assert raced.stats.states == 64
@@ -322,3 +328,26 @@ def test_a_state_limit_is_kept_with_a_time_limit() -> None:
     raced = check_policy(wide(), timeout=600, max_states=2)
     assert not raced.complete and raced.stats.states <= 2
     assert raced.reason is not None and "state limit (2)" in raced.reason
+
+
+@needs_fork
+def test_both_children_past_the_limit_decide_nothing_and_keep_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The engine never ends, and the verdicts one by one are deep in a step that does not
+    # stop when told: both are killed at the limit, and the report claims nothing. (Waited
+    # on to its end, the other child would answer 30 s later with a report it made up.)
+    parent, real = os.getpid(), run_module._one_by_one
+    made_up = Analysis(states=1, complete=True)
+
+    def deaf(*args: Any, **kwargs: Any) -> Any:
+        if os.getpid() != parent:
+            time.sleep(30)
+            return made_up, [], []
+        return real(*args, **kwargs)
+
+    _stuck_in_the_child(monkeypatch)
+    monkeypatch.setattr(run_module, "_one_by_one", deaf)
+    raced = check_policy(wide(), timeout=3)
+    assert not raced.complete and raced.findings == ()
+    assert raced.reason is not None and "nothing is decided" in raced.reason
