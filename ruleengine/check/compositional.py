@@ -30,6 +30,7 @@ mode, literal rules): it reads the encoding's pass diagrams.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import time
 from collections.abc import Callable
@@ -108,6 +109,9 @@ PROVE_LEAST = 2.0
 UNROLL_STEPS = 64
 """Steps up to which a history to ``final_answer`` is looked for in them."""
 
+PROGRESS_SECONDS = 1.0
+"""The least time between two analyses given to ``progress``."""
+
 WITNESS_STATES = 2048
 """As the symbolic engine's: layers this small are searched as concrete states."""
 
@@ -120,27 +124,35 @@ def analyse_compositional(
     deadline: float | None = None,
     probe_states: int | None = None,
     interrupt: Callable[[], bool] | None = None,
+    progress: Callable[[Analysis], None] | None = None,
 ) -> Analysis:
     """The verdicts of ``system`` decided one by one (see the module's docstring): those
     decided are named in ``Analysis.decided``, the analysis is complete when every one is.
     ``budget``: the steps before ``final_answer`` that ``max_iterations`` allows. A probe
     that explores every state gives the explicit engine's own analysis. Past ``deadline``
     it returns what it decided so far, and so it does once ``interrupt`` (asked between
-    steps) says to stop. Deterministic but for where those cut it short."""
+    steps) says to stop. ``progress`` is given, between steps and at most every
+    ``PROGRESS_SECONDS`` once a verdict more is decided, the analysis that would be
+    returned were it cut short there (a copy, for one who cannot wait for the end: a step
+    may outlast the deadline). Deterministic but for where those cut it short."""
     probe_limit = PROBE_STATES if probe_states is None else probe_states
     explorer = _Explorer(system, probe_limit, deadline, True)
     probe = explorer.run()
     if probe.complete or probe.reason is None or "time limit" in probe.reason:
         return probe
-    decider = _Decider(system, enc, explorer, probe, budget, deadline, interrupt)
-    result = decider.result
+    decider = _Decider(system, enc, explorer, probe, budget, deadline, interrupt, progress)
     try:
         decider.run()
     except _Late:
         cut = True
     else:
         cut = False
-    left = decider.undecided()
+    return _closed(decider.result, decider.undecided(), cut=cut)
+
+
+def _closed(result: Analysis, left: list[str], *, cut: bool) -> Analysis:
+    """``result`` as returned: complete unless verdicts are ``left``, which are named,
+    with whether the time ran out (``cut``) or they are out of the analysis' reach."""
     result.complete = not left
     result.undecided = tuple(left)
     if left:
@@ -164,9 +176,13 @@ class _Decider:
         budget: int,
         deadline: float | None,
         interrupt: Callable[[], bool] | None = None,
+        progress: Callable[[Analysis], None] | None = None,
     ) -> None:
         self.system, self.enc, self.explorer = system, enc, explorer
         self.budget, self.deadline, self.interrupt = budget, deadline, interrupt
+        self.progress = progress
+        self._given = (0, time.monotonic())
+        """How many verdicts were decided when ``progress`` was last given, and when."""
         self.verdicts = v = Verdicts(
             system, enc, None, deadline, None, budget, witness_states=WITNESS_STATES
         )
@@ -242,8 +258,35 @@ class _Decider:
             raise _Late from None  # the deadline, or told to stop
 
     def _on_time(self) -> None:
+        """Raise ``_Late`` past the deadline or when told to stop; else give ``progress``
+        what is decided, when it is due. (The result is whole wherever this is asked: the
+        analysis may end here.)"""
         if self._late():
             raise _Late
+        if self.progress is None:
+            return
+        decided = self.result.decided
+        assert decided is not None
+        count, when = self._given
+        now = time.monotonic()
+        if len(decided) > count and now - when >= PROGRESS_SECONDS:
+            self._given = (len(decided), now)
+            self.progress(self.snapshot())
+
+    def snapshot(self) -> Analysis:
+        """The analysis as returned were it cut short now: a copy, which the verdicts
+        decided later leave as it is."""
+        r = self.result
+        assert r.decided is not None
+        copy = dataclasses.replace(
+            r,
+            decided=set(r.decided),
+            forced_conflicts=dict(r.forced_conflicts),
+            allowed_tools=set(r.allowed_tools),
+            live=set(r.live),
+            firsts=dict(r.firsts),
+        )
+        return _closed(copy, self.undecided(), cut=True)
 
     def _late(self) -> bool:
         """Whether the deadline passed or ``interrupt`` says to stop."""

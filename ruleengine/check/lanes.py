@@ -25,7 +25,7 @@ import struct
 import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 __all__ = ["Aside", "forking_allowed", "run_beside", "run_jobs"]
 
@@ -174,12 +174,17 @@ def _die_with(parent: int) -> None:  # pragma: no cover - runs in the child
         os._exit(1)
 
 
-def _fork(produce: Callable[[], object], setup: Callable[[int], None]) -> tuple[int, int] | None:
-    """A forked child that runs ``setup(parent's pid)``, then ``produce()``, and writes its
-    result pickled to a pipe; the child's pid and the pipe's reading end, or None when the
-    fork fails. The child leaves straight out (``os._exit``): no atexit handlers, no
-    flushing of the parent's buffers, no destructors (a BDD manager's shutdown report
-    among them); 0 once its result is written, 1 on any failure."""
+def _fork(
+    produce: Callable[[Callable[[object], None]], object], setup: Callable[[int], None]
+) -> tuple[int, int] | None:
+    """A forked child that runs ``setup(parent's pid)``, then ``produce(send)``, and writes
+    its result pickled to a pipe, framed (``_Frames``) after whatever it sent before by
+    ``send`` (an interim result; one that does not pickle is not sent); the child's pid
+    and the pipe's reading end, or None when the fork fails. ``send`` blocks while the
+    pipe is full: the parent reads as it waits.
+    The child leaves straight out (``os._exit``): no atexit handlers, no flushing of the
+    parent's buffers, no destructors (a BDD manager's shutdown report among them); 0 once
+    its result is written, 1 on any failure."""
     reader, writer = os.pipe()
     parent = os.getpid()
     try:
@@ -193,14 +198,83 @@ def _fork(produce: Callable[[], object], setup: Callable[[int], None]) -> tuple[
         try:
             setup(parent)
             os.close(reader)
-            payload = pickle.dumps(produce(), protocol=pickle.HIGHEST_PROTOCOL)
             with os.fdopen(writer, "wb") as out:
-                out.write(payload)
+
+                def send(value: object) -> None:
+                    try:
+                        message = _Frames.frame(_INTERIM, value)
+                    except Exception:  # one that does not pickle is not sent
+                        return
+                    out.write(message)
+                    out.flush()
+
+                out.write(_Frames.frame(_FINAL, produce(send)))
             code = 0
         finally:
             os._exit(code)
     os.close(writer)
     return pid, reader
+
+
+_INTERIM, _FINAL = 0, 1
+"""The kinds of a child's messages: a result sent while it works, and its last."""
+
+
+class _Frames:
+    """The messages of a forked child's pipe (``_fork``), read as they come: each a header
+    (kind, length) and a pickle. Keeps the latest interim message and the final one, as
+    bytes, unpickled only when asked for."""
+
+    _HEADER = struct.Struct("=BQ")
+
+    def __init__(self) -> None:
+        self._buffer = bytearray()
+        self.interim: bytes | None = None
+        self.final: bytes | None = None
+        self.broken = False
+        """Whether a message came that is not a frame (a kind unknown, or one past the
+        final): nothing the child sent is then trusted."""
+
+    @classmethod
+    def frame(cls, kind: int, value: object) -> bytes:
+        payload = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+        return cls._HEADER.pack(kind, len(payload)) + payload
+
+    def add(self, chunk: bytes) -> None:
+        """Take a chunk of the pipe, keeping each message it completes."""
+        self._buffer += chunk
+        size = self._HEADER.size
+        while len(self._buffer) >= size:
+            kind, length = self._HEADER.unpack_from(self._buffer)
+            if len(self._buffer) < size + length:
+                return
+            payload = bytes(self._buffer[size : size + length])
+            del self._buffer[: size + length]
+            if kind not in (_INTERIM, _FINAL) or self.final is not None:
+                self.broken = True
+            elif kind == _INTERIM:
+                self.interim = payload
+            else:
+                self.final = payload
+
+    def result(self) -> tuple[bool, object]:
+        """Whether a whole final message came (and nothing after it), and its value."""
+        if self.broken or self._buffer or self.final is None:
+            return False, None
+        return _unpickled(self.final)
+
+    def latest(self) -> tuple[bool, object]:
+        """Whether an interim message came, and the latest one's value."""
+        if self.broken or self.interim is None:
+            return False, None
+        return _unpickled(self.interim)
+
+
+def _unpickled(payload: bytes) -> tuple[bool, object]:
+    try:
+        return True, pickle.loads(payload)
+    except Exception:  # any undecodable message counts as none
+        return False, None
 
 
 _PR_SET_PDEATHSIG = 1
@@ -250,7 +324,7 @@ class _Child(Generic[T]):
     def start(jobs: Sequence[Callable[[], T]], ends: _Ends) -> _Child[T] | None:
         """The child running jobs from the back of ``jobs`` (None: the fork failed)."""
 
-        def back() -> dict[int, T]:  # pragma: no cover - runs in the child
+        def back(_: Callable[[object], None]) -> dict[int, T]:  # pragma: no cover - child
             done: dict[int, T] = {}
             while (i := ends.claim_back()) is not None:
                 done[i] = jobs[i]()
@@ -268,38 +342,44 @@ class _Child(Generic[T]):
 
     def result(self) -> dict[int, T] | None:
         """The child's results by job index, or None when it failed."""
-        chunks: list[bytes] = []
+        frames = _Frames()
         try:
             with os.fdopen(self.reader, "rb") as pipe:
                 while chunk := pipe.read(1 << 16):
-                    chunks.append(chunk)
+                    frames.add(chunk)
         finally:
             _, status = os.waitpid(self.pid, 0)
         if not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:
             return None
-        try:
-            found = pickle.loads(b"".join(chunks))
-        except Exception:  # any undecodable answer: the jobs run here
-            return None
-        return found if isinstance(found, dict) else None
+        ok, found = frames.result()  # undecodable: the jobs run here
+        return found if ok and isinstance(found, dict) else None
 
 
 class Aside(Generic[T]):
     """One job in a forked child while this process does something else, to be taken when
     it is ready or stopped when no longer wanted (``run.check``'s race of its engine against
     the compositional analysis). Unlike a lane, the child may fork lanes of its own; it ends
-    with this process, or when ``stop`` kills it."""
+    with this process, or when ``stop`` kills it. A job started by ``reporting`` may send
+    interim results as it works: the latest is kept (``latest``), for when its final result
+    does not come in time."""
 
     def __init__(self, pid: int, reader: int) -> None:
         self._pid = pid
         self._reader: int | None = reader
-        self._chunks: list[bytes] = []
+        self._frames = _Frames()
         self._outcome: tuple[bool, T | None] | None = None
 
     @staticmethod
     def start(job: Callable[[], T]) -> Aside[T] | None:
         """``job`` running in a forked child, or None where ``forking_allowed()`` is false or
         the fork fails. The gc is frozen around the fork (see ``_frozen``)."""
+        return Aside.reporting(lambda _: job())
+
+    @staticmethod
+    def reporting(job: Callable[[Callable[[object], None]], T]) -> Aside[T] | None:
+        """``start`` for a job given ``send``, which sends an interim result of any
+        picklable value to this process (``latest``); it blocks while the pipe is full and
+        this process is not waiting on the child."""
         if not forking_allowed():
             return None
         with _frozen():
@@ -345,7 +425,7 @@ class Aside(Generic[T]):
         assert self._reader is not None
         chunk = os.read(self._reader, 1 << 16)
         if chunk:
-            self._chunks.append(chunk)
+            self._frames.add(chunk)
         else:
             self._finish()
 
@@ -361,19 +441,21 @@ class Aside(Generic[T]):
         self._reader = None
         _, status = os.waitpid(self._pid, 0)
         failed = not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0
-        if failed:
-            self._outcome = (False, None)
-            return
-        try:
-            self._outcome = (True, pickle.loads(b"".join(self._chunks)))
-        except Exception:  # an undecodable answer counts as a failure
-            self._outcome = (False, None)
+        ok, value = (False, None) if failed else self._frames.result()
+        # An undecodable answer counts as a failure.
+        self._outcome = (True, cast(T, value)) if ok else (False, None)
 
     def result(self) -> tuple[bool, T | None]:
         """Whether the child succeeded, and its job's result; waits for it."""
         self.wait(None)
         assert self._outcome is not None
         return self._outcome
+
+    def latest(self) -> object | None:
+        """The latest interim result the child sent (None: none, or undecodable), as far
+        as this process has read its pipe; it stays after the child is stopped."""
+        ok, value = self._frames.latest()
+        return value if ok else None
 
     def stop(self) -> None:
         """Kill the child unless its answer is in (it is no longer wanted)."""

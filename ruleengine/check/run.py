@@ -327,11 +327,12 @@ def _raced(
     killed there, however deep in one BDD operation it is, and the other's report, whose
     cores it computes in the reserve, is the answer; should that one not come by the
     limit either (a step that does not stop when told), it is killed too, and the answer
-    decides nothing (``_lost``). None where this does not apply (no
-    limit, a state limit, which bounds the engine's search alone, the symbolic engine does
-    not apply, no fork here, or the engine's child failed: the caller then runs the engine
-    path itself, which repeats its error). Where the second child cannot start or fails,
-    this process decides the verdicts itself (``_decided_here``)."""
+    is the analysis it last sent, with cores the limit cuts short (``_kept``). None where
+    this does not apply (no limit, a state limit, which bounds the engine's search alone,
+    the symbolic engine does not apply, no fork here, or the engine's child failed: the
+    caller then runs the engine path itself, which repeats its error). Where the second
+    child cannot start or fails, this process decides the verdicts itself
+    (``_decided_here``)."""
     deadline, timeout = options.deadline, options.timeout
     if deadline is None or timeout is None or symbolic_problem(system) is not None:
         return None
@@ -353,13 +354,13 @@ def _raced(
             return _taken(child)
         note_progress(phase="deciding verdicts one by one")
 
-        def beside() -> tuple[Analysis, list[Finding], list[str]]:
+        def beside(send: Callable[[object], None]) -> tuple[Analysis, list[Finding], list[str]]:
             # Behind the engine for the CPUs: it takes what the engine leaves idle.
             with contextlib.suppress(OSError):
                 os.nice(SIDE_NICE)
-            return _one_by_one(system, run, options, stop)
+            return _one_by_one(system, run, options, stop, send)
 
-        side = Aside.start(beside)
+        side = Aside.reporting(beside)
         if side is not None:
             engine: _Answer | None = None
             while True:
@@ -379,10 +380,10 @@ def _raced(
             if engine is not None:
                 return engine  # incomplete, as is the other's: the engine's, as ever
             child.stop()  # the other's cores come next, in the reserve
-            if not side.wait(deadline):
+            if not side.wait(deadline - _core_margin(timeout) / 2):
                 # Deep in one step that does not stop when told (a BDD operation, CUDD's
-                # reordering): what it decided is lost, and the limit is kept.
-                return _lost(probe), [], []
+                # reordering): the limit is kept with what it last sent, if anything.
+                return _kept(system, run, options, side, probe)
             ok, theirs = side.result()
             if ok and theirs is not None:
                 return theirs
@@ -391,6 +392,28 @@ def _raced(
         child.stop()
         if side is not None:
             side.stop()
+
+
+def _kept(
+    system: System,
+    run: Callable[[Any, str | None], Analysis],
+    options: _Options,
+    side: Aside[_Answer],
+    probe: Analysis | None,
+) -> tuple[Analysis, list[Finding], list[str]]:
+    """The answer of a race whose second child is still at work at the limit: that child
+    stopped, the analysis it last sent (``_one_by_one``) with its findings, whose cores the
+    limit cuts short (each keeps every requirement it might need), else nothing decided
+    (``_lost``)."""
+    if side.ready():  # it answered just now, or failed
+        ok, theirs = side.result()
+        if ok and theirs is not None:
+            return theirs
+    sent = side.latest()  # with what it sent that this process had not read yet
+    side.stop()
+    if not isinstance(sent, Analysis):
+        return _lost(probe), [], []
+    return sent, *_found(system, sent, run, options)
 
 
 def _lost(probe: Analysis | None) -> Analysis:
@@ -411,10 +434,15 @@ def _one_by_one(
     run: Callable[[Any, str | None], Analysis],
     options: _Options,
     stop: float,
+    send: Callable[[object], None] | None = None,
 ) -> tuple[Analysis, list[Finding], list[str]]:
     """The verdicts decided one at a time until ``stop`` (``_decided``), with their
-    findings and cores, as ``_raced``'s second child reports them."""
-    mine = _decided(system, run, options, stop)
+    findings and cores, as ``_raced``'s second child reports them; ``send`` (if given) is
+    sent what is decided as the analysis goes on, and the whole analysis before its cores
+    are sought, for a parent that cannot wait for the end."""
+    mine = _decided(system, run, options, stop, progress=send)
+    if send is not None:
+        send(mine)
     return _light(mine), *_found(system, mine, run, options)
 
 
@@ -424,21 +452,35 @@ def _decided(
     options: _Options,
     stop: float,
     interrupt: Callable[[], bool] | None = None,
+    progress: Callable[[Analysis], None] | None = None,
 ) -> Analysis:
     """``compositional.analyse_compositional`` until ``stop`` (or until ``interrupt`` says
-    to), its reason saying that the engine did not finish where it is incomplete."""
+    to), its reason saying that the engine did not finish where it is incomplete (as do
+    the analyses given to ``progress`` as it goes)."""
     from ruleengine.check.compositional import analyse_compositional
 
-    mine = analyse_compositional(
-        system,
-        _encoding_of(system, run),
-        budget=options.max_iterations - 1,
-        deadline=stop,
-        interrupt=interrupt,
+    def given(analysis: Analysis) -> None:
+        assert progress is not None
+        progress(_unfinished(analysis))
+
+    return _unfinished(
+        analyse_compositional(
+            system,
+            _encoding_of(system, run),
+            budget=options.max_iterations - 1,
+            deadline=stop,
+            interrupt=interrupt,
+            progress=None if progress is None else given,
+        )
     )
-    if not mine.complete:
-        mine.reason = f"the engine did not finish within the time limit; {mine.reason}"
-    return mine
+
+
+def _unfinished(analysis: Analysis) -> Analysis:
+    """A compositional analysis, its reason saying that the engine did not finish where it
+    is incomplete."""
+    if not analysis.complete:
+        analysis.reason = f"the engine did not finish within the time limit; {analysis.reason}"
+    return analysis
 
 
 def _decided_here(

@@ -12,10 +12,13 @@ explicit one, verdict for verdict; (3) the projections never rule out a reachabl
 
 from __future__ import annotations
 
+from unittest import mock
+
 from hypothesis import assume, given
 from hypothesis import strategies as st
 from policy_strategies import PolicyCase, policies, symbolic_system
 
+from ruleengine.check import compositional
 from ruleengine.check.analysis import Analysis, Witness, settled
 from ruleengine.check.compositional import analyse_compositional
 from ruleengine.check.explicit import analyse, callable_at, reaches, walk
@@ -48,8 +51,38 @@ def _compositional(case: PolicyCase, system: System, probe: int) -> Analysis:
 def test_what_it_decides_is_what_the_engine_finds(case: PolicyCase, probe: int) -> None:
     system = symbolic_system(case)
     exact = _exact(system)
-    found = _compositional(case, system, probe)
-    budget = case.max_iterations - 1
+    _agrees(_compositional(case, system, probe), exact, system, case.max_iterations - 1)
+
+
+@given(case=policies(priority=False), probe=st.integers(1, 12))
+def test_what_it_gives_as_it_goes_is_decided_and_only_grows(case: PolicyCase, probe: int) -> None:
+    # Each analysis given to ``progress`` (one after every verdict more, here) is what the
+    # analysis would return were it cut short there: what it says it decided is the
+    # engine's, later ones decide at least as much, and the end at least as much again.
+    system = symbolic_system(case)
+    exact = _exact(system)
+    given_: list[Analysis] = []
+    with mock.patch.object(compositional, "PROGRESS_SECONDS", 0.0):
+        found = analyse_compositional(
+            system,
+            Encoding(system),
+            budget=case.max_iterations - 1,
+            probe_states=probe,
+            progress=given_.append,
+        )
+    decided: set[str] = set()
+    for analysis in [*given_, found]:
+        _agrees(analysis, exact, system, case.max_iterations - 1)
+        if analysis.decided is None:  # the probe met every state: all is decided at once
+            assert analysis is found and found.complete and not given_
+            continue
+        assert analysis.decided >= decided
+        decided = analysis.decided
+        assert analysis.complete == (not analysis.undecided)
+
+
+def _agrees(found: Analysis, exact: Analysis, system: System, budget: int) -> None:
+    """What ``found`` says it decided is what the explicit engine found (``exact``)."""
     if settled(found, "deadlock"):
         assert _trace(found.deadlock) == _trace(exact.deadlock)
     for tool in system.tools:

@@ -38,9 +38,9 @@ def _wide() -> Iterator[list[object]]:
     """Every policy raced: the small-policy shortcut finds nothing, and the second child
     starts with the engine's. Yields the children started (none: the race did not run)."""
     started: list[object] = []
-    real = lanes.Aside.start
+    real = lanes.Aside.reporting  # every child starts by it
 
-    def start(job: Any) -> Any:
+    def reporting(job: Any) -> Any:
         child = real(job)
         if child is not None:
             started.append(child)
@@ -49,7 +49,7 @@ def _wide() -> Iterator[list[object]]:
     with (
         mock.patch.object(run_module, "_whole_if_small", lambda *a, **k: (None, None)),
         mock.patch.object(run_module, "ASIDE_GRACE", 0.0),
-        mock.patch.object(lanes.Aside, "start", start),
+        mock.patch.object(lanes.Aside, "reporting", reporting),
     ):
         yield started
 

@@ -197,6 +197,66 @@ def test_an_aside_job_comes_back_or_is_stopped() -> None:
     assert unpicklable.result() == (False, None)
 
 
+def _sent_then_deaf(send: Any) -> str:  # runs in the child
+    send(1)
+    send(lambda: None)  # does not pickle: not sent, and the job goes on
+    send({"decided": 2})
+    time.sleep(600)
+    return "never"
+
+
+@needs_fork
+def test_an_aside_job_sends_what_it_has_as_it_goes() -> None:
+    # The latest interim result is kept, also once the child is stopped; the final result
+    # comes after interim ones all the same.
+    deaf = Aside.reporting(_sent_then_deaf)
+    assert deaf is not None
+    try:
+        while deaf.latest() != {"decided": 2}:  # read as they come (no timing asserted)
+            assert not deaf.wait(time.monotonic() + 0.05)
+    finally:
+        deaf.stop()
+    assert deaf.result() == (False, None)
+    assert deaf.latest() == {"decided": 2}
+
+    def sent_then_done(send: Any) -> str:
+        send("halfway")
+        return "done"
+
+    done = Aside.reporting(sent_then_done)
+    assert done is not None
+    assert done.result() == (True, "done")
+    assert done.latest() == "halfway"
+    quiet = Aside.start(lambda: "done")
+    assert quiet is not None
+    assert quiet.result() == (True, "done") and quiet.latest() is None
+
+
+def test_a_childs_messages_are_read_whole_whatever_the_chunks() -> None:
+    whole = lanes._Frames.frame(lanes._INTERIM, [1, 2]) + lanes._Frames.frame(lanes._FINAL, "end")
+    frames = lanes._Frames()
+    for i in range(len(whole)):  # a byte at a time
+        assert frames.result() == (False, None)
+        frames.add(whole[i : i + 1])
+    assert frames.latest() == (True, [1, 2]) and frames.result() == (True, "end")
+
+    after = lanes._Frames()  # anything after the final message: nothing is trusted
+    after.add(whole + lanes._Frames.frame(lanes._INTERIM, 3))
+    assert after.result() == (False, None) and after.latest() == (False, None)
+
+    unknown = lanes._Frames()  # a kind that is neither
+    unknown.add(lanes._Frames._HEADER.pack(7, 0) + whole)
+    assert unknown.result() == (False, None)
+
+    cut = lanes._Frames()  # a final message cut short
+    cut.add(whole[:-1])
+    assert cut.result() == (False, None) and cut.latest() == (True, [1, 2])
+
+    garbled = lanes._Frames()  # whole frames that do not unpickle
+    garbled.add(lanes._Frames._HEADER.pack(lanes._FINAL, 3) + b"abc")
+    assert garbled.result() == (False, None)
+
+
 @needs_fork
 def test_a_fault_beside_the_engine_does_not_cost_its_answer(
     monkeypatch: pytest.MonkeyPatch,
@@ -351,3 +411,72 @@ def test_both_children_past_the_limit_decide_nothing_and_keep_it(
     raced = check_policy(wide(), timeout=3)
     assert not raced.complete and raced.findings == ()
     assert raced.reason is not None and "nothing is decided" in raced.reason
+
+
+def _found_by_subject(report: Any) -> dict[tuple[str, str | None, str | None], Any]:
+    return {(f.id, f.tool, f.requirement): f for f in report.findings}
+
+
+@needs_fork
+def test_one_by_one_deaf_in_its_cores_gives_the_analysis_it_sent(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The engine never ends; the verdicts one by one decide everything, send their analysis,
+    # and are then deaf in their cores past the limit. The report is that analysis, each
+    # finding with its trace, and cores the limit cut short: each holds the minimal one.
+    policy = wide()
+    alone = check_policy(policy)
+    parent, real = os.getpid(), run_module._found
+
+    def deaf(*args: Any, **kwargs: Any) -> Any:
+        if os.getpid() != parent:
+            time.sleep(600)
+        return real(*args, **kwargs)
+
+    _stuck_in_the_child(monkeypatch)
+    monkeypatch.setattr(run_module, "_found", deaf)
+    raced = check_policy(policy, timeout=10)
+    assert not raced.complete and raced.undecided == ()
+    assert raced.reason is not None and "the cores may not be minimal" in raced.reason
+    ours, theirs = _found_by_subject(raced), _found_by_subject(alone)
+    assert ours.keys() == theirs.keys() and ours
+    for subject, finding in ours.items():
+        assert finding.trace == theirs[subject].trace
+        assert {c.rule for c in theirs[subject].core} <= {c.rule for c in finding.core}
+
+
+@needs_fork
+def test_one_by_one_deaf_in_its_analysis_gives_what_it_last_sent(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The engine never ends; the verdicts one by one send what they decide as they go, then
+    # are deaf past the limit before their analysis ends. The report is the last analysis
+    # they sent: what it decided (the findings of the report without a limit, or fewer),
+    # the rest named undecided, not "nothing is decided".
+    from ruleengine.check import compositional
+
+    policy = wide()
+    alone = check_policy(policy)
+    parent, real = os.getpid(), compositional.analyse_compositional
+
+    def deaf(*args: Any, deadline: float, **kwargs: Any) -> Any:
+        found = real(*args, deadline=None, **kwargs)
+        if os.getpid() != parent:
+            time.sleep(600)
+        return found
+
+    monkeypatch.setattr(compositional, "analyse_compositional", deaf)
+    monkeypatch.setattr(compositional, "PROGRESS_SECONDS", 0.0)
+    monkeypatch.setattr(compositional, "PROBE_STATES", 64)
+    monkeypatch.setattr(compositional, "PROVE_SECONDS", 0.5)
+    _stuck_in_the_child(monkeypatch)
+    raced = check_policy(policy, timeout=10)
+    assert not raced.complete and raced.undecided
+    assert raced.reason is not None
+    assert raced.reason.startswith(
+        "the engine did not finish within the time limit; verdicts decided one by one"
+    )
+    ours, theirs = _found_by_subject(raced), _found_by_subject(alone)
+    assert ours.keys() <= theirs.keys() and ours
+    for subject, finding in ours.items():
+        assert finding.trace == theirs[subject].trace
