@@ -56,6 +56,7 @@ from ruleengine.check.symbolic_verdicts import (
 from ruleengine.check.system import Event, State, System
 from ruleengine.check.unrolled import GaveUp, Unrolled
 from ruleengine.ir import FINAL_ANSWER
+from ruleengine.rules import lower
 from ruleengine.state import STATUSES
 
 __all__ = ["analyse_compositional"]
@@ -140,6 +141,10 @@ def analyse_compositional(
     probe = explorer.run()
     if probe.complete or probe.reason is None or "time limit" in probe.reason:
         return probe
+    if progress is not None:  # what the probe decided, before the diagrams are built
+        first = _from_probe(system, probe)
+        assert first.decided is not None
+        progress(_closed(first, [k for k in _keys(system) if k not in first.decided], cut=True))
     decider = _Decider(system, enc, explorer, probe, budget, deadline, interrupt, progress)
     try:
         decider.run()
@@ -148,6 +153,64 @@ def analyse_compositional(
     else:
         cut = False
     return _closed(decider.result, decider.undecided(), cut=cut)
+
+
+def _keys(system: System) -> list[str]:
+    """Every verdict an analysis decides, as ``Analysis.decided`` names them."""
+    return [
+        "deadlock",
+        *(f"forced-conflict:{t}" for t in system.tools),
+        "forced-tie",
+        "budget",
+        "no-finish",
+        *(f"tool:{t}" for t in system.callable),
+        *(f"live:{name}" for name in sorted({c.requirement.name for c in system.components})),
+    ]
+
+
+def _hard_forced(system: System) -> frozenset[str]:
+    """The tools some requirement hard-forces in some view (``force_at_step``): no other
+    can be in a forced conflict."""
+    return frozenset(
+        t
+        for c in system.components
+        for variants in c.variants
+        for variant in variants
+        for e in variant.records
+        if (t := lower(e.item).hard_force) is not None
+    )
+
+
+def _from_probe(system: System, probe: Analysis) -> Analysis:
+    """What the breadth-first probe decided, as a compositional analysis starts from it:
+    each finding it met (its witness the engines' own, since the probe is exact to its
+    depth), ``final_answer`` first allowed at a depth it reached, and every tool it saw
+    allowed and requirement live; and no forced conflict on a tool nothing hard-forces."""
+    hard = _hard_forced(system)
+    decided = {
+        *(["deadlock"] if probe.deadlock is not None else []),
+        *(f"forced-conflict:{t}" for t in probe.forced_conflicts),
+        *(f"forced-conflict:{t}" for t in system.tools if t not in hard),
+        *(["forced-tie"] if probe.tie is not None else []),
+        *(["budget"] if probe.finish_depth is not None else []),
+        *(f"tool:{t}" for t in probe.allowed_tools if t != FINAL_ANSWER),
+        *(f"live:{name}" for name in probe.live),
+    }
+    return Analysis(
+        states=probe.states,
+        complete=False,
+        reason="the time limit ran out",
+        depth_done=probe.depth_done,
+        depends_on_checks=probe.depends_on_checks,
+        deadlock=probe.deadlock,
+        forced_conflicts=dict(probe.forced_conflicts),
+        tie=probe.tie,
+        finish_depth=probe.finish_depth,
+        allowed_tools=set(probe.allowed_tools),
+        live=set(probe.live),
+        firsts=dict(probe.firsts),
+        decided=decided,
+    )
 
 
 def _closed(result: Analysis, left: list[str], *, cut: bool) -> Analysis:
@@ -190,23 +253,11 @@ class _Decider:
         self.projections = Projections(system, enc)
         self.paths: list[tuple[Event, ...]] = []
         """Histories found so far (to tools, to a finish), for the liveness searches."""
-        self.result = Analysis(
-            states=probe.states,
-            complete=False,
-            reason="the time limit ran out",
-            depth_done=probe.depth_done,
-            depends_on_checks=probe.depends_on_checks,
-            deadlock=probe.deadlock,
-            forced_conflicts=dict(probe.forced_conflicts),
-            tie=probe.tie,
-            finish_depth=probe.finish_depth,
-            allowed_tools=set(probe.allowed_tools),
-            live=set(probe.live),
-            firsts=dict(probe.firsts),
-            decided=set(),
-        )
+        self.result = _from_probe(system, probe)
         p = v.pass_
         self.hard = [t for t in enc.tools if p.hard[t] != enc.bdd.false]
+        # INVARIANT: the diagrams' hard forces are the components' (``_from_probe``).
+        assert set(self.hard) <= _hard_forced(system)
         """The tools some state hard-forces (the others never conflict by force)."""
         self.open: dict[str, Node] = {}
         """The "sometimes" verdicts the searches left open, by key: the states that show
@@ -225,23 +276,10 @@ class _Decider:
         """The states (reachable or not) from which a path reaches one that may stop,
         exact on the reachable ones (``_can_finish``), once computed."""
 
-    def keys(self) -> list[str]:
-        """Every verdict an analysis decides, as ``Analysis.decided`` names them."""
-        system = self.system
-        return [
-            "deadlock",
-            *(f"forced-conflict:{t}" for t in self.enc.tools),
-            "forced-tie",
-            "budget",
-            "no-finish",
-            *(f"tool:{t}" for t in system.callable),
-            *(f"live:{name}" for name in sorted({c.requirement.name for c in system.components})),
-        ]
-
     def undecided(self) -> list[str]:
         decided = self.result.decided
         assert decided is not None
-        return [k for k in self.keys() if k not in decided]
+        return [k for k in _keys(self.system) if k not in decided]
 
     def _never(self, where: Node) -> bool:
         """Whether no reachable state is in ``where``, by the projections' diagrams or by
@@ -300,16 +338,17 @@ class _Decider:
         assert decided is not None
         p, some = self.verdicts.pass_, self.verdicts.some
         inconsistent = ~p.consistent
+        # What the probe met is decided already (``_from_probe``).
         if result.deadlock is None:
             result.deadlock = self._first(
                 some(inconsistent & p.stuck), _conflict_kind("deadlock"), "deadlock"
             )
-        else:
-            decided.add("deadlock")
         forcing = inconsistent & ~p.stuck
         for t in self.enc.tools:
             key = f"forced-conflict:{t}"
-            if t in result.forced_conflicts or t not in self.hard:
+            if key in decided:
+                continue
+            if t not in self.hard:
                 decided.add(key)
                 continue
             target = some(forcing & p.hard[t])
@@ -318,8 +357,6 @@ class _Decider:
                 result.forced_conflicts[t] = found
         if result.tie is None:
             result.tie = self._first(some(p.tie), _has_tie, "forced-tie")
-        else:
-            decided.add("forced-tie")
         self._tools()
         self._finish()
         self._no_finish()

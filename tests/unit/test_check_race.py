@@ -480,3 +480,31 @@ def test_one_by_one_deaf_in_its_analysis_gives_what_it_last_sent(
     assert ours.keys() <= theirs.keys() and ours
     for subject, finding in ours.items():
         assert finding.trace == theirs[subject].trace
+
+
+@needs_fork
+def test_one_by_one_deaf_before_its_diagrams_gives_what_the_probe_decided(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The engine never ends, and the verdicts one by one never get past building their
+    # diagrams (as at 400 tools, where the pass's diagram outgrows any limit): the report
+    # is what their breadth-first probe decided, sent before that. Nothing here is
+    # hard-forced, so no forced conflict is left open.
+    from ruleengine.check import compositional
+
+    policy = wide()
+    alone = check_policy(policy)
+    parent = os.getpid()
+
+    def deaf(self: Any, *args: Any, **kwargs: Any) -> None:
+        assert os.getpid() != parent
+        time.sleep(600)
+
+    monkeypatch.setattr(compositional._Decider, "__init__", deaf)
+    monkeypatch.setattr(compositional, "PROBE_STATES", 64)
+    _stuck_in_the_child(monkeypatch)
+    raced = check_policy(policy, timeout=5)
+    assert not raced.complete and raced.stats.states == 64
+    assert raced.undecided and not any(k.startswith("forced-conflict") for k in raced.undecided)
+    assert "dead-tool:t5" in raced.undecided  # only a proof decides that one
+    assert _found_by_subject(raced).keys() <= _found_by_subject(alone).keys()
