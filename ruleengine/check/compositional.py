@@ -256,9 +256,9 @@ class _Decider:
         self.result = _from_probe(system, probe)
         p = v.pass_
         self.hard = [t for t in enc.tools if p.hard[t] != enc.bdd.false]
+        """The tools some state hard-forces (the others never conflict by force)."""
         # INVARIANT: the diagrams' hard forces are the components' (``_from_probe``).
         assert set(self.hard) <= _hard_forced(system)
-        """The tools some state hard-forces (the others never conflict by force)."""
         self.open: dict[str, Node] = {}
         """The "sometimes" verdicts the searches left open, by key: the states that show
         them, for the unrolled steps (``_unroll``)."""
