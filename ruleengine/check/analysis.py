@@ -61,6 +61,10 @@ class Analysis:
     finishes_within: int | None = None
     """A number of steps within which ``final_answer`` is known to be allowed (an engine
     that found a short enough path need not compute ``finish_depth``)."""
+    finish_shown: int | None = None
+    """The steps of the shortest history to a state that may stop that an analysis which
+    does not know ``finish_depth`` found (an upper bound on it, for the budget's message);
+    None: none found, or not looked for."""
     allowed_tools: set[str] = field(default_factory=set)
     """Every tool some reachable pass allows."""
     live: set[str] = field(default_factory=set)

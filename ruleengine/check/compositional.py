@@ -439,6 +439,7 @@ class _Decider:
         if found is not None:
             self.paths.append(found)
             self.finished = found
+            result.finish_shown = len(found)
             if len(found) > self.budget:
                 found = seek(
                     self.system,
@@ -737,7 +738,9 @@ class _Decider:
             if k > UNROLL_STEPS:
                 return
             best = self._finish_within(target, k)
-            if best is None:
+            if best is not None:
+                result.finish_shown = len(best)
+            else:
                 result.finish_after = max(result.finish_after, k)
                 if k >= UNROLL_STEPS:
                     return
@@ -748,6 +751,7 @@ class _Decider:
                 result.finish_after = max(result.finish_after, len(best) - 1)
                 break
             best = shorter
+            result.finish_shown = len(best)
         n = len(best)
         decided.add("budget")
         result.finish_depth = n

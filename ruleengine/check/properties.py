@@ -338,7 +338,17 @@ def _budget(
         cache=cache,
         hints=[*_lengthening(system), cone, *hints.guesses()],
     )
-    if least is None and not settled(analysis, "budget"):
+    shown = analysis.finish_shown
+    if least is None and not settled(analysis, "budget") and shown is not None:
+        # As below, and a history of `shown` steps lets the run stop: min_steps lies between
+        # (still unknown, null).
+        why = (
+            f"`final_answer` needs more than "
+            f"{_steps(max(analysis.depth_done, analysis.finish_after))} first, and a history "
+            f"of {_steps(shown)} lets the run stop (the search stopped before showing whether "
+            f"fewer do)"
+        )
+    elif least is None and not settled(analysis, "budget"):
         # The search stopped after deciding every state up to depth_done (or a lower bound
         # showed as much): `final_answer` is not allowed that far, which is all it showed
         # (min_steps stays unknown, null).

@@ -110,6 +110,8 @@ def _agrees(found: Analysis, exact: Analysis, system: System, budget: int) -> No
     # allowed no earlier than it says.
     if exact.finish_depth is not None:
         assert found.finish_after < exact.finish_depth
+    if found.finish_shown is not None:  # a history that lets the run stop: no fewer needed
+        assert exact.finish_depth is not None and exact.finish_depth <= found.finish_shown
     assert found.allowed_tools - {FINAL_ANSWER} <= exact.allowed_tools
     assert found.live <= exact.live
 

@@ -109,3 +109,44 @@ def test_the_states_that_can_finish_give_up_out_of_time_or_memory(
     monkeypatch.setattr(compositional, "MANAGER_NODES", 10**9)
     with pytest.raises(Late):
         decider._can_finish(None)  # past the analysis's deadline: it stops
+
+
+def test_a_budget_cut_short_says_how_short_a_history_it_found(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # `b` needs `a` first, and `x` is forced after `a`: the least finish is `a, x, b`, while
+    # the tools every finish calls (`a`, `b`) bound it only from 2. The search finds the
+    # 3 steps; cut short before showing that 2 do not do (the deadline, in the "within"
+    # question), the budget stays undecided, and its message gives both ends.
+    from ruleengine import ConditionalRequirement, Policy
+    from ruleengine.check.compositional import analyse_compositional
+    from ruleengine.check.explicit import analyse
+    from ruleengine.check.properties import findings
+
+    policy = Policy(
+        ["a", "b", "x"],
+        [
+            ConditionalRequirement("b", min_invocations=1, name="needs-b"),
+            ConditionalRequirement("b", only_after=["a"], name="b-after-a"),
+            ConditionalRequirement("x", force_after=["a"], name="x-after-a"),
+        ],
+        max_iterations=2,
+    )
+    system = System(policy.tools, policy.requirements, mode=policy.mode)
+
+    def cut(self: _Decider, target: object, steps: int) -> None:
+        raise Late
+
+    monkeypatch.setattr(_Decider, "_finish_within", cut)
+    result = analyse_compositional(system, Encoding(system), budget=1, probe_states=1)
+    assert "budget" in result.undecided
+    assert (result.finish_after, result.finish_shown, result.finish_depth) == (1, 3, None)
+    (budget,) = [
+        f
+        for f in findings(system, result, max_iterations=2, engine=lambda sub, _: analyse(sub))
+        if f.id == "budget"
+    ]
+    assert budget.min_steps is None
+    assert budget.message.startswith(
+        "`final_answer` needs more than 1 step first, and a history of 3 steps lets the run stop"
+    )
