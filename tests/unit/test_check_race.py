@@ -197,23 +197,29 @@ def test_an_aside_job_comes_back_or_is_stopped() -> None:
     assert unpicklable.result() == (False, None)
 
 
-def _sent_then_deaf(send: Any) -> str:  # runs in the child
-    send(1)
-    send(lambda: None)  # does not pickle: not sent, and the job goes on
-    send({"decided": 2})
-    time.sleep(600)
-    return "never"
-
-
 @needs_fork
 def test_an_aside_job_sends_what_it_has_as_it_goes() -> None:
     # The latest interim result is kept, also once the child is stopped; the final result
-    # comes after interim ones all the same.
-    deaf = Aside.reporting(_sent_then_deaf)
+    # comes after interim ones all the same. The child says on a pipe of its own when it
+    # has sent everything (its messages are in this process's pipe by then).
+    said, say = os.pipe()
+
+    def sent_then_deaf(send: Any) -> str:  # runs in the child
+        send(1)
+        send(lambda: None)  # does not pickle: not sent, and the job goes on
+        send({"decided": 2})
+        os.write(say, b"sent")
+        time.sleep(600)
+        return "never"
+
+    deaf = Aside.reporting(sent_then_deaf)
+    os.close(say)  # the child's copy only: it dying before it writes ends the read
     assert deaf is not None
     try:
-        while deaf.latest() != {"decided": 2}:  # read as they come (no timing asserted)
-            assert not deaf.wait(time.monotonic() + 0.05)
+        with os.fdopen(said, "rb") as told:
+            assert told.read(4) == b"sent"
+        assert not deaf.ready()  # reads what came
+        assert deaf.latest() == {"decided": 2}
     finally:
         deaf.stop()
     assert deaf.result() == (False, None)
