@@ -254,11 +254,6 @@ class _Decider:
         self.paths: list[tuple[Event, ...]] = []
         """Histories found so far (to tools, to a finish), for the liveness searches."""
         self.result = _from_probe(system, probe)
-        p = v.pass_
-        self.hard = [t for t in enc.tools if p.hard[t] != enc.bdd.false]
-        """The tools some state hard-forces (the others never conflict by force)."""
-        # INVARIANT: the diagrams' hard forces are the components' (``_from_probe``).
-        assert set(self.hard) <= _hard_forced(system)
         self.open: dict[str, Node] = {}
         """The "sometimes" verdicts the searches left open, by key: the states that show
         them, for the unrolled steps (``_unroll``)."""
@@ -338,7 +333,8 @@ class _Decider:
         assert decided is not None
         p, some = self.verdicts.pass_, self.verdicts.some
         inconsistent = ~p.consistent
-        # What the probe met is decided already (``_from_probe``).
+        # What the probe met is decided already, and no tool that nothing hard-forces is in a
+        # forced conflict (``_from_probe``).
         if result.deadlock is None:
             result.deadlock = self._first(
                 some(inconsistent & p.stuck), _conflict_kind("deadlock"), "deadlock"
@@ -347,9 +343,6 @@ class _Decider:
         for t in self.enc.tools:
             key = f"forced-conflict:{t}"
             if key in decided:
-                continue
-            if t not in self.hard:
-                decided.add(key)
                 continue
             target = some(forcing & p.hard[t])
             found = self._first(target, _forced_on(t), key)

@@ -459,10 +459,7 @@ def _decided(
     the analyses given to ``progress`` as it goes)."""
     from ruleengine.check.compositional import analyse_compositional
 
-    def given(analysis: Analysis) -> None:
-        assert progress is not None
-        progress(_unfinished(analysis))
-
+    given = None if progress is None else (lambda analysis: progress(_unfinished(analysis)))
     return _unfinished(
         analyse_compositional(
             system,
@@ -470,7 +467,7 @@ def _decided(
             budget=options.max_iterations - 1,
             deadline=stop,
             interrupt=interrupt,
-            progress=None if progress is None else given,
+            progress=given,
         )
     )
 

@@ -47,17 +47,23 @@ def wide() -> Policy:
     )
 
 
-def _stuck_in_the_child(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The engine's whole path never ends in its forked child (a sleep no deadline check
-    sees); the other child's core questions, and this process's own calls, go through."""
-    parent, real = os.getpid(), run_module._engine_path
+def _deaf_in_children(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    """``run_module``'s function ``name`` never ends in a forked child (a sleep no deadline
+    check sees); this process's own calls go through."""
+    parent, real = os.getpid(), getattr(run_module, name)
 
-    def path(*args: Any, **kwargs: Any) -> Any:
+    def deaf(*args: Any, **kwargs: Any) -> Any:
         if os.getpid() != parent:
             time.sleep(600)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(run_module, "_engine_path", path)
+    monkeypatch.setattr(run_module, name, deaf)
+
+
+def _stuck_in_the_child(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The engine's whole path never ends in its forked child; the other child's core
+    questions, and this process's own calls, go through."""
+    _deaf_in_children(monkeypatch, "_engine_path")
 
 
 def _failing_in_the_child(parent: int) -> Any:
@@ -433,15 +439,8 @@ def test_one_by_one_deaf_in_its_cores_gives_the_analysis_it_sent(
     # finding with its trace, and cores the limit cut short: each holds the minimal one.
     policy = wide()
     alone = check_policy(policy)
-    parent, real = os.getpid(), run_module._found
-
-    def deaf(*args: Any, **kwargs: Any) -> Any:
-        if os.getpid() != parent:
-            time.sleep(600)
-        return real(*args, **kwargs)
-
     _stuck_in_the_child(monkeypatch)
-    monkeypatch.setattr(run_module, "_found", deaf)
+    _deaf_in_children(monkeypatch, "_found")  # the engine's child is stuck before it
     raced = check_policy(policy, timeout=10)
     assert not raced.complete and raced.undecided == ()
     assert raced.reason is not None and "the cores may not be minimal" in raced.reason
