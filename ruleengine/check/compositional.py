@@ -59,7 +59,7 @@ from ruleengine.ir import FINAL_ANSWER
 from ruleengine.rules import lower
 from ruleengine.state import STATUSES
 
-__all__ = ["analyse_compositional"]
+__all__ = ["analyse_compositional", "decided_by_probe"]
 
 Node = Any
 """A BDD node of the encoding's manager."""
@@ -142,9 +142,7 @@ def analyse_compositional(
     if probe.complete or probe.reason is None or "time limit" in probe.reason:
         return probe
     if progress is not None:  # what the probe decided, before the diagrams are built
-        first = _from_probe(system, probe)
-        assert first.decided is not None
-        progress(_closed(first, [k for k in _keys(system) if k not in first.decided], cut=True))
+        progress(decided_by_probe(system, probe))
     decider = _Decider(system, enc, explorer, probe, budget, deadline, interrupt, progress)
     try:
         decider.run()
@@ -153,6 +151,16 @@ def analyse_compositional(
     else:
         cut = False
     return _closed(decider.result, decider.undecided(), cut=cut)
+
+
+def decided_by_probe(system: System, probe: Analysis) -> Analysis:
+    """What a breadth-first search of the first states (``explicit.analyse`` cut short by a
+    state or time limit, with or without liveness) decides, as an incomplete analysis that
+    names the other verdicts undecided (``_from_probe``): all a time limit leaves where
+    nothing else was decided in time."""
+    first = _from_probe(system, probe)
+    assert first.decided is not None
+    return _closed(first, [k for k in _keys(system) if k not in first.decided], cut=True)
 
 
 def _keys(system: System) -> list[str]:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from ruleengine import _validate
-from ruleengine.check.analysis import Analysis, named
+from ruleengine.check.analysis import Analysis, listed, named
 from ruleengine.check.concrete import ConcreteSystem, analyse_concrete
 from ruleengine.check.examples import with_examples
 from ruleengine.check.explicit import analyse
@@ -403,8 +403,8 @@ def _kept(
 ) -> tuple[Analysis, list[Finding], list[str]]:
     """The answer of a race whose second child is still at work at the limit: that child
     stopped, the analysis it last sent (``_one_by_one``) with its findings, whose cores the
-    limit cuts short (each keeps every requirement it might need), else nothing decided
-    (``_lost``)."""
+    limit cuts short (each keeps every requirement it might need), else what this process's
+    probe decided (``_lost``)."""
     if side.ready():  # it answered just now, or failed
         ok, theirs = side.result()
         if ok and theirs is not None:
@@ -412,15 +412,28 @@ def _kept(
     sent = side.latest()  # with what it sent that this process had not read yet
     side.stop()
     if not isinstance(sent, Analysis):
-        return _lost(probe), [], []
+        sent = _lost(system, probe)
     return sent, *_found(system, sent, run, options)
 
 
-def _lost(probe: Analysis | None) -> Analysis:
-    """The answer of a race whose children both outlasted the limit: nothing decided, the
-    probe's states (if any) the states explored."""
+def _lost(system: System, probe: Analysis | None) -> Analysis:
+    """The analysis of a race whose children both outlasted the limit, the second before
+    it sent anything (starved of the CPUs behind its niceness, or stuck in one step): what
+    this process's own probe (``_whole_if_small``) decided, the other verdicts named
+    undecided; without a probe, nothing decided."""
+    if probe is not None:
+        from ruleengine.check.compositional import decided_by_probe
+
+        kept = decided_by_probe(system, probe)
+        n = len(kept.undecided)
+        kept.reason = (
+            "the time limit ran out with the engine and the verdicts decided one by one both "
+            f"still at work: only what the first {probe.states:,} states showed is decided; "
+            f"{n} verdict{'' if n == 1 else 's'} left undecided: {listed(kept.undecided)}"
+        )
+        return kept
     return Analysis(
-        states=0 if probe is None else probe.states,
+        states=0,
         complete=False,
         reason=(
             "the time limit ran out with the engine and the verdicts decided one by one "
@@ -599,9 +612,12 @@ def _whole_if_small(
     if not probe.complete:
         limit = NARROW_STATES if max_states is None else min(NARROW_STATES, max_states)
         if probe.states < limit:
-            probe = analyse(
+            narrow = analyse(
                 system, max_states=limit, deadline=deadline, live=False, width=NARROW_WIDTH
             )
+            # A wide space gives the narrow search up early: the first one saw more.
+            if narrow.complete or narrow.states >= probe.states:
+                probe = narrow
     if not probe.complete:
         return None, probe
     return analyse(system, max_states=max_states, deadline=deadline, live=True), probe

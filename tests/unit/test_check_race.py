@@ -404,12 +404,17 @@ def test_a_state_limit_is_kept_with_a_time_limit() -> None:
 
 
 @needs_fork
-def test_both_children_past_the_limit_decide_nothing_and_keep_it(
+def test_both_children_past_the_limit_keep_what_the_probe_decided(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # The engine never ends, and the verdicts one by one are deep in a step that does not
-    # stop when told: both are killed at the limit, and the report claims nothing. (Waited
+    # stop when told before they send anything (as when their niceness starves them on a
+    # loaded machine): both are killed at the limit. The report claims only what this
+    # process's own breadth-first probe saw (the tie after `t0`, with the trace and at
+    # least the core of the report without a limit) and names the rest undecided. (Waited
     # on to its end, the other child would answer 30 s later with a report it made up.)
+    policy = wide()
+    alone = check_policy(policy)
     parent, real = os.getpid(), run_module._one_by_one
     made_up = Analysis(states=1, complete=True)
 
@@ -421,6 +426,40 @@ def test_both_children_past_the_limit_decide_nothing_and_keep_it(
 
     _stuck_in_the_child(monkeypatch)
     monkeypatch.setattr(run_module, "_one_by_one", deaf)
+    raced = check_policy(policy, timeout=3)
+    assert not raced.complete and raced.stats.states == run_module.SMALL_STATES
+    assert raced.reason is not None
+    assert "only what the first 256 states showed is decided" in raced.reason
+    assert "no-finish" in raced.undecided and "budget" not in raced.undecided
+    ours, theirs = _found_by_subject(raced), _found_by_subject(alone)
+    assert ("forced-tie", None, None) in ours and ours.keys() <= theirs.keys()
+    for subject, finding in ours.items():
+        assert finding.trace == theirs[subject].trace
+        assert {c.rule for c in theirs[subject].core} <= {c.rule for c in finding.core}
+    decided = {f.id for f in raced.findings}
+    assert not decided & set(raced.undecided)
+
+
+@needs_fork
+def test_both_children_past_the_limit_without_a_probe_decide_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # As above, where this process has no probe of its own: the report claims nothing.
+    parent, real = os.getpid(), run_module._one_by_one
+
+    def deaf(*args: Any, **kwargs: Any) -> Any:
+        if os.getpid() != parent:
+            time.sleep(30)
+        return real(*args, **kwargs)
+
+    real_race = run_module._raced
+
+    def raced_without_probe(system: Any, run: Any, options: Any, probe: Any) -> Any:
+        return real_race(system, run, options, None)
+
+    _stuck_in_the_child(monkeypatch)
+    monkeypatch.setattr(run_module, "_one_by_one", deaf)
+    monkeypatch.setattr(run_module, "_raced", raced_without_probe)
     raced = check_policy(wide(), timeout=3)
     assert not raced.complete and raced.findings == ()
     assert raced.reason is not None and "nothing is decided" in raced.reason
