@@ -55,9 +55,12 @@ def distances(comp: Component, tools: Sequence[str], goal: str = FINAL_ANSWER) -
     (``final_answer``: where the component lets the run stop; another tool: where it lets
     that tool be called). Deterministic; linear in the component's views × ``tools`` (times
     the tools whose calls it needs)."""
+    size = len(comp.views)
+    if all(_open(comp, view, goal) for view in range(size)):
+        # Nothing to reach: most components, for most goals, on a wide policy.
+        return Distances((0,) * size, {})
     bit = {t: 1 << i for i, t in enumerate(tools)}
     callable_tools = [t for t in tools if t != FINAL_ANSWER]
-    size = len(comp.views)
     open_at: list[int] = []  # per view, the tools some variant leaves undenied
     release: list[int] = []
     everything = (1 << len(tools)) - 1
@@ -99,6 +102,15 @@ def distances(comp: Component, tools: Sequence[str], goal: str = FINAL_ANSWER) -
         if any(0 < d < UNREACHABLE for d in found):
             calls[t] = found
     return Distances(steps, calls)
+
+
+def _open(comp: Component, view: int, goal: str) -> bool:
+    """Whether ``goal`` is open to ``comp`` at ``view``, as ``distances`` counts it: not
+    denied, and no hard force on another tool (a hard force leaves the stop open)."""
+    if goal in comp.denied(view):
+        return False
+    forced = comp.hard_forced(view)
+    return not forced or goal == FINAL_ANSWER or goal in forced
 
 
 def shortest(

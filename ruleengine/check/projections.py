@@ -57,9 +57,9 @@ class Projections:
     """The tools the relaxed product counts callable (a superset of the real ones)."""
     _open: dict[int, list[frozenset[str]]]
     _moving: dict[int, frozenset[str]]
-    _keys: dict[tuple[int, str], tuple[int, int]]
-    """Per component and tool (as asked): its class, and the views where the tool is open
-    (a mask)."""
+    _blocks: dict[int, dict[tuple[int, int], frozenset[str]]]
+    """Per component (as asked), the callable tools by what they are to it: their class,
+    and the views where they are open (a mask)."""
     _restricting: dict[int, frozenset[str]]
     _owner: dict[str, int]
 
@@ -80,14 +80,14 @@ class Projections:
         comps = system.components
         if like is not None:  # the same system's tables, from another start
             self._kept, self.callable, self._open = like._kept, like.callable, like._open
-            self._moving, self._keys = like._moving, like._keys
+            self._moving, self._blocks = like._moving, like._blocks
             self._restricting, self._owner = like._restricting, like._owner
         else:
             self._kept = [i for i, c in enumerate(comps) if not c.requirement.yielding]
             self.callable = Relaxed(comps, system.tools).callable()
             self._open = {i: self._open_at(comps[i]) for i in self._kept}
             self._moving = {i: self._moving_tools(comps[i]) for i in self._kept}
-            self._keys = {}
+            self._blocks = {}
             self._restricting = {i: self._restricted_tools(i) for i in self._kept}
             self._owner = {b: i for i, c in enumerate(comps) for b in enc.bits[id(c)]}
         self.views: dict[int, frozenset[int]] = {}
@@ -99,6 +99,7 @@ class Projections:
             found = self.views[i] = frozenset(v for (v,) in self._reach((i,)))
             self.reached &= self._set((i,), ((v,) for v in found))
         self._pairs: dict[tuple[int, int], Node | None] = {}
+        self._pair_seen: dict[tuple[int, int], set[tuple[int, ...]] | None] = {}
         self._added: dict[tuple[int, int], Node] = {}
         """The pairs a refinement needed, kept for later questions."""
 
@@ -107,13 +108,17 @@ class Projections:
         sharing this one's tables."""
         return Projections(self.system, self.enc, state, like=self)
 
-    def _key(self, i: int, tool: str) -> tuple[int, int]:
-        key = self._keys.get((i, tool))
-        if key is None:
-            opens = self._open[i]
-            mask = sum(1 << v for v, here in enumerate(opens) if tool in here)
-            key = self._keys[(i, tool)] = (self.system.components[i].classes[tool], mask)
-        return key
+    def _blocks_of(self, i: int) -> dict[tuple[int, int], frozenset[str]]:
+        """``_blocks[i]``, made when first asked for."""
+        found = self._blocks.get(i)
+        if found is None:
+            comp, opens = self.system.components[i], self._open[i]
+            by: dict[tuple[int, int], set[str]] = {}
+            for tool in self.callable:
+                mask = sum(1 << v for v, here in enumerate(opens) if tool in here)
+                by.setdefault((comp.classes[tool], mask), set()).add(tool)
+            found = self._blocks[i] = {k: frozenset(v) for k, v in by.items()}
+        return found
 
     def _moving_tools(self, comp: Component) -> frozenset[str]:
         return frozenset(
@@ -150,27 +155,35 @@ class Projections:
         (``_TooLarge`` past ``PAIR_STATES``). Tools that every member moves alike and
         leaves open at the same views are one step: one of them stands for all."""
         comps = [self.system.components[i] for i in members]
-        steps: dict[
-            tuple[tuple[int, int], ...], tuple[list[tuple[tuple[int, ...], ...]], tuple[int, ...]]
-        ] = {}
-        moving: set[str] = set().union(*(self._moving[i] for i in members))
-        for tool in sorted(moving):
-            key = tuple(self._key(i, tool) for i in members)
-            if key not in steps:
-                first = [c.classes[tool] * 3 for c in comps]
-                steps[key] = (
+        steps: list[tuple[list[tuple[tuple[int, ...], ...]], tuple[int, ...]]] = []
+        moving: frozenset[str] = frozenset().union(*(self._moving[i] for i in members))
+        # The tools alike to every member: the blocks of each member's own partition that
+        # meet (a few per member, where asking tool by tool costs every callable tool).
+        joint: list[tuple[tuple[tuple[int, int], ...], frozenset[str]]] = [((), moving)]
+        for i in members:
+            joint = [
+                ((*key, k), common)
+                for key, tools in joint
+                for k, block in self._blocks_of(i).items()
+                if (common := tools & block)
+            ]
+        for key, _ in sorted(joint, key=lambda kept: kept[0]):
+            first = [cls * 3 for cls, _ in key]
+            steps.append(
+                (
                     [
                         tuple(c.moves[t + s] for c, t in zip(comps, first, strict=True))
                         for s in range(3)
                     ],
-                    tuple(k[1] for k in key),
+                    tuple(mask for _, mask in key),
                 )
+            )
         start = tuple(self.start[i] for i in members)
         seen = {start}
         todo = deque([start])
         while todo:
             views = todo.popleft()
-            for moves, masks in steps.values():
+            for moves, masks in steps:
                 if not all(m >> v & 1 for m, v in zip(masks, views, strict=True)):
                     continue
                 for moved in moves:
@@ -199,24 +212,43 @@ class Projections:
         None when too large to be worth it)."""
         key = (i, j) if i < j else (j, i)
         if key not in self._pairs:
-            try:
-                self._pairs[key] = self._set(key, self._reach(key))
-            except _TooLarge:
-                self._pairs[key] = None
+            seen = self._pair_views(key)
+            self._pairs[key] = None if seen is None else self._set(key, seen)
         return self._pairs[key]
+
+    def _pair_views(self, key: tuple[int, int]) -> set[tuple[int, ...]] | None:
+        """The pairs of views ``key``'s relaxed product reaches (memoised; None past
+        ``PAIR_STATES``)."""
+        if key not in self._pair_seen:
+            try:
+                found: set[tuple[int, ...]] | None = self._reach(key)
+            except _TooLarge:
+                found = None
+            self._pair_seen[key] = found
+        return self._pair_seen[key]
+
+    def _plain(self, key: tuple[int, int]) -> bool:
+        """Whether the pair reaches every pair of views its components reach on their own:
+        then it rules out nothing ``reached`` does not (most pairs that interact, on wide
+        random policies)."""
+        seen = self._pair_views(key)
+        i, j = key
+        return seen is not None and len(seen) == len(self.views[i]) * len(self.views[j])
 
     def every_pair(self, stop: Callable[[], bool] | None = None) -> list[Node]:
         """The reachable views of every pair of components that interact (``pair``; those
         too large left out), in index order: each is a set that every reachable state is
-        in, so their conjunction is the tightest over-approximation the pairs give. It is
-        meant for a solver, which conjoins them lazily, where ``narrowed`` must build their
-        conjunction as one diagram and gives up when it grows. Stops early, with the pairs
-        so far (still each a set every reachable state is in), once ``stop()`` is true."""
+        in, so their conjunction is the tightest over-approximation the pairs give (a pair
+        that reaches every pair of its components' own views is left out: it adds nothing
+        to ``reached``). It is meant for a solver, which conjoins them lazily, where
+        ``narrowed`` must build their conjunction as one diagram and gives up when it
+        grows. Stops early, with the pairs so far (still each a set every reachable state
+        is in), once ``stop()`` is true."""
         out = []
         for n, (i, j) in enumerate(itertools.combinations(self._kept, 2)):
             if stop is not None and n % STOP_EVERY == 0 and stop():
                 break
-            if self.interact(i, j):
+            if self.interact(i, j) and not self._plain((i, j)):
                 found = self.pair(i, j)
                 if found is not None:
                     out.append(found)
@@ -273,10 +305,12 @@ class Projections:
                 pair = (a, b) if a < b else (b, a)
                 if pair in self._added or not self.interact(*pair):
                     continue
-                if pair not in self._pairs:
+                if pair not in self._pair_seen:
                     budget -= 1
                     if budget < 0 or (deadline is not None and time.monotonic() > deadline):
                         return u
+                if self._plain(pair):
+                    continue  # it excludes no state of ``reached``, where ``u`` lies
                 found = self.pair(*pair)
                 if found is not None and not enc.contains(found, values):
                     self._added[pair] = found

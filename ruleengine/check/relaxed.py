@@ -71,7 +71,16 @@ class _Table:
     """One component's views with, per view, the tools it leaves open (a bit mask) and its
     moves per class of tools (the tools of each class as a bit mask)."""
 
-    __slots__ = ("_open_in", "_opened", "_steps", "moves", "open_at", "stops")
+    __slots__ = (
+        "_open_in",
+        "_opened",
+        "_relevant",
+        "_steps",
+        "_stops_with",
+        "moves",
+        "open_at",
+        "stops",
+    )
 
     def __init__(self, comp: Component, bit: dict[str, int]) -> None:
         everything = sum(bit.values())
@@ -94,10 +103,26 @@ class _Table:
             (mask, [comp.moves[klass * 3 + s] for s in range(3)])
             for klass, mask in sorted(members.items())
         ]
+        self._relevant = 0
+        """The tools whose calls change some view: the others leave every view as it is, so
+        what this component reaches depends on the open tools among these alone (the
+        memos' keys are masked with it: on a wide policy most components are moved by a
+        few tools, and the questions that differ in the others are one)."""
+        for mask, tables in self.moves:
+            if any(after != view for table in tables for view, after in enumerate(table)):
+                self._relevant |= mask
+        self._stops_with: _Memo[int, bool] = _Memo()
 
     def may_stop(self, callable_tools: int) -> bool:
         """Whether calls of ``callable_tools`` only (open where called, any status) reach
-        a view where this component lets the run stop."""
+        a view where this component lets the run stop (memoised)."""
+        key = callable_tools & self._relevant
+        found = self._stops_with.get(key)
+        if found is None:
+            found = self._stops_with.keep(key, self._may_stop(key))
+        return found
+
+    def _may_stop(self, callable_tools: int) -> bool:
         seen = {0}
         stack = [0]
         while stack:
@@ -148,10 +173,11 @@ class _Table:
         """The tools open at some view reached by calls of ``callable_tools`` only, those of
         ``failing_only`` with status ``error`` or ``denied`` only (memoised: the fixpoints of
         a core search ask the same few masks again and again)."""
-        key = (callable_tools, failing_only)
+        relevant = self._relevant
+        key = (callable_tools & relevant, failing_only & relevant)
         found = self._opened.get(key)
         if found is None:
-            found = self._opened.keep(key, self._search(callable_tools, failing_only))
+            found = self._opened.keep(key, self._search(*key))
         return found
 
     def _search(self, callable_tools: int, failing_only: int) -> int:

@@ -40,7 +40,10 @@ class Estimates:
         self.goal = goal
         self._kept = [(i, c) for i, c in enumerate(system.components) if not c.requirement.yielding]
         self._bounds = bounds
-        self._own = [(i, bounds(c, goal)) for i, c in self._kept]
+        # A component that never keeps ``goal`` closed bounds nothing: left out.
+        self._own = [
+            (i, dist) for i, c in self._kept if any((dist := bounds(c, goal)).steps) or dist.calls
+        ]
         self._closing: dict[str, list[tuple[int, Distances]]] = {}
 
     def bound(self, state: State) -> int | None:

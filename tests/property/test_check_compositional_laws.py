@@ -143,6 +143,27 @@ def test_the_projections_keep_every_reachable_state(case: PolicyCase) -> None:
         assert not projections.never(cube)
 
 
+@given(case=policies(priority=False))
+def test_the_pairs_every_pair_leaves_out_rule_out_nothing_more(case: PolicyCase) -> None:
+    # ``every_pair`` leaves out the pairs that reach every pair of their components' own
+    # views: with ``reached``, the pairs it keeps rule out what all of them do.
+    system = symbolic_system(case)
+    enc = Encoding(system)
+    projections = Projections(system, enc)
+    kept = [i for i, c in enumerate(system.components) if not c.requirement.yielding]
+    every = projections.reached
+    for i in kept:
+        for j in kept:
+            if i < j and projections.interact(i, j):
+                found = projections.pair(i, j)
+                if found is not None:
+                    every &= found
+    given_pairs = projections.reached
+    for found in projections.every_pair():
+        given_pairs &= found
+    assert given_pairs == every
+
+
 def _reachable(system: System) -> set[State]:
     """Every reachable state (each step one a decided pass allows)."""
     seen = {system.initial}

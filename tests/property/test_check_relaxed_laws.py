@@ -2,6 +2,7 @@
 
 * it over-approximates: every tool the explicit engine finds allowed in some reachable state
   is counted callable, by the whole system and by any part of it;
+* a needed tool is called before every stop: without its calls no run may stop;
 * a closing set is a real dead-tool set: the subsystem keeping only its requirements never
   allows the tool (explicit engine), and it is minimal in the relaxed product (without any
   one member the tool is counted callable again).
@@ -15,10 +16,11 @@ from hypothesis import strategies as st
 from policy_strategies import PolicyCase, policies
 
 from ruleengine import FINAL_ANSWER
-from ruleengine.check.explicit import analyse
+from ruleengine.check.explicit import allows, analyse, callable_at, decide
 from ruleengine.check.relaxed import Relaxed
 from ruleengine.check.system import System
 from ruleengine.requirements import ConditionalRequirement as C
+from ruleengine.state import STATUSES
 
 MAX_STATES = 3000
 """States of the explicit search; a case it does not finish is skipped."""
@@ -52,6 +54,27 @@ def test_the_relaxed_product_counts_every_allowed_tool_callable(
     part = sorted(members)
     sub = system.subsystem([system.components[i].requirement.name for i in part])
     assert _allowed(sub) <= relaxed.callable(part)
+
+
+@given(policies(priority=False, max_requirements=6))
+def test_no_run_stops_without_calling_a_needed_tool(case: PolicyCase) -> None:
+    # Explored without the needed tool's calls, no reachable state lets the run stop.
+    system = _system(case)
+    needed = Relaxed(system.components, system.tools).needed()
+    for tool in sorted(needed):
+        seen = {system.initial}
+        todo = [system.initial]
+        while todo:
+            state = todo.pop()
+            assume(len(seen) < MAX_STATES)
+            outcomes = [decide(system, records) for records, _ in system.variants(state)]
+            assert not any(allows(o, FINAL_ANSWER) for o in outcomes), tool
+            for other in sorted(callable_at(system, state) - {tool}):
+                for status in STATUSES:
+                    after = system.successor(state, (other, status))
+                    if after not in seen:
+                        seen.add(after)
+                        todo.append(after)
 
 
 @given(policies(priority=False, max_requirements=6))
