@@ -371,6 +371,22 @@ def test_a_malformed_policy_names_file_line_and_key() -> None:
     assert_one_line_error(run("check", BAD), f"{BAD}:5", "taget")
 
 
+@pytest.mark.parametrize("timeout", [0.01, 0.5, 1.0, 4.0, 10.0, 60.0, 600.0, 1e9])
+def test_the_work_keeps_a_limit_ahead_of_the_commands(timeout: float) -> None:
+    # The worker's own limit leaves the command time to take its report, end the worker
+    # and write the output within a second of `--timeout`: never more than a second
+    # ahead, a quarter second at least where the limit allows it, a tenth in between.
+    from ruleengine.cli import _ahead
+
+    ahead = _ahead(timeout)
+    assert ahead is not None and 0 < ahead < timeout
+    margin = timeout - ahead
+    assert margin <= 1.0 + 1e-9
+    assert margin >= min(0.25, timeout / 4) - 1e-9
+    assert margin >= min(1.0, timeout / 10) - 1e-9
+    assert _ahead(None) is None
+
+
 def test_a_negative_timeout_is_refused() -> None:
     assert_one_line_error(run("check", CLEAN, "--timeout", "-1"), "--timeout", "`-1`")
 
