@@ -41,6 +41,7 @@ from ruleengine.check.bounds import UNREACHABLE
 from ruleengine.check.explicit import Outcome, _Explorer
 from ruleengine.check.histories import LIVE_STATES, SEEK_STATES, Finishing, along, searched, toward
 from ruleengine.check.histories import Late as _Late
+from ruleengine.check.landmarks import extra_calls
 from ruleengine.check.projections import Projections
 from ruleengine.check.relaxed import Relaxed
 from ruleengine.check.seek import Estimates, seek
@@ -87,6 +88,14 @@ relations, which past that (400 requirements over 200 tools) take gigabytes."""
 FINISH_SECONDS = 5.0
 """The longest the first try at the states that can finish (``_can_finish``) may take; one
 cut short is tried again after the other verdicts, with the time left."""
+
+SHORT_GAP = 3
+"""A history this many steps longer than the budget's lower bound at most: the next question
+is whether one as short as the bound exists, not one a step shorter."""
+
+FORCED_SECONDS = 5.0
+"""The longest the calls that soft forces cost (``landmarks.extra_calls``) are sought, for
+the budget's lower bound: a few seconds at 50 tools, more at 200 (it keeps what it found)."""
 
 UNROLL_DEPTHS = (2, 4, 8, 12, 16, 24, 32, 48, 64)
 """The numbers of steps within which the open "sometimes" verdicts are asked of the
@@ -464,9 +473,17 @@ class _Decider:
             if least is None:
                 decided.add("budget")  # some component alone never lets the run stop
             else:
-                # Each tool every finishing history calls costs a step of its own.
-                self.needed = Relaxed(self.system.components, self.system.tools).needed()
-                result.finish_after = max(result.finish_after, least - 1, len(self.needed) - 1)
+                # Each tool every finishing history calls costs a step of its own, and so
+                # do the calls that the soft forces they set off cost besides.
+                relaxed = Relaxed(self.system.components, self.system.tools)
+                self.needed = relaxed.needed()
+                calls = self.needed - {FINAL_ANSWER}
+                calls_ok = relaxed.needed_ok()
+                until = time.monotonic() + FORCED_SECONDS
+                if self.deadline is not None:
+                    until = min(until, self.deadline)
+                extra = extra_calls(self.system, calls, calls_ok, until)
+                result.finish_after = max(result.finish_after, least - 1, len(calls) + extra - 1)
 
     def _no_finish(self, *, again: bool = False) -> None:
         """The no-finish verdict: the first probe state, breadth-first, shown unable to
@@ -746,8 +763,19 @@ class _Decider:
                 if k >= UNROLL_STEPS:
                     return
                 k = min(max(2 * k, 1), UNROLL_STEPS)
+        tried = False
         while len(best) > max(least, result.finish_after + 1):
-            shorter = self._finish_within(target, len(best) - 1)
+            # Near the lower bound, a history as short as the bound first: one question
+            # (finding one is quicker than showing there is none) that may end the search;
+            # without one, a step shorter each time.
+            bound = max(least, result.finish_after + 1)
+            steps = len(best) - 1
+            if not tried and len(best) - bound <= SHORT_GAP:
+                steps, tried = bound, True
+            shorter = self._finish_within(target, steps)
+            if shorter is None and steps < len(best) - 1:
+                result.finish_after = max(result.finish_after, steps)
+                continue
             if shorter is None:
                 result.finish_after = max(result.finish_after, len(best) - 1)
                 break

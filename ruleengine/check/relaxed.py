@@ -111,39 +111,43 @@ class _Table:
         for mask, tables in self.moves:
             if any(after != view for table in tables for view, after in enumerate(table)):
                 self._relevant |= mask
-        self._stops_with: _Memo[int, bool] = _Memo()
+        self._stops_with: _Memo[tuple[int, int], bool] = _Memo()
 
-    def may_stop(self, callable_tools: int) -> bool:
-        """Whether calls of ``callable_tools`` only (open where called, any status) reach
-        a view where this component lets the run stop (memoised)."""
-        key = callable_tools & self._relevant
+    def may_stop(self, callable_tools: int, failing_only: int = 0) -> bool:
+        """Whether calls of ``callable_tools`` only (open where called, any status; those
+        of ``failing_only`` with status ``error`` or ``denied`` only) reach a view where
+        this component lets the run stop (memoised)."""
+        key = (callable_tools & self._relevant, failing_only & self._relevant)
         found = self._stops_with.get(key)
         if found is None:
-            found = self._stops_with.keep(key, self._may_stop(key))
+            found = self._stops_with.keep(key, self._may_stop(*key))
         return found
 
-    def _may_stop(self, callable_tools: int) -> bool:
+    def _may_stop(self, callable_tools: int, failing_only: int) -> bool:
         seen = {0}
         stack = [0]
         while stack:
             view = stack.pop()
             if self.stops[view]:
                 return True
-            for after in self._after(view, callable_tools):
+            for after in self._after(view, callable_tools, failing_only):
                 if after not in seen:
                     seen.add(after)
                     stack.append(after)
         return False
 
-    def _after(self, view: int, callable_tools: int) -> Iterator[int]:
+    def _after(self, view: int, callable_tools: int, failing_only: int = 0) -> Iterator[int]:
         """The views one call of one of ``callable_tools`` open at ``view`` leads to (each
-        status; repeats possible)."""
+        status, but not ``ok`` for a class of ``failing_only`` tools only; repeats
+        possible)."""
         steps = self.open_at[view] & callable_tools
         if steps:
             for mask, tables in self.moves:
                 if mask & steps:
-                    for table in tables:
-                        yield table[view]
+                    succeeding = bool(mask & steps & ~failing_only)
+                    for status, table in enumerate(tables):
+                        if status != _OK or succeeding:
+                            yield table[view]
 
     def open_in(self, views: frozenset[int]) -> int:
         """The tools open at some of ``views`` (memoised, as ``step``)."""
@@ -352,6 +356,20 @@ class Relaxed:
         for tool, bit in self._bit.items():
             without = self._unlayered(tables, everything & ~bit)
             if not all(table.may_stop(without) for table in tables):
+                out.append(tool)
+        return frozenset(out)
+
+    def needed_ok(self) -> frozenset[str]:
+        """The tools every history that ends where the run may stop calls successfully at
+        least once: as ``needed``, with the tool's calls kept but only those that fail or
+        are denied (a subset of ``needed``: a history without the tool has none that
+        succeed). Same cost as ``needed``."""
+        tables = [self._tables[i] for i in self._kept]
+        everything = sum(self._bit.values())
+        out = []
+        for tool, bit in self._bit.items():
+            reached = self._unlayered(tables, everything, bit)
+            if not all(table.may_stop(reached, bit) for table in tables):
                 out.append(tool)
         return frozenset(out)
 

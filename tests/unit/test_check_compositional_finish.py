@@ -115,10 +115,12 @@ def test_a_budget_cut_short_says_how_short_a_history_it_found(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # `b` needs `a` first, and `x` is forced after `a`: the least finish is `a, x, b`, while
-    # the tools every finish calls (`a`, `b`) bound it only from 2. The search finds the
-    # 3 steps; cut short before showing that 2 do not do (the deadline, in the "within"
-    # question), the budget stays undecided, and its message gives both ends.
-    from ruleengine import ConditionalRequirement, Policy
+    # the tools every finish calls (`a`, `b`) bound it only from 2 (a cycle guard, which
+    # gives way when it clashes, may deny `x`: the bound cannot count on the force). The
+    # search finds the 3 steps; cut short before showing that 2 do not do (the deadline,
+    # in the "within" question), the budget stays undecided, and its message gives both
+    # ends.
+    from ruleengine import ConditionalRequirement, CycleGuard, Policy
     from ruleengine.check.compositional import analyse_compositional
     from ruleengine.check.explicit import analyse
     from ruleengine.check.properties import findings
@@ -129,6 +131,7 @@ def test_a_budget_cut_short_says_how_short_a_history_it_found(
             ConditionalRequirement("b", min_invocations=1, name="needs-b"),
             ConditionalRequirement("b", only_after=["a"], name="b-after-a"),
             ConditionalRequirement("x", force_after=["a"], name="x-after-a"),
+            CycleGuard(max_strike_length=3, max_total_occurrences=5, name="guard"),
         ],
         max_iterations=2,
     )
@@ -150,3 +153,40 @@ def test_a_budget_cut_short_says_how_short_a_history_it_found(
     assert budget.message.startswith(
         "`final_answer` needs more than 1 step first, and a history of 3 steps lets the run stop"
     )
+
+
+def test_the_calls_a_force_costs_decide_the_budget_without_a_question(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The same without the guard: nothing can drop the force on `x` after `a`, so every
+    # finish costs 3 steps by the bound alone, and the history found decides the budget
+    # though every "within" question is cut short.
+    from ruleengine import ConditionalRequirement, Policy
+    from ruleengine.check.compositional import analyse_compositional
+    from ruleengine.check.explicit import analyse
+    from ruleengine.check.properties import findings
+
+    policy = Policy(
+        ["a", "b", "x"],
+        [
+            ConditionalRequirement("b", min_invocations=1, name="needs-b"),
+            ConditionalRequirement("b", only_after=["a"], name="b-after-a"),
+            ConditionalRequirement("x", force_after=["a"], name="x-after-a"),
+        ],
+        max_iterations=2,
+    )
+    system = System(policy.tools, policy.requirements, mode=policy.mode)
+
+    def cut(self: _Decider, target: object, steps: int) -> None:
+        raise Late
+
+    monkeypatch.setattr(_Decider, "_finish_within", cut)
+    result = analyse_compositional(system, Encoding(system), budget=1, probe_states=1)
+    assert "budget" not in result.undecided
+    assert (result.finish_after, result.finish_depth) == (2, 3)
+    (budget,) = [
+        f
+        for f in findings(system, result, max_iterations=2, engine=lambda sub, _: analyse(sub))
+        if f.id == "budget"
+    ]
+    assert budget.min_steps == 3

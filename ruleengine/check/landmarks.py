@@ -1,0 +1,716 @@
+"""Calls a finishing history makes beyond one per needed tool, where soft forces cost them.
+
+``Relaxed.needed`` gives the tools every history that lets the run stop calls, one step
+each; the relaxed product cannot see what a soft force costs (there it may always be
+dropped). Here a few components at a time are followed exactly, the rest of the system
+over-approximated, and the calls of some tools beyond the needed ones are counted.
+
+* A *group* is a plain forcing component (plain: strict mode, rules that are conjunctions
+  of literals or hard forces, tabulated view by view, not yielding), the plain components
+  that may deny a tool it forces, the small ones that may keep the run from stopping and
+  watch a needed trigger of it (they say which calls of it must count), and, room
+  permitting, the plain components that force its triggers (with their deniers).
+* Its search starts at the system's start. A step calls any tool the group does not deny
+  (whatever its opaque checks say) and that is not known to be not allowed, with any
+  status; the run may stop where the group leaves ``final_answer`` undenied and every
+  needed tool the group tells apart has been called (a tool of ``needed_ok`` by a success).
+* Of the rest it keeps what holds whatever the rest does: the components outside that
+  *may* be at a view where they force (set off by the step, or kept there by it if they may
+  have been there), those that *surely* are at a view where they surely force one tool,
+  and tools that are *surely not allowed*: a step whose tool no force could have asked for
+  shows that no surely forced tool was allowed, and one whose tool was forced, that the
+  surely forced tools that would have beaten it (by priority, then declared order) were
+  not; they stay so until a step may lift a denial of theirs (``_unlocks``).
+* A soft force narrows the step only when some tool surely forced (by the group or
+  outside) is surely allowed: no component of the group may deny it there, none outside
+  may deny it at all, and it is not known to be not allowed. Then the pass forces one of
+  the tools anything may force now, so the next step calls one of those that is not denied,
+  or the run stops. A hard force leaves only its tool, or clashes. No hard force outside
+  can be at play when a step is taken as evidence.
+
+So every history of the system that lets the run stop projects onto a path of the group
+with as many calls of each tool. The fewest calls of the group's *costly* tools (those it
+tells apart; of a needed one, every call but the one counted with the needed tools) on
+such a path bounds those calls in every finishing history from below, and groups whose
+costly tools are disjoint add up: the least number of steps before ``final_answer`` is at
+least the needed tools plus the sum (``extra_calls``).
+
+A group's search is a 0-1 breadth-first search over those states, at most
+``GROUP_STATES`` of them. The tools a group does not tell apart are pooled: by class alone
+in a first pass (fast), then also by what they set off outside (tighter); each pass is a
+bound, and the larger one is kept. Deterministic: groups in component order, each keeping
+(QuickXplain) only the costly tools its bound needs of those a later group may count.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+from ruleengine._search import quickxplain
+from ruleengine.check.system import Component, System
+from ruleengine.conditions.admission import ArgCheck
+from ruleengine.ir import FINAL_ANSWER
+from ruleengine.rules import Lowered, literals_of, lower
+from ruleengine.state import STATUSES
+
+__all__ = ["GROUP_STATES", "extra_calls"]
+
+GROUP_STATES = 20_000
+"""States one group's search may visit before it gives up (and bounds nothing)."""
+
+GROUP_MEMBERS = 6
+"""Components in a group at most: a forcing one and those that may deny what it forces or
+keep the run from stopping; those that force its triggers join when there is room."""
+
+WATCHING = 3
+"""A component that may keep the run from stopping joins the group of a forcing component
+whose needed trigger it watches when it watches at most this many tools (a minimum of calls
+of the trigger, say), so the group sees which calls the run must make."""
+
+NEEDED_BITS = 8
+"""Needed tools a group's search tracks at most; the others are left out of its goal,
+which only lowers its bound."""
+
+_OK = STATUSES.index("ok")
+
+DEADLINE_EVERY = 512
+"""States a group's search visits between two looks at the clock."""
+
+_lowered = lru_cache(maxsize=4096)(lower)
+
+
+def _late(deadline: float | None) -> bool:
+    return deadline is not None and time.monotonic() > deadline
+
+
+@dataclass(frozen=True, slots=True)
+class _Facts:
+    """What one component may do, over all its views and opaque-check values."""
+
+    plain: bool
+    """Literal rules and hard forces only, tabulated view by view, not yielding."""
+    may_deny: frozenset[str]
+    """Tools it may deny or hide somewhere (every tool a non-literal rule mentions)."""
+    may_force: tuple[frozenset[str], ...]
+    """Per view, the tools it may force (soft or hard)."""
+    sure_soft: tuple[frozenset[str], ...]
+    """Per view, the tools it soft-forces whatever its checks say."""
+    maybe_denied: tuple[frozenset[str], ...]
+    """Per view, the tools some check values deny or hide (``final_answer``: no stop)."""
+    entering: dict[tuple[str, str], frozenset[str]]
+    """Per event, the tools it may force in a view that event leads to from a view where
+    it may force nothing (only events that lead to a forcing view)."""
+    staying: dict[tuple[str, str], frozenset[str]]
+    """The same from a view where it may force something."""
+    forces_surely: frozenset[str]
+    """The tools it soft-forces, whatever its checks, at every view where it surely forces
+    something (empty: it is never followed as sure)."""
+    sure_enter: frozenset[tuple[str, str]]
+    """The events after which it is at such a view whatever its view before (its force
+    set off by the last tool, say)."""
+    sure_keep: frozenset[tuple[str, str]]
+    """The events that keep it at such views (a failed call a force counting successes
+    does not see, say)."""
+    ranks: dict[str, tuple[int, int]]
+    """Per tool it may soft-force, the least and the greatest priority of its forcing
+    rules."""
+    hard: frozenset[str]
+    """The tools it may hard-force somewhere."""
+
+
+def _facts(comp: Component, tools: Sequence[str]) -> _Facts:
+    plain = not comp.requirement.yielding and comp.spans is None
+    may_deny: set[str] = set()
+    may_force: list[frozenset[str]] = []
+    sure_soft: list[frozenset[str]] = []
+    maybe_denied: list[frozenset[str]] = []
+    ranks: dict[str, tuple[int, int]] = {}
+    hard: set[str] = set()
+    for variants in comp.variants:
+        forcing: set[str] = set()
+        denying: set[str] = set()
+        sure: frozenset[str] | None = None
+        for variant in variants:
+            soft: set[str] = set()
+            for e in variant.records:
+                low: Lowered = _lowered(e.item)
+                if type(e.item) is ArgCheck:
+                    plain = False
+                    may_deny |= low.mentions
+                if low.soft_force is not None:
+                    soft.add(low.soft_force)
+                    least, most = ranks.get(low.soft_force, (e.priority, e.priority))
+                    ranks[low.soft_force] = (min(least, e.priority), max(most, e.priority))
+                if low.hard_force is not None:
+                    forcing.add(low.hard_force)
+                    hard.add(low.hard_force)
+                    continue
+                literals = literals_of(low.restrict)
+                if literals is None:
+                    plain = False
+                    may_deny |= low.mentions
+                    continue
+                for kind, tool, value in literals:
+                    if (kind == "allowed") != value:
+                        denying.add(tool)
+            forcing |= soft
+            sure = frozenset(soft) if sure is None else sure & soft
+        may_deny |= denying
+        may_force.append(frozenset(forcing))
+        sure_soft.append(sure or frozenset())
+        maybe_denied.append(frozenset(denying))
+    entering: dict[tuple[str, str], frozenset[str]] = {}
+    staying: dict[tuple[str, str], frozenset[str]] = {}
+    sure_views = [v for v, tools_there in enumerate(sure_soft) if tools_there]
+    surely = frozenset.intersection(*(sure_soft[v] for v in sure_views)) if sure_views else None
+    sure_enter: set[tuple[str, str]] = set()
+    sure_keep: set[tuple[str, str]] = set()
+    if any(may_force):
+        for tool in tools:
+            if tool == FINAL_ANSWER:
+                continue
+            klass = comp.classes[tool]
+            for s, status in enumerate(STATUSES):
+                table = comp.moves[klass * 3 + s]
+                enters: set[str] = set()
+                stays: set[str] = set()
+                for before, after in enumerate(table):
+                    (stays if may_force[before] else enters).update(may_force[after])
+                if enters:
+                    entering[(tool, status)] = frozenset(enters)
+                if stays:
+                    staying[(tool, status)] = frozenset(stays)
+                if surely:
+                    if all(sure_soft[after] for after in table):
+                        sure_enter.add((tool, status))
+                    if all(sure_soft[table[v]] for v in sure_views):
+                        sure_keep.add((tool, status))
+    return _Facts(
+        plain,
+        frozenset(may_deny),
+        tuple(may_force),
+        tuple(sure_soft),
+        tuple(maybe_denied),
+        entering,
+        staying,
+        surely or frozenset(),
+        frozenset(sure_enter),
+        frozenset(sure_keep),
+        ranks,
+        frozenset(hard),
+    )
+
+
+def extra_calls(
+    system: System,
+    needed: frozenset[str],
+    needed_ok: frozenset[str] = frozenset(),
+    deadline: float | None = None,
+) -> int:
+    """Calls every history that lets the run stop makes besides one call of each tool in
+    ``needed`` (tools every such history calls, ``Relaxed.needed``), as the module's
+    docstring bounds them: 0 where it shows nothing, in priority mode, or with counters
+    tabulated band by band. ``len(needed) + extra_calls(...)`` is a lower bound on the
+    steps before ``final_answer``. Stops early (with what it has) at ``deadline``."""
+    if system.mode != "strict" or system.skips:
+        return 0
+    facts = [_facts(c, system.tools) for c in system.components]
+    deniers: dict[str, list[int]] = {}
+    for i, f in enumerate(facts):
+        if f.plain:  # the others stay outside: what they may deny is never sure
+            for tool in f.may_deny:
+                deniers.setdefault(tool, []).append(i)
+    forcers: dict[str, list[int]] = {}
+    for i, f in enumerate(facts):
+        if f.plain:
+            for tool in f.ranks:
+                forcers.setdefault(tool, []).append(i)
+    watched = [frozenset(c.watched) for c in system.components]
+    stoppers = [
+        j
+        for j, f in enumerate(facts)
+        if f.plain and FINAL_ANSWER in f.may_deny and len(watched[j]) <= WATCHING
+    ]
+    unlocks = _unlocks(system.components, facts, system.tools)
+    groups: list[tuple[int, ...]] = []
+    for i, f in enumerate(facts):
+        if not f.plain or not any(f.sure_soft):
+            continue
+        forced = frozenset().union(*f.may_force)
+        members = {i} | {j for t in forced for j in deniers.get(t, ())}
+        # And what makes its triggers needed: a needed trigger may be called only with a
+        # status that sets nothing off, unless the group sees the call that must count.
+        triggers = _apart(system.components[i])
+        for t in triggers & needed:
+            members.update(j for j in stoppers if t in watched[j])
+        if len(members) > GROUP_MEMBERS:
+            continue
+        # And, room permitting, what forces its triggers (with what may deny those): a
+        # chain of forces costs a call at each link.
+        more = set(members)
+        for t in sorted(triggers - forced):
+            for j in forcers.get(t, ()):
+                more.add(j)
+                more.update(k for u in facts[j].ranks for k in deniers.get(u, ()))
+        if len(more) <= GROUP_MEMBERS:
+            members = more
+        group = tuple(sorted(members))
+        if group not in groups:
+            groups.append(group)
+    apart = [_told_apart([system.components[j] for j in g], [facts[j] for j in g]) for g in groups]
+    later: list[frozenset[str]] = [frozenset()] * len(groups)
+    for k in range(len(groups) - 2, -1, -1):
+        later[k] = later[k + 1] | apart[k + 1]
+    totals = []
+    for fine in (False, True):  # each pass a bound of its own: the larger one holds
+        used: set[str] = set()
+        total = 0
+        for k, group in enumerate(groups):
+            if _late(deadline):
+                break
+            search = _Group(system, facts, group, needed, needed_ok, unlocks, fine, deadline)
+            costly = set(search.apart - used)
+            best = search.least(frozenset(costly))
+            if not best:
+                continue
+            costly = _shrunk(search, costly, later[k], best)
+            total += best
+            used.update(costly)
+        totals.append(total)
+    return max(totals)
+
+
+def _unlocks(
+    comps: Sequence[Component], facts: Sequence[_Facts], tools: Sequence[str]
+) -> dict[str, frozenset[tuple[str, str]] | None]:
+    """Per tool some component may deny, the events after which it may no longer be: a
+    literal denial's component at a view that denies it surely no more (None: any event,
+    for a tool a formula or an unplain component may deny)."""
+    out: dict[str, set[tuple[str, str]] | None] = {}
+    callable_tools = [t for t in tools if t != FINAL_ANSWER]
+    for comp, f in zip(comps, facts, strict=True):
+        if not f.plain:
+            for tool in f.may_deny:
+                out[tool] = None
+            continue
+        members: dict[int, list[str]] = {}
+        for t in callable_tools:
+            members.setdefault(comp.classes[t], []).append(t)
+        for view, maybe in enumerate(f.maybe_denied):
+            for tool in maybe:
+                if tool in out and out[tool] is None:
+                    continue
+                events = out.setdefault(tool, set())
+                assert events is not None
+                for klass, of_class in members.items():
+                    for s, status in enumerate(STATUSES):
+                        if tool not in comp.denied(comp.moves[klass * 3 + s][view]):
+                            events.update((t, status) for t in of_class)
+    return {t: None if e is None else frozenset(e) for t, e in out.items()}
+
+
+def _shrunk(search: _Group, costly: set[str], later: frozenset[str], best: int) -> set[str]:
+    """The tools of ``costly`` that ``search``'s bound ``best`` needs, of those a later group
+    may count (``later``): a minimal set of them that keeps it (QuickXplain: the bound only
+    grows with the tools counted), with all the others."""
+    shared = sorted(costly & later)
+    if not shared:
+        return costly
+    fixed = frozenset(costly - later)
+    bit = {t: 1 << n for n, t in enumerate(shared)}
+
+    def below(mask: int) -> bool:
+        return search.least(fixed | {t for t in shared if mask & bit[t]}) < best
+
+    return set(fixed) | set(quickxplain(shared, bit, below))
+
+
+def _told_apart(comps: Sequence[Component], facts: Sequence[_Facts]) -> frozenset[str]:
+    """The tools some of ``comps`` tells apart from most, or may deny or force."""
+    mentioned: set[str] = set()
+    for f in facts:
+        for part in (*f.may_force, *f.maybe_denied):
+            mentioned |= part
+    mentioned.discard(FINAL_ANSWER)
+    return frozenset(mentioned).union(*map(_apart, comps))
+
+
+def _apart(comp: Component) -> frozenset[str]:
+    """The tools ``comp`` tells apart from most: outside the class that holds more tools
+    than any other (every tool, when no class does)."""
+    counts: dict[int, int] = {}
+    for tool, klass in comp.classes.items():
+        if tool != FINAL_ANSWER:
+            counts[klass] = counts.get(klass, 0) + 1
+    ranked = sorted(counts.values(), reverse=True)
+    most = ranked[0] if ranked and (len(ranked) == 1 or ranked[0] > ranked[1]) else None
+    return frozenset(
+        t
+        for t, k in comp.classes.items()
+        if t != FINAL_ANSWER and (most is None or counts[k] != most)
+    )
+
+
+_Node = tuple[tuple[int, ...], int, frozenset[int], frozenset[int], frozenset[str]]
+"""A group's search state: its views, the tracked needed tools called (bits), the
+components outside it that may be at a view where they force, those that surely are at a
+view where they surely force (``_Facts.forces_surely``), and tools surely not allowed."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Step:
+    """A step of a group's search: a tool told apart, or one for a pool of others."""
+
+    tool: str
+    apart: bool
+    bit: int
+    """Its needed bit (0: not tracked)."""
+    ok_only: bool
+    """Whether only a successful call sets the bit (the tool is in ``needed_ok``)."""
+    entering: tuple[frozenset[int], ...]
+    """Per status, the components outside it leads from a view that forces nothing to one
+    that may force."""
+    staying: tuple[frozenset[int], ...]
+    """Per status, the components outside it may keep at a view that may force."""
+    sure_enter: tuple[frozenset[int], ...]
+    """Per status, the plain components outside it leads to a view where they surely force,
+    from any view."""
+    sure_keep: tuple[frozenset[int], ...]
+    """Per status, the plain components outside it keeps at such views."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Here:
+    """What a group says at its views, whatever its checks say unless told otherwise."""
+
+    denied: frozenset[str]
+    hard: frozenset[str]
+    maybe: frozenset[str]
+    """What some check values deny."""
+    may_force: frozenset[str]
+    sure: dict[str, int]
+    """The tools it surely soft-forces, each with a least priority of its forcing rule."""
+
+
+class _Group:
+    """One group's product, its rest over-approximated (see the module's docstring)."""
+
+    def __init__(
+        self,
+        system: System,
+        facts: Sequence[_Facts],
+        members: tuple[int, ...],
+        needed: frozenset[str],
+        needed_ok: frozenset[str],
+        unlocks: dict[str, frozenset[tuple[str, str]] | None],
+        fine: bool = True,
+        deadline: float | None = None,
+    ) -> None:
+        self.deadline = deadline
+        self.unlocks = unlocks
+        self.comps = [system.components[j] for j in members]
+        self.facts = [facts[j] for j in members]
+        self.start_views = tuple(system.initial[j] for j in members)
+        inside = set(members)
+        outside = [j for j in range(len(facts)) if j not in inside]
+        self.outside_deny = frozenset().union(*(facts[j].may_deny for j in outside))
+        self.start_pending = frozenset(j for j in outside if facts[j].may_force[system.initial[j]])
+        self.start_sure = frozenset(
+            j
+            for j in outside
+            if facts[j].plain and facts[j].forces_surely and facts[j].sure_soft[system.initial[j]]
+        )
+        self.forces = {j: frozenset().union(*facts[j].may_force) for j in outside}
+        """Per component outside, every tool it may force somewhere."""
+        self.forces_surely = {j: facts[j].forces_surely for j in outside}
+        self.ranks = {j: facts[j].ranks for j in outside}
+        self.top: dict[str, int] = {}
+        """Per tool, the greatest priority of a rule that may soft-force it."""
+        for f in facts:
+            for t, (_, most) in f.ranks.items():
+                self.top[t] = max(self.top.get(t, most), most)
+        self.hard = frozenset().union(*(f.hard for f in facts))
+        """Every tool some component may hard-force."""
+        self.order = {t: i for i, t in enumerate(system.tools)}
+        self._losses: dict[object, frozenset[str]] = {}
+        self._nexts: dict[object, tuple[frozenset[int], frozenset[int], frozenset[str]]] = {}
+        self._here: dict[tuple[int, ...], _Here] = {}
+        self._moves: dict[tuple[tuple[int, ...], int], tuple[tuple[int, ...], ...]] = {}
+        callable_tools = [t for t in system.tools if t != FINAL_ANSWER]
+        joint = {t: tuple(c.classes[t] for c in self.comps) for t in callable_tools}
+        self.apart = _told_apart(self.comps, self.facts)
+        """The tools some member tells apart from most, or whose calls it may deny or force."""
+        forcing = [j for j in outside if self.forces[j]]
+
+        def sets(t: str) -> tuple[tuple[frozenset[int], ...], ...]:
+            return (
+                tuple(
+                    frozenset(j for j in forcing if (t, status) in facts[j].entering)
+                    for status in STATUSES
+                ),
+                tuple(
+                    frozenset(j for j in forcing if (t, status) in facts[j].staying)
+                    for status in STATUSES
+                ),
+            )
+
+        followed = [j for j in forcing if facts[j].plain and facts[j].forces_surely]
+
+        def sure(t: str) -> tuple[tuple[frozenset[int], ...], ...]:
+            return (
+                tuple(
+                    frozenset(j for j in followed if (t, status) in facts[j].sure_enter)
+                    for status in STATUSES
+                ),
+                tuple(
+                    frozenset(j for j in followed if (t, status) in facts[j].sure_keep)
+                    for status in STATUSES
+                ),
+            )
+
+        # Steps: one per tool told apart; the others pooled by class and by what they may
+        # set off outside (a pooled needed tool moves nothing apart: it is not tracked).
+        pools: dict[object, list[str]] = {}
+        outside_sets = {t: (sets(t), sure(t)) for t in callable_tools}
+        for t in callable_tools:
+            key = (joint[t], outside_sets[t]) if fine else joint[t]
+            pools.setdefault(t if t in self.apart else key, []).append(t)
+        bits: dict[str, int] = {}
+        for t in sorted(self.apart & needed):
+            if len(bits) < NEEDED_BITS:
+                bits[t] = 1 << len(bits)
+        self.full = sum(bits.values())
+        self.steps: list[_Step] = []
+        self.of_tool: dict[str, int] = {}
+        """Per tool, the index of its step (its own, or its pool's)."""
+        self.pools: dict[str, list[str]] = {}
+        """Per step's tool, the tools it stands for."""
+        for pool in pools.values():
+            rep = pool[0]
+            self.pools[rep] = pool
+            for t in pool:
+                self.of_tool[t] = len(self.steps)
+            # A pool stands for a call of any of its tools: what any sets off outside,
+            # what all surely do.
+            parts = [outside_sets[t] for t in pool]
+            entering, staying = (
+                tuple(frozenset().union(*(p[0][w][n] for p in parts)) for n in range(3))
+                for w in (0, 1)
+            )
+            sure_enter, sure_keep = (
+                tuple(frozenset.intersection(*(p[1][w][n] for p in parts)) for n in range(3))
+                for w in (0, 1)
+            )
+            self.steps.append(
+                _Step(
+                    rep,
+                    rep in self.apart,
+                    bits.get(rep, 0),
+                    rep in needed_ok,
+                    entering,
+                    staying,
+                    sure_enter,
+                    sure_keep,
+                )
+            )
+
+        self.every_step = list(range(len(self.steps)))
+        self.hard_pool = [any(t in self.hard for t in self.pools[st.tool]) for st in self.steps]
+        """Per step, whether some tool of its pool may be hard-forced (it shows nothing)."""
+        self.unlocked: list[list[frozenset[str]]] = []
+        """Per step and status, the tools a denial of which a call of its pool may lift."""
+        for st in self.steps:
+            self.unlocked.append(
+                [
+                    frozenset(
+                        t
+                        for t, events in unlocks.items()
+                        if events is None or any((u, status) in events for u in self.pools[st.tool])
+                    )
+                    for status in STATUSES
+                ]
+            )
+
+    def least(self, costly: frozenset[str]) -> int:
+        """The fewest calls of ``costly`` tools (a needed one's calls after its first) on a
+        path of the group to a state where the run may stop with every tracked needed tool
+        called; 0 where there is none within ``GROUP_STATES`` states (no bound)."""
+        start: _Node = (self.start_views, 0, self.start_pending, self.start_sure, frozenset())
+        dist = {start: 0}
+        queue: deque[_Node] = deque([start])
+        done: set[_Node] = set()
+        while queue:
+            node = queue.popleft()
+            if node in done:
+                continue
+            done.add(node)
+            if len(done) > GROUP_STATES:
+                return 0
+            if len(done) % DEADLINE_EVERY == 0 and _late(self.deadline):
+                return 0
+            d = dist[node]
+            views, called, pending, sure_out, blocked = node
+            here = self._at(views)
+            if FINAL_ANSWER not in here.denied and called == self.full:
+                return d
+            candidates, surely_forced = self._forces(here, pending, sure_out)
+            choices = self._choices(here, candidates, surely_forced, here.denied | blocked)
+            if choices is None:
+                continue  # a clash: no pass, no step
+            sure_key = frozenset(surely_forced.items()) if surely_forced else frozenset()
+            for k in choices:
+                step = self.steps[k]
+                costs = step.apart and step.tool in costly
+                # A step shows which surely forced tools were not allowed (``_lost``); they
+                # stay so until a step may lift a denial of theirs (``_next``).
+                lost = blocked
+                if sure_key and not self.hard_pool[k]:
+                    lost = blocked | self._lost(k, candidates, sure_key)
+                for s, moved in enumerate(self._moved(views, k)):
+                    sets_bit = s == _OK or not step.ok_only
+                    # The call of a needed tool counted with the needed ones is free: its
+                    # first, or its first success where it is needed so.
+                    cost = int(costs and not (step.bit and sets_bit and not called & step.bit))
+                    nd = d + cost
+                    after, surely, held = self._next(k, s, pending, sure_out, lost)
+                    nxt = (moved, called | step.bit if sets_bit else called, after, surely, held)
+                    if nd < dist.get(nxt, nd + 1):
+                        dist[nxt] = nd
+                        if cost:
+                            queue.append(nxt)
+                        else:
+                            queue.appendleft(nxt)
+        return 0
+
+    def _forces(
+        self, here: _Here, pending: frozenset[int], sure_out: frozenset[int]
+    ) -> tuple[frozenset[str], dict[str, int]]:
+        """The tools anything may force at this state, and those some component surely
+        forces, each with a least priority of its forcing rule (the pass forces one of the
+        first whenever one of the second is allowed)."""
+        if not pending and not sure_out:
+            return here.may_force, here.sure
+        may = set(here.may_force)
+        for j in pending | sure_out:
+            may |= self.forces[j]
+        sure = dict(here.sure)
+        for j in sure_out:
+            for t in self.forces_surely[j]:
+                least = self.ranks[j][t][0]
+                sure[t] = max(sure.get(t, least), least)
+        return frozenset(may), sure
+
+    def _lost(
+        self, k: int, candidates: frozenset[str], sure: frozenset[tuple[str, int]]
+    ) -> frozenset[str]:
+        """The tools surely forced (with a least priority of their forcing rules, ``sure``)
+        that a call of step ``k`` shows were not allowed: that call was the forced tool,
+        which they would have beaten, or there was none (no hard force can be at play)."""
+        key = (k, candidates, sure)
+        found = self._losses.get(key)
+        if found is None:
+            pool = self.pools[self.steps[k].tool]
+            asked = [u for u in pool if u in candidates]
+            found = frozenset(
+                t
+                for t, rank in sure
+                if all(
+                    rank > self.top[u] or (rank == self.top[u] and self.order[t] < self.order[u])
+                    for u in asked
+                )
+            )
+            self._losses[key] = found
+        return found
+
+    def _next(
+        self,
+        k: int,
+        s: int,
+        pending: frozenset[int],
+        sure_out: frozenset[int],
+        lost: frozenset[str],
+    ) -> tuple[frozenset[int], frozenset[int], frozenset[str]]:
+        """After step ``k`` with status ``s``: the components outside that may force (those
+        it sets off, and those it keeps at a forcing view if they may have been there), those
+        that surely do, and the tools of ``lost`` surely still not allowed (those a force
+        outside may ask for: the group's own denials are in its views)."""
+        key = (k, s, pending, sure_out, lost)
+        found = self._nexts.get(key)
+        if found is None:
+            step = self.steps[k]
+            after = step.entering[s] | (pending & step.staying[s])
+            surely = step.sure_enter[s] | (sure_out & step.sure_keep[s])
+            held = lost
+            if held:
+                asking = frozenset().union(*(self.forces[j] for j in after))
+                unlocked = self.unlocked[k][s]
+                held = frozenset(t for t in held & asking if t not in unlocked)
+            found = (after, surely, held)
+            self._nexts[key] = found
+        return found
+
+    def _at(self, views: tuple[int, ...]) -> _Here:
+        """What the group says at ``views`` (remembered)."""
+        found = self._here.get(views)
+        if found is None:
+            denied: set[str] = set()
+            hard: set[str] = set()
+            maybe: set[str] = set()
+            may: set[str] = set()
+            sure: dict[str, int] = {}
+            for c, f, v in zip(self.comps, self.facts, views, strict=True):
+                denied |= c.denied(v)
+                hard |= c.hard_forced(v)
+                maybe |= f.maybe_denied[v]
+                may |= f.may_force[v]
+                for t in f.sure_soft[v]:
+                    sure[t] = max(sure.get(t, f.ranks[t][0]), f.ranks[t][0])
+            found = _Here(
+                frozenset(denied), frozenset(hard), frozenset(maybe), frozenset(may), sure
+            )
+            self._here[views] = found
+        return found
+
+    def _moved(self, views: tuple[int, ...], k: int) -> tuple[tuple[int, ...], ...]:
+        """The group's views after step ``k`` from ``views``, per status."""
+        key = (views, k)
+        found = self._moves.get(key)
+        if found is None:
+            tool = self.steps[k].tool
+            found = tuple(
+                tuple(c.move(v, tool, status) for c, v in zip(self.comps, views, strict=True))
+                for status in STATUSES
+            )
+            self._moves[key] = found
+        return found
+
+    def _choices(
+        self,
+        here: _Here,
+        may: frozenset[str],
+        sure: dict[str, int],
+        denied: frozenset[str],
+    ) -> list[int] | None:
+        """The steps the group leaves at a state (indices into ``steps``), None on a clash;
+        ``may`` and ``sure`` as ``_forces`` gives them; ``denied``: the tools the group
+        denies there, and those surely not allowed."""
+        hard = here.hard
+        if hard:
+            if len(hard) > 1 or hard & denied:
+                return None
+            return [self.of_tool[t] for t in hard if t in self.of_tool]
+        if sure.keys() - here.maybe - self.outside_deny - denied:
+            # One of the tools some component is sure to force is allowed: the pass forces
+            # one of the allowed tools that anything may force now.
+            return sorted({self.of_tool[t] for t in may - denied if t in self.of_tool})
+        if not denied:
+            return self.every_step
+        return [
+            k
+            for k, step in enumerate(self.steps)
+            if any(t not in denied for t in self.pools[step.tool])
+        ]

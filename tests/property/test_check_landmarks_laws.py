@@ -1,0 +1,143 @@
+"""Laws of the bounds the soft forces give (``landmarks.extra_calls``) and of the tools every
+finishing history calls successfully (``Relaxed.needed_ok``), against the explicit engine:
+the needed tools and the extra calls never add up to more steps than the shortest history
+to a state where the run may stop takes.
+
+Besides the shared random policies, a generator of its own: random conditionals over a few
+tools, most of them soft forces after random triggers (with random priorities, counting
+modes and consecutive calls), the rest orders and counts on random targets, so that forces
+set off and drop one another, as on the benchmark's wide policies."""
+
+from __future__ import annotations
+
+from hypothesis import assume, given, note, settings
+from hypothesis import strategies as st
+from policy_strategies import PolicyCase, UserParams, policies
+
+from ruleengine import FINAL_ANSWER
+from ruleengine.check.explicit import allows, analyse, callable_at, decide
+from ruleengine.check.landmarks import extra_calls
+from ruleengine.check.relaxed import Relaxed
+from ruleengine.check.system import System
+from ruleengine.requirements import ConditionalRequirement, Requirement
+from ruleengine.state import STATUSES
+
+MAX_STATES = 3000
+"""States of the explicit search; a case it does not finish is skipped."""
+
+TOOLS = ("a", "b", "c", "d", "e")
+
+FORCING_EXAMPLES = 500
+"""Examples of the forcing generator (small policies, milliseconds each): its shapes are
+where a bound that forgot a way to drop a force would show."""
+
+
+@st.composite
+def forcing(draw: st.DrawFn) -> tuple[tuple[str, ...], list[Requirement]]:
+    """A few tools and random conditionals over them, most of them soft forces; sometimes
+    a user requirement that denies by a formula (a force it makes drop is not a literal
+    denial) or hard-forces."""
+    tools = TOOLS[: draw(st.integers(2, 5))]
+    out: list[Requirement] = []
+    if draw(st.integers(0, 2)) == 0:
+        tool, other = draw(st.permutations(tools))[:2]
+        kind = draw(st.sampled_from(["exclusive", "guard", "force", "deny"]))
+        limit = draw(st.integers(0, 2))
+        out.append(UserParams(tool, other, limit, kind).build("user"))
+    for i in range(draw(st.integers(1, 7))):
+        target = draw(st.sampled_from(tools))
+        others = [t for t in tools if t != target]
+        kind = draw(
+            st.sampled_from(
+                ["force_after"] * 3
+                + ["only_after", "only_before", "max_invocations"]
+                + ["min_invocations"] * 2
+            )
+        )
+        params: dict[str, object] = {}
+        if kind in ("force_after", "only_after", "only_before"):
+            params[kind] = draw(st.lists(st.sampled_from(others), min_size=1, max_size=2))
+        elif kind == "max_invocations":
+            params[kind] = draw(st.integers(0, 2))
+        else:
+            params[kind] = draw(st.integers(1, 2))
+        out.append(
+            ConditionalRequirement(
+                target,
+                name=f"r{i}",
+                priority=draw(st.sampled_from([1, 10, 10, 20])),
+                only_success_invocations=draw(st.booleans()),
+                consecutive_allowed=draw(st.booleans()),
+                **params,  # type: ignore[arg-type]
+            )
+        )
+    return tools, out
+
+
+def _system(case: PolicyCase) -> System:
+    note(case.source())
+    assume(case.mode == "strict")
+    return System(list(case.tools), case.requirements())
+
+
+def _fewest_steps(system: System) -> int:
+    """The exact fewest steps before ``final_answer`` is allowed (skips what it cannot tell)."""
+    analysis = analyse(system, max_states=MAX_STATES, live=False)
+    assume(analysis.complete and analysis.finish_depth is not None)
+    assert analysis.finish_depth is not None
+    return analysis.finish_depth
+
+
+def _bound(system: System) -> int:
+    relaxed = Relaxed(system.components, system.tools)
+    needed = relaxed.needed() - {FINAL_ANSWER}
+    return len(needed) + extra_calls(system, needed, relaxed.needed_ok())
+
+
+@given(policies(priority=False, max_requirements=6))
+def test_needed_tools_and_forced_calls_never_exceed_the_fewest_steps(case: PolicyCase) -> None:
+    system = _system(case)
+    assert _bound(system) <= _fewest_steps(system)
+
+
+@settings(max_examples=FORCING_EXAMPLES)
+@given(forcing())
+def test_the_bound_holds_where_soft_forces_set_off_and_drop_one_another(
+    drawn: tuple[tuple[str, ...], list[Requirement]],
+) -> None:
+    tools, requirements = drawn
+    note(repr(requirements))
+    system = System(list(tools), requirements)
+    assert _bound(system) <= _fewest_steps(system)
+
+
+@given(st.one_of(policies(priority=False, max_requirements=6), forcing()))
+def test_no_run_stops_without_a_successful_call_of_a_tool_needed_so(
+    drawn: PolicyCase | tuple[tuple[str, ...], list[Requirement]],
+) -> None:
+    # Explored with that tool's calls failing or denied only, no reachable state lets the
+    # run stop.
+    if isinstance(drawn, PolicyCase):
+        system = _system(drawn)
+    else:
+        note(repr(drawn[1]))
+        system = System(list(drawn[0]), drawn[1])
+    relaxed = Relaxed(system.components, system.tools)
+    needed_ok = relaxed.needed_ok()
+    assert needed_ok <= relaxed.needed()
+    for tool in sorted(needed_ok):
+        seen = {system.initial}
+        todo = [system.initial]
+        while todo:
+            state = todo.pop()
+            assume(len(seen) < MAX_STATES)
+            outcomes = [decide(system, records) for records, _ in system.variants(state)]
+            assert not any(allows(o, FINAL_ANSWER) for o in outcomes), tool
+            for other in sorted(callable_at(system, state)):
+                for status in STATUSES:
+                    if other == tool and status == "ok":
+                        continue
+                    after = system.successor(state, (other, status))
+                    if after not in seen:
+                        seen.add(after)
+                        todo.append(after)

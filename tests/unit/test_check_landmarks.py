@@ -1,0 +1,144 @@
+"""The calls soft forces cost beyond the needed tools (``landmarks.extra_calls``): what they
+add, and the ways a force may drop that the bound must not count on."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from typing import Any
+
+from ruleengine import FINAL_ANSWER, Monitor, RunState, allowed, at_most, requirement
+from ruleengine.check.explicit import analyse
+from ruleengine.check.landmarks import extra_calls
+from ruleengine.check.relaxed import Relaxed
+from ruleengine.check.system import System
+from ruleengine.requirements import ConditionalRequirement as C
+from ruleengine.requirements import Requirement
+
+
+class _CalledOnce(Monitor):
+    """Whether `a` was called: then at most one of `a` and `b` is allowed (a formula)."""
+
+    def initial(self) -> Hashable:
+        return False
+
+    def advance(self, view: Hashable, tool: str, status: str) -> Hashable:  # type: ignore[override]
+        return bool(view) or tool == "a"
+
+    def emit(self, view: Hashable, checks: tuple[bool, ...] = ()) -> Sequence[Any]:
+        return [at_most(1, allowed("a"), allowed("b"))] if view else []
+
+    def tools(self) -> frozenset[str]:
+        return frozenset({"a"})
+
+
+@requirement(name="one-of", monitor=_CalledOnce())
+def _one_of(state: RunState) -> list[object]:
+    if any(s.tool == "a" for s in state.steps):
+        return [at_most(1, allowed("a"), allowed("b"))]
+    return []
+
+
+def _always(state: RunState) -> bool:
+    return True
+
+
+def _bounds(tools: list[str], requirements: Sequence[Requirement]) -> tuple[int, int, int]:
+    """The needed tools, the extra calls, and the exact fewest steps before a stop."""
+    system = System(tools, requirements)
+    relaxed = Relaxed(system.components, system.tools)
+    needed = relaxed.needed() - {FINAL_ANSWER}
+    exact = analyse(system, live=False).finish_depth
+    assert exact is not None
+    return len(needed), extra_calls(system, needed, relaxed.needed_ok()), exact
+
+
+def test_a_needed_trigger_costs_the_call_it_forces() -> None:
+    assert _bounds(["a", "b"], [C("a", min_invocations=1), C("b", force_after=["a"])]) == (
+        1,
+        1,
+        2,
+    )
+
+
+def test_denying_the_forced_tool_first_costs_a_call_too() -> None:
+    # `b` is forced after `a` unless `c` came first: either way one call more.
+    requirements = [
+        C("a", min_invocations=1, name="need-a"),
+        C("b", force_after=["a"], name="force-b"),
+        C("b", only_before=["c"], name="b-before-c"),
+    ]
+    assert _bounds(["a", "b", "c"], requirements) == (1, 1, 2)
+
+
+def test_forced_calls_of_different_tools_add_up() -> None:
+    requirements = [
+        C("a", min_invocations=1, name="need-a"),
+        C("b", min_invocations=1, name="need-b"),
+        C("c", force_after=["a"], name="force-c"),
+        C("d", force_after=["b"], name="force-d"),
+    ]
+    assert _bounds(["a", "b", "c", "d"], requirements) == (2, 2, 4)
+
+
+def test_a_repeated_call_of_a_needed_tool_counts() -> None:
+    # Both `a` and `b` set off `c`, which is needed: its second call is the extra one.
+    requirements = [
+        C("a", min_invocations=1, name="need-a"),
+        C("b", min_invocations=1, name="need-b"),
+        C("c", min_invocations=1, name="need-c"),
+        C("c", force_after=["a", "b"], name="force-c"),
+    ]
+    needed, extra, exact = _bounds(["a", "b", "c"], requirements)
+    assert (needed, exact) == (3, 4)
+    assert needed + extra == exact
+
+
+def test_a_force_that_loses_to_one_outside_the_group_costs_nothing() -> None:
+    # After `a`, `c` (priority 20) wins over `b`: `a, c` stops, and `c` is needed anyway.
+    # (Five tools: `force-c` watches them all, so it stays outside the group of `force-b`.)
+    requirements = [
+        C("a", min_invocations=1, name="need-a"),
+        C("c", min_invocations=1, name="need-c"),
+        C("b", force_after=["a"], name="force-b"),
+        C("c", force_after=["a"], priority=20, name="force-c"),
+    ]
+    needed, extra, exact = _bounds(["a", "b", "c", "d", "e"], requirements)
+    assert exact == 2
+    assert needed + extra <= exact
+
+
+def test_a_force_outside_that_only_may_win_costs_nothing() -> None:
+    # The same, with `force-c` behind a custom check: it may force `c` after `a` (the
+    # check says yes) or not; the bound must count on the first.
+    requirements = [
+        C("a", min_invocations=1, name="need-a"),
+        C("c", min_invocations=1, name="need-c"),
+        C("b", force_after=["a"], name="force-b"),
+        C("c", force_after=["a"], priority=20, custom_checks=[_always], name="force-c"),
+    ]
+    needed, extra, exact = _bounds(["a", "b", "c", "d", "e"], requirements)
+    assert exact == 2
+    assert needed + extra <= exact
+
+
+def test_a_force_a_formula_may_drop_costs_nothing() -> None:
+    # Once `a` was called, at most one of `a` and `b` is allowed, and the assignment keeps
+    # `a`: the force on `b` drops, and `a, c` lets the run stop.
+    requirements = [
+        C("a", min_invocations=1, name="need-a"),
+        C("c", min_invocations=1, name="need-c"),
+        C("b", force_after=["a"], name="force-b"),
+        _one_of,
+    ]
+    needed, extra, exact = _bounds(["a", "b", "c"], requirements)
+    assert exact == 2
+    assert needed + extra <= exact
+
+
+def test_nothing_in_priority_mode_or_without_forces() -> None:
+    system = System(
+        ["a", "b"], [C("a", min_invocations=1), C("b", force_after=["a"])], mode="priority"
+    )
+    assert extra_calls(system, frozenset({"a"})) == 0
+    system = System(["a", "b"], [C("a", min_invocations=1), C("b", only_after=["a"])])
+    assert extra_calls(system, frozenset({"a"})) == 0
