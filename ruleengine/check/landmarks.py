@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -446,30 +446,27 @@ class _Group:
         """The tools some member tells apart from most, or whose calls it may deny or force."""
         forcing = [j for j in outside if self.forces[j]]
 
-        def sets(t: str) -> tuple[tuple[frozenset[int], ...], ...]:
-            return (
-                tuple(
-                    frozenset(j for j in forcing if (t, status) in facts[j].entering)
-                    for status in STATUSES
-                ),
-                tuple(
-                    frozenset(j for j in forcing if (t, status) in facts[j].staying)
-                    for status in STATUSES
-                ),
+        followed = [j for j in forcing if facts[j].plain and facts[j].forces_surely]
+
+        def per_status(
+            t: str, among: list[int], events: Callable[[_Facts], Collection[tuple[str, str]]]
+        ) -> tuple[frozenset[int], ...]:
+            """Per status, the components of ``among`` whose ``events`` hold a call of ``t``."""
+            return tuple(
+                frozenset(j for j in among if (t, status) in events(facts[j]))
+                for status in STATUSES
             )
 
-        followed = [j for j in forcing if facts[j].plain and facts[j].forces_surely]
+        def sets(t: str) -> tuple[tuple[frozenset[int], ...], ...]:
+            return (
+                per_status(t, forcing, lambda f: f.entering),
+                per_status(t, forcing, lambda f: f.staying),
+            )
 
         def sure(t: str) -> tuple[tuple[frozenset[int], ...], ...]:
             return (
-                tuple(
-                    frozenset(j for j in followed if (t, status) in facts[j].sure_enter)
-                    for status in STATUSES
-                ),
-                tuple(
-                    frozenset(j for j in followed if (t, status) in facts[j].sure_keep)
-                    for status in STATUSES
-                ),
+                per_status(t, followed, lambda f: f.sure_enter),
+                per_status(t, followed, lambda f: f.sure_keep),
             )
 
         # Steps: one per tool told apart; the others pooled by class and by what they may

@@ -13,14 +13,14 @@ from __future__ import annotations
 from hypothesis import assume, given, note, settings
 from hypothesis import strategies as st
 from policy_strategies import PolicyCase, UserParams, policies
+from stopping import assert_never_stops
 
 from ruleengine import FINAL_ANSWER
-from ruleengine.check.explicit import allows, analyse, callable_at, decide
+from ruleengine.check.explicit import analyse
 from ruleengine.check.landmarks import extra_calls
 from ruleengine.check.relaxed import Relaxed
 from ruleengine.check.system import System
 from ruleengine.requirements import ConditionalRequirement, Requirement
-from ruleengine.state import STATUSES
 
 MAX_STATES = 3000
 """States of the explicit search; a case it does not finish is skipped."""
@@ -126,18 +126,6 @@ def test_no_run_stops_without_a_successful_call_of_a_tool_needed_so(
     needed_ok = relaxed.needed_ok()
     assert needed_ok <= relaxed.needed()
     for tool in sorted(needed_ok):
-        seen = {system.initial}
-        todo = [system.initial]
-        while todo:
-            state = todo.pop()
-            assume(len(seen) < MAX_STATES)
-            outcomes = [decide(system, records) for records, _ in system.variants(state)]
-            assert not any(allows(o, FINAL_ANSWER) for o in outcomes), tool
-            for other in sorted(callable_at(system, state)):
-                for status in STATUSES:
-                    if other == tool and status == "ok":
-                        continue
-                    after = system.successor(state, (other, status))
-                    if after not in seen:
-                        seen.add(after)
-                        todo.append(after)
+        assert_never_stops(
+            system, lambda t, status, tool=tool: t == tool and status == "ok", MAX_STATES, tool
+        )

@@ -14,13 +14,13 @@ from __future__ import annotations
 from hypothesis import assume, event, given, note
 from hypothesis import strategies as st
 from policy_strategies import PolicyCase, policies
+from stopping import assert_never_stops
 
 from ruleengine import FINAL_ANSWER
-from ruleengine.check.explicit import allows, analyse, callable_at, decide
+from ruleengine.check.explicit import analyse
 from ruleengine.check.relaxed import Relaxed
 from ruleengine.check.system import System
 from ruleengine.requirements import ConditionalRequirement as C
-from ruleengine.state import STATUSES
 
 MAX_STATES = 3000
 """States of the explicit search; a case it does not finish is skipped."""
@@ -62,19 +62,7 @@ def test_no_run_stops_without_calling_a_needed_tool(case: PolicyCase) -> None:
     system = _system(case)
     needed = Relaxed(system.components, system.tools).needed()
     for tool in sorted(needed):
-        seen = {system.initial}
-        todo = [system.initial]
-        while todo:
-            state = todo.pop()
-            assume(len(seen) < MAX_STATES)
-            outcomes = [decide(system, records) for records, _ in system.variants(state)]
-            assert not any(allows(o, FINAL_ANSWER) for o in outcomes), tool
-            for other in sorted(callable_at(system, state) - {tool}):
-                for status in STATUSES:
-                    after = system.successor(state, (other, status))
-                    if after not in seen:
-                        seen.add(after)
-                        todo.append(after)
+        assert_never_stops(system, lambda t, _, tool=tool: t == tool, MAX_STATES, tool)
 
 
 @given(policies(priority=False, max_requirements=6))

@@ -11,11 +11,15 @@ import time
 import pytest
 
 from benchmarks._policies import conditionals
+from ruleengine import ConditionalRequirement, CycleGuard, Policy, Requirement
 from ruleengine.check import compositional
-from ruleengine.check.compositional import PROBE_STATES, _Decider
-from ruleengine.check.explicit import _Explorer, reaches
+from ruleengine.check.analysis import Analysis
+from ruleengine.check.compositional import PROBE_STATES, _Decider, analyse_compositional
+from ruleengine.check.explicit import _Explorer, analyse, reaches
 from ruleengine.check.histories import Late
+from ruleengine.check.properties import findings
 from ruleengine.check.relaxed import Relaxed
+from ruleengine.check.report import Finding
 from ruleengine.check.symbolic import Encoding
 from ruleengine.check.system import System
 from ruleengine.ir import FINAL_ANSWER
@@ -111,27 +115,19 @@ def test_the_states_that_can_finish_give_up_out_of_time_or_memory(
         decider._can_finish(None)  # past the analysis's deadline: it stops
 
 
-def test_a_budget_cut_short_says_how_short_a_history_it_found(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # `b` needs `a` first, and `x` is forced after `a`: the least finish is `a, x, b`, while
-    # the tools every finish calls (`a`, `b`) bound it only from 2 (a cycle guard, which
-    # gives way when it clashes, may deny `x`: the bound cannot count on the force). The
-    # search finds the 3 steps; cut short before showing that 2 do not do (the deadline,
-    # in the "within" question), the budget stays undecided, and its message gives both
-    # ends.
-    from ruleengine import ConditionalRequirement, CycleGuard, Policy
-    from ruleengine.check.compositional import analyse_compositional
-    from ruleengine.check.explicit import analyse
-    from ruleengine.check.properties import findings
-
+def _cut_short(
+    monkeypatch: pytest.MonkeyPatch, *extra: Requirement
+) -> tuple[System, Analysis, Finding]:
+    """`b` needs `a` first, and `x` is forced after `a` (the least finish is `a, x, b`),
+    with ``extra``: analysed with every "within" question cut short by the deadline; the
+    system, the analysis and its budget finding."""
     policy = Policy(
         ["a", "b", "x"],
         [
             ConditionalRequirement("b", min_invocations=1, name="needs-b"),
             ConditionalRequirement("b", only_after=["a"], name="b-after-a"),
             ConditionalRequirement("x", force_after=["a"], name="x-after-a"),
-            CycleGuard(max_strike_length=3, max_total_occurrences=5, name="guard"),
+            *extra,
         ],
         max_iterations=2,
     )
@@ -142,13 +138,25 @@ def test_a_budget_cut_short_says_how_short_a_history_it_found(
 
     monkeypatch.setattr(_Decider, "_finish_within", cut)
     result = analyse_compositional(system, Encoding(system), budget=1, probe_states=1)
-    assert "budget" in result.undecided
-    assert (result.finish_after, result.finish_shown, result.finish_depth) == (1, 3, None)
     (budget,) = [
         f
         for f in findings(system, result, max_iterations=2, engine=lambda sub, _: analyse(sub))
         if f.id == "budget"
     ]
+    return system, result, budget
+
+
+def test_a_budget_cut_short_says_how_short_a_history_it_found(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The tools every finish calls (`a`, `b`) bound it only from 2 when a cycle guard,
+    # which gives way when it clashes, may deny `x`: the bound cannot count on the force.
+    # The search finds the 3 steps; cut short before showing that 2 do not do, the budget
+    # stays undecided, and its message gives both ends.
+    guard = CycleGuard(max_strike_length=3, max_total_occurrences=5, name="guard")
+    _, result, budget = _cut_short(monkeypatch, guard)
+    assert "budget" in result.undecided
+    assert (result.finish_after, result.finish_shown, result.finish_depth) == (1, 3, None)
     assert budget.min_steps is None
     assert budget.message.startswith(
         "`final_answer` needs more than 1 step first, and a history of 3 steps lets the run stop"
@@ -158,35 +166,9 @@ def test_a_budget_cut_short_says_how_short_a_history_it_found(
 def test_the_calls_a_force_costs_decide_the_budget_without_a_question(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # The same without the guard: nothing can drop the force on `x` after `a`, so every
-    # finish costs 3 steps by the bound alone, and the history found decides the budget
-    # though every "within" question is cut short.
-    from ruleengine import ConditionalRequirement, Policy
-    from ruleengine.check.compositional import analyse_compositional
-    from ruleengine.check.explicit import analyse
-    from ruleengine.check.properties import findings
-
-    policy = Policy(
-        ["a", "b", "x"],
-        [
-            ConditionalRequirement("b", min_invocations=1, name="needs-b"),
-            ConditionalRequirement("b", only_after=["a"], name="b-after-a"),
-            ConditionalRequirement("x", force_after=["a"], name="x-after-a"),
-        ],
-        max_iterations=2,
-    )
-    system = System(policy.tools, policy.requirements, mode=policy.mode)
-
-    def cut(self: _Decider, target: object, steps: int) -> None:
-        raise Late
-
-    monkeypatch.setattr(_Decider, "_finish_within", cut)
-    result = analyse_compositional(system, Encoding(system), budget=1, probe_states=1)
+    # Without the guard nothing can drop the force on `x` after `a`, so every finish costs
+    # 3 steps by the bound alone, and the history found decides the budget.
+    _, result, budget = _cut_short(monkeypatch)
     assert "budget" not in result.undecided
     assert (result.finish_after, result.finish_depth) == (2, 3)
-    (budget,) = [
-        f
-        for f in findings(system, result, max_iterations=2, engine=lambda sub, _: analyse(sub))
-        if f.id == "budget"
-    ]
     assert budget.min_steps == 3
