@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 from typing import Any
 
+import pytest
+
 from ruleengine import FINAL_ANSWER, Monitor, RunState, allowed, at_most, requirement
 from ruleengine.check.explicit import analyse
 from ruleengine.check.landmarks import extra_calls
@@ -93,44 +95,32 @@ def test_a_repeated_call_of_a_needed_tool_counts() -> None:
     assert needed + extra == exact
 
 
-def test_a_force_that_loses_to_one_outside_the_group_costs_nothing() -> None:
-    # After `a`, `c` (priority 20) wins over `b`: `a, c` stops, and `c` is needed anyway.
-    # (Five tools: `force-c` watches them all, so it stays outside the group of `force-b`.)
+_FIVE = ["a", "b", "c", "d", "e"]
+"""Five tools: a force after `a` watches them all, so it stays outside the group of another."""
+
+
+@pytest.mark.parametrize(
+    ("tools", "dropper"),
+    [
+        # After `a`, `c` (priority 20) wins over `b`: `a, c` stops, and `c` is needed anyway.
+        (_FIVE, C("c", force_after=["a"], priority=20, name="force-c")),
+        # The same behind a custom check: it may force `c` after `a` (the check says yes)
+        # or not; the bound must count on the first.
+        (_FIVE, C("c", force_after=["a"], priority=20, custom_checks=[_always], name="c-if")),
+        # Once `a` was called, at most one of `a` and `b` is allowed, and the assignment
+        # keeps `a`: the force on `b` drops, and `a, c` lets the run stop.
+        (["a", "b", "c"], _one_of),
+    ],
+    ids=["a force outside wins", "a force outside may win", "a formula denies"],
+)
+def test_a_force_that_may_drop_costs_nothing(tools: list[str], dropper: Requirement) -> None:
     requirements = [
         C("a", min_invocations=1, name="need-a"),
         C("c", min_invocations=1, name="need-c"),
         C("b", force_after=["a"], name="force-b"),
-        C("c", force_after=["a"], priority=20, name="force-c"),
+        dropper,
     ]
-    needed, extra, exact = _bounds(["a", "b", "c", "d", "e"], requirements)
-    assert exact == 2
-    assert needed + extra <= exact
-
-
-def test_a_force_outside_that_only_may_win_costs_nothing() -> None:
-    # The same, with `force-c` behind a custom check: it may force `c` after `a` (the
-    # check says yes) or not; the bound must count on the first.
-    requirements = [
-        C("a", min_invocations=1, name="need-a"),
-        C("c", min_invocations=1, name="need-c"),
-        C("b", force_after=["a"], name="force-b"),
-        C("c", force_after=["a"], priority=20, custom_checks=[_always], name="force-c"),
-    ]
-    needed, extra, exact = _bounds(["a", "b", "c", "d", "e"], requirements)
-    assert exact == 2
-    assert needed + extra <= exact
-
-
-def test_a_force_a_formula_may_drop_costs_nothing() -> None:
-    # Once `a` was called, at most one of `a` and `b` is allowed, and the assignment keeps
-    # `a`: the force on `b` drops, and `a, c` lets the run stop.
-    requirements = [
-        C("a", min_invocations=1, name="need-a"),
-        C("c", min_invocations=1, name="need-c"),
-        C("b", force_after=["a"], name="force-b"),
-        _one_of,
-    ]
-    needed, extra, exact = _bounds(["a", "b", "c"], requirements)
+    needed, extra, exact = _bounds(tools, requirements)
     assert exact == 2
     assert needed + extra <= exact
 
