@@ -48,13 +48,12 @@ import time
 from collections import deque
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 
 from ruleengine._search import quickxplain
-from ruleengine.check.system import Component, System
+from ruleengine.check.system import Component, System, lowered
 from ruleengine.conditions.admission import ArgCheck
 from ruleengine.ir import FINAL_ANSWER
-from ruleengine.rules import Lowered, literals_of, lower
+from ruleengine.rules import Lowered, literals_of
 from ruleengine.state import STATUSES
 
 __all__ = ["GROUP_STATES", "extra_calls"]
@@ -79,8 +78,6 @@ _OK = STATUSES.index("ok")
 
 DEADLINE_EVERY = 512
 """States a group's search visits between two looks at the clock."""
-
-_lowered = lru_cache(maxsize=4096)(lower)
 
 
 def _late(deadline: float | None) -> bool:
@@ -118,8 +115,6 @@ class _Facts:
     ranks: dict[str, tuple[int, int]]
     """Per tool it may soft-force, the least and the greatest priority of its forcing
     rules."""
-    hard: frozenset[str]
-    """The tools it may hard-force somewhere."""
 
 
 def _facts(comp: Component, tools: Sequence[str]) -> _Facts:
@@ -129,7 +124,6 @@ def _facts(comp: Component, tools: Sequence[str]) -> _Facts:
     sure_soft: list[frozenset[str]] = []
     maybe_denied: list[frozenset[str]] = []
     ranks: dict[str, tuple[int, int]] = {}
-    hard: set[str] = set()
     for variants in comp.variants:
         forcing: set[str] = set()
         denying: set[str] = set()
@@ -137,7 +131,7 @@ def _facts(comp: Component, tools: Sequence[str]) -> _Facts:
         for variant in variants:
             soft: set[str] = set()
             for e in variant.records:
-                low: Lowered = _lowered(e.item)
+                low: Lowered = lowered(e.item)
                 if type(e.item) is ArgCheck:
                     plain = False
                     may_deny |= low.mentions
@@ -147,7 +141,6 @@ def _facts(comp: Component, tools: Sequence[str]) -> _Facts:
                     ranks[low.soft_force] = (min(least, e.priority), max(most, e.priority))
                 if low.hard_force is not None:
                     forcing.add(low.hard_force)
-                    hard.add(low.hard_force)
                     continue
                 literals = literals_of(low.restrict)
                 if literals is None:
@@ -201,7 +194,6 @@ def _facts(comp: Component, tools: Sequence[str]) -> _Facts:
         frozenset(sure_enter),
         frozenset(sure_keep),
         ranks,
-        frozenset(hard),
     )
 
 
@@ -219,48 +211,8 @@ def extra_calls(
     if system.mode != "strict" or system.skips:
         return 0
     facts = [_facts(c, system.tools) for c in system.components]
-    deniers: dict[str, list[int]] = {}
-    for i, f in enumerate(facts):
-        if f.plain:  # the others stay outside: what they may deny is never sure
-            for tool in f.may_deny:
-                deniers.setdefault(tool, []).append(i)
-    forcers: dict[str, list[int]] = {}
-    for i, f in enumerate(facts):
-        if f.plain:
-            for tool in f.ranks:
-                forcers.setdefault(tool, []).append(i)
-    watched = [frozenset(c.watched) for c in system.components]
-    stoppers = [
-        j
-        for j, f in enumerate(facts)
-        if f.plain and FINAL_ANSWER in f.may_deny and len(watched[j]) <= WATCHING
-    ]
+    groups = _groups(system.components, facts, needed)
     unlocks = _unlocks(system.components, facts, system.tools)
-    groups: list[tuple[int, ...]] = []
-    for i, f in enumerate(facts):
-        if not f.plain or not any(f.sure_soft):
-            continue
-        forced = frozenset().union(*f.may_force)
-        members = {i} | {j for t in forced for j in deniers.get(t, ())}
-        # And what makes its triggers needed: a needed trigger may be called only with a
-        # status that sets nothing off, unless the group sees the call that must count.
-        triggers = _apart(system.components[i])
-        for t in triggers & needed:
-            members.update(j for j in stoppers if t in watched[j])
-        if len(members) > GROUP_MEMBERS:
-            continue
-        # And, room permitting, what forces its triggers (with what may deny those): a
-        # chain of forces costs a call at each link.
-        more = set(members)
-        for t in sorted(triggers - forced):
-            for j in forcers.get(t, ()):
-                more.add(j)
-                more.update(k for u in facts[j].ranks for k in deniers.get(u, ()))
-        if len(more) <= GROUP_MEMBERS:
-            members = more
-        group = tuple(sorted(members))
-        if group not in groups:
-            groups.append(group)
     apart = [_told_apart([system.components[j] for j in g], [facts[j] for j in g]) for g in groups]
     later: list[frozenset[str]] = [frozenset()] * len(groups)
     for k in range(len(groups) - 2, -1, -1):
@@ -282,6 +234,53 @@ def extra_calls(
             used.update(costly)
         totals.append(total)
     return max(totals)
+
+
+def _groups(
+    comps: Sequence[Component], facts: Sequence[_Facts], needed: frozenset[str]
+) -> list[tuple[int, ...]]:
+    """The groups (see the module's docstring), each as its members' indices, in the order
+    of their forcing components; the same group once."""
+    deniers: dict[str, list[int]] = {}
+    forcers: dict[str, list[int]] = {}
+    for i, f in enumerate(facts):
+        if f.plain:  # the others stay outside: what they may deny is never sure
+            for tool in f.may_deny:
+                deniers.setdefault(tool, []).append(i)
+            for tool in f.ranks:
+                forcers.setdefault(tool, []).append(i)
+    watched = [frozenset(c.watched) for c in comps]
+    stoppers = [
+        j
+        for j, f in enumerate(facts)
+        if f.plain and FINAL_ANSWER in f.may_deny and len(watched[j]) <= WATCHING
+    ]
+    groups: list[tuple[int, ...]] = []
+    for i, f in enumerate(facts):
+        if not f.plain or not any(f.sure_soft):
+            continue
+        forced = frozenset().union(*f.may_force)
+        members = {i} | {j for t in forced for j in deniers.get(t, ())}
+        # And what makes its triggers needed: a needed trigger may be called only with a
+        # status that sets nothing off, unless the group sees the call that must count.
+        triggers = _apart(comps[i])
+        for t in triggers & needed:
+            members.update(j for j in stoppers if t in watched[j])
+        if len(members) > GROUP_MEMBERS:
+            continue
+        # And, room permitting, what forces its triggers (with what may deny those): a
+        # chain of forces costs a call at each link.
+        more = set(members)
+        for t in sorted(triggers - forced):
+            for j in forcers.get(t, ()):
+                more.add(j)
+                more.update(k for u in facts[j].ranks for k in deniers.get(u, ()))
+        if len(more) <= GROUP_MEMBERS:
+            members = more
+        group = tuple(sorted(members))
+        if group not in groups:
+            groups.append(group)
+    return groups
 
 
 def _unlocks(
@@ -411,7 +410,6 @@ class _Group:
         deadline: float | None = None,
     ) -> None:
         self.deadline = deadline
-        self.unlocks = unlocks
         self.comps = [system.components[j] for j in members]
         self.facts = [facts[j] for j in members]
         self.start_views = tuple(system.initial[j] for j in members)
@@ -433,7 +431,7 @@ class _Group:
         for f in facts:
             for t, (_, most) in f.ranks.items():
                 self.top[t] = max(self.top.get(t, most), most)
-        self.hard = frozenset().union(*(f.hard for f in facts))
+        self.hard = frozenset().union(*(c.hard_forces for c in system.components))
         """Every tool some component may hard-force."""
         self.order = {t: i for i, t in enumerate(system.tools)}
         self._losses: dict[object, frozenset[str]] = {}

@@ -190,21 +190,11 @@ class _Table:
         opened = 0
         while stack:
             view = stack.pop()
-            here = self.open_at[view]
-            opened |= here
-            steps = here & callable_tools
-            if not steps:
-                continue
-            for mask, tables in self.moves:
-                if mask & steps:
-                    succeeding = bool(mask & steps & ~failing_only)
-                    for status, table in enumerate(tables):
-                        if status == _OK and not succeeding:
-                            continue
-                        after = table[view]
-                        if after not in seen:
-                            seen.add(after)
-                            stack.append(after)
+            opened |= self.open_at[view]
+            for after in self._after(view, callable_tools, failing_only):
+                if after not in seen:
+                    seen.add(after)
+                    stack.append(after)
         return opened
 
 

@@ -54,7 +54,8 @@ MAX_CHECKS = 12
 """Bound on one requirement's opaque checks (2**12 valuations)."""
 
 
-_lowered = lru_cache(maxsize=4096)(lower)
+lowered = lru_cache(maxsize=4096)(lower)
+"""``rules.lower``, remembered: the tables emit the same items view after view."""
 """``lower``, memoised: the bounds and guesses of core searches ask each component what its
 views deny and force many times over (a pure function of an immutable item)."""
 
@@ -121,7 +122,7 @@ class Component:
         for variants in self.variants:
             for variant in variants:
                 for e in variant.records:
-                    tools |= _lowered(e.item).mentions
+                    tools |= lowered(e.item).mentions
         return frozenset(tools)
 
     @property
@@ -132,7 +133,7 @@ class Component:
             for variants in self.variants
             for variant in variants
             for e in variant.records
-            if (forced := _lowered(e.item).hard_force) is not None
+            if (forced := lowered(e.item).hard_force) is not None
         )
 
     def denied(self, view: int) -> frozenset[str]:
@@ -143,7 +144,7 @@ class Component:
         for variant in self.variants[view]:
             tools: set[str] = set()
             for e in variant.records:
-                literals = literals_of(_lowered(e.item).restrict)
+                literals = literals_of(lowered(e.item).restrict)
                 for kind, tool, value in literals or ():
                     if (kind == "allowed") != value:  # not allowed, or hidden
                         tools.add(tool)
@@ -154,7 +155,7 @@ class Component:
         """The tools its rules hard-force at ``view`` whatever its opaque checks say."""
         out: frozenset[str] | None = None
         for variant in self.variants[view]:
-            tools = {f for e in variant.records if (f := _lowered(e.item).hard_force) is not None}
+            tools = {f for e in variant.records if (f := lowered(e.item).hard_force) is not None}
             out = frozenset(tools) if out is None else out & tools
         return out or frozenset()
 
@@ -406,7 +407,7 @@ class System:
             comp.requirement.name
             for comp in self.components
             if any(
-                _lowered(e.item).hard_force is not None or _lowered(e.item).soft_force is not None
+                lowered(e.item).hard_force is not None or lowered(e.item).soft_force is not None
                 for variants in comp.variants
                 for variant in variants
                 for e in variant.records
