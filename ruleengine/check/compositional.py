@@ -773,11 +773,10 @@ class _Decider:
             if not tried and len(best) - bound <= SHORT_GAP:
                 steps, tried = bound, True
             shorter = self._finish_within(target, steps)
-            if shorter is None and steps < len(best) - 1:
-                result.finish_after = max(result.finish_after, steps)
-                continue
             if shorter is None:
-                result.finish_after = max(result.finish_after, len(best) - 1)
+                result.finish_after = max(result.finish_after, steps)
+                if steps < len(best) - 1:
+                    continue
                 break
             best = shorter
             result.finish_shown = len(best)
