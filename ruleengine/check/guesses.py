@@ -4,7 +4,8 @@ A core search (``properties.requirement_core``) tries guesses before it searches
 requirements around a finding's subject, one to three rounds out and then its whole cone
 of influence (``_cones``, ``cone_of``); those on chains of dependencies between what a
 requirement mentions and what it watches (``_between``); those that make a run long
-(``_lengthening``). Here too is what the guesses are made of: which requirements mention,
+(``_lengthening``); those around a requirement that may keep the run from stopping
+(``_stopping``). Here too is what the guesses are made of: which requirements mention,
 watch or single out which tools. Every guess is checked, never trusted.
 """
 
@@ -160,6 +161,20 @@ def _lengthening(system: Checked) -> list[frozenset[str]]:
                 changed = True
     out.append(frozenset(chosen))
     return out
+
+
+def _stopping(system: Checked) -> list[frozenset[str]]:
+    """Guesses for a no-finish's core: per requirement that may keep the run from stopping
+    (its rules mention ``final_answer``), it and the requirements whose rules mention a
+    tool it waits for (``_singled_out``: the target a count watches, the trigger of a force):
+    a demand and what may deny it forever."""
+    mentions: dict[str, frozenset[str]] = getattr(system, "mentions", {})
+    waits = _singled_out(system)
+    return [
+        frozenset({name} | _mentioning(system, waits.get(name, set()) - {FINAL_ANSWER}))
+        for name, mentioned in mentions.items()
+        if FINAL_ANSWER in mentioned
+    ]
 
 
 def _mentioning(system: Checked, tools: Iterable[str]) -> frozenset[str]:

@@ -42,6 +42,7 @@ from ruleengine.check.guesses import (
     _mentioning,
     _mentions_of,
     _singled_out,
+    _stopping,
     _watched,
     cone_of,
 )
@@ -298,7 +299,7 @@ def _no_finish(
         engine,
         "no-finish",
         cache=cache,
-        hints=[cone_of(system, {FINAL_ANSWER}, forcing=True), *hints.guesses()],
+        hints=[cone_of(system, {FINAL_ANSWER}, forcing=True), *_stopping(system), *hints.guesses()],
     )
     finding = _finding(
         "no-finish",

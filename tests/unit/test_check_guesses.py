@@ -207,6 +207,67 @@ def test_a_dead_requirements_first_guess_is_the_chain_that_kills_it() -> None:
     assert {e.requirement for e in finding.core} == {r.name for r in [*chain, dead]}
 
 
+# -- guesses for a no-finish -------------------------------------------------------------------
+
+
+def _stuck_policy() -> tuple[list[str], list[Any]]:
+    """`s` is needed but only before `k`: after `k` without `s`, the run can never stop.
+    Twenty other requirements (a chain, satisfiable demands, caps, a force) do not matter."""
+    tools = ["s", "k", "a", "b", "c", "d", "e", "f"]
+    cause: list[Any] = [
+        C("s", min_invocations=1, name="need-s"),
+        C("s", only_before=["k"], name="s-before-k"),
+    ]
+    noise: list[Any] = [
+        C(later, only_after=[earlier], name=f"{later}-after-{earlier}")
+        for earlier, later in itertools.pairwise(["a", "b", "c", "d"])
+    ]
+    noise += [C(t, min_invocations=1, name=f"need-{t}") for t in ("a", "b", "e")]
+    noise += [C(t, max_invocations=3, name=f"cap-{t}") for t in ("a", "b", "c", "d", "e", "f")]
+    noise += [C(t, only_after=["a"], name=f"{t}-after-a") for t in ("e", "f")]
+    noise += [C("e", force_after=["d"], name="e-after-d")]
+    noise += [C(t, max_invocations=5, name=f"cap5-{t}") for t in ("k", "f", "c", "d")]
+    return tools, [*cause, *noise]
+
+
+def test_a_no_finish_is_first_guessed_as_a_demand_and_what_denies_it() -> None:
+    tools, reqs = _stuck_policy()
+    system = System(tools, reqs)
+    guesses = properties._stopping(system)
+    # Per requirement that may keep the run from stopping: it, and what mentions the tools
+    # it waits for.
+    assert frozenset({"need-s", "s-before-k"}) in guesses
+    assert frozenset({"need-e", "e-after-a", "e-after-d", "cap-e"}) in guesses
+    assert (
+        frozenset({"e-after-d", "e-after-a", "cap-e", "need-e", "d-after-c", "cap-d", "cap5-d"})
+        in guesses
+    )  # a force waits for its trigger and its tool
+    # One per such requirement, and no other.
+    stoppers = {n for n, mentioned in system.mentions.items() if "final_answer" in mentioned}
+    assert stoppers == {"need-s", "need-a", "need-b", "need-e", "e-after-d"}
+    assert len(guesses) == len(stoppers) and all(g & stoppers for g in guesses)
+
+
+def test_a_no_finish_core_from_its_guess_asks_only_about_small_subsystems(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    tools, reqs = _stuck_policy()
+    asked: list[int] = []
+    holds = properties._holds
+
+    def spied(sub: Any, names: frozenset[str], *rest: Any) -> Any:
+        if rest[2] == "no-finish":
+            asked.append(len(names))
+        return holds(sub, names, *rest)
+
+    monkeypatch.setattr(properties, "_holds", spied)
+    report = check(tools, reqs)
+    (finding,) = [f for f in report.findings if f.id == "no-finish"]
+    assert {e.requirement for e in finding.core} == {"need-s", "s-before-k"}
+    # Without the guess, the search's first question keeps half the policy.
+    assert asked and max(asked) <= properties.SMALL_GUESS < len(reqs) // 2
+
+
 def test_global_views_make_no_dependencies() -> None:
     # The cycle guard and a step counter watch every tool: they would link all of them.
     tools = ["a", "b", "c"]
