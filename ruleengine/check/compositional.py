@@ -39,7 +39,15 @@ from typing import Any
 from ruleengine.check.analysis import Analysis, Witness, listed
 from ruleengine.check.bounds import UNREACHABLE
 from ruleengine.check.explicit import Outcome, _Explorer
-from ruleengine.check.histories import LIVE_STATES, SEEK_STATES, Finishing, along, searched, toward
+from ruleengine.check.histories import (
+    LIVE_STATES,
+    SEEK_STATES,
+    Finishing,
+    along,
+    searched,
+    shortened,
+    toward,
+)
 from ruleengine.check.histories import Late as _Late
 from ruleengine.check.landmarks import extra_calls
 from ruleengine.check.projections import Projections
@@ -371,6 +379,10 @@ class _Decider:
         self._finish()
         self._no_finish()
         self._live()
+        # Along the histories found so far first (a requirement waiting for a tool is live
+        # where a finishing history without that tool's calls ends): a few replays each,
+        # where the unrolled steps would ask Z3 about every depth up to that history's.
+        self._live_searched(directed=False)
         self._unroll(UNROLL_DEPTHS[:UNROLL_FIRST])
         self._live_never()
         self._live_searched()
@@ -447,6 +459,7 @@ class _Decider:
             limit=searched(self.system, SEEK_STATES),
         )
         if found is not None:
+            found = shortened(self.system, found)
             self.paths.append(found)
             self.finished = found
             result.finish_shown = len(found)
@@ -609,9 +622,10 @@ class _Decider:
             else:
                 self.narrowed[key] = left
 
-    def _live_searched(self) -> None:
+    def _live_searched(self, *, directed: bool = True) -> None:
         """Open requirements shown live by a state along (or a variation of) a history
-        found so far, or by a directed search towards the states the projections left."""
+        found so far, or (``directed``) by a directed search towards the states the
+        projections left."""
         result = self.result
         decided = result.decided
         assert decided is not None
@@ -626,7 +640,8 @@ class _Decider:
             else:
                 paths.add(path)
         ordered = sorted(paths, key=lambda p: (-len(p), p))
-        for key, left in self.narrowed.items():
+        keys = self.narrowed if directed else [k for k in self.open if k.startswith("live:")]
+        for key in keys:
             where = self.open.get(key)
             if where is None:
                 continue
@@ -638,10 +653,12 @@ class _Decider:
 
             found = along(system, ordered, watched[name], goal)
             if found is None:
+                found = along(system, self._reaching(name, watched[name]), set(), goal)
+            if found is None and directed:
                 found = toward(
                     system,
                     enc,
-                    left,
+                    self.narrowed[key],
                     goal=goal,
                     limit=searched(system, LIVE_STATES),
                     deadline=self.deadline,
@@ -651,6 +668,18 @@ class _Decider:
                 del self.open[key]
                 result.live.add(name)
                 result.firsts.setdefault(key, found)
+
+    def _reaching(self, name: str, watched: set[str]) -> list[tuple[Event, ...]]:
+        """Histories to where a tool requirement ``name`` mentions is allowed, each followed
+        by a call of a tool it watches: where a force after a tool changes the pass (its
+        tool allowed, its trigger just called), which no finishing history need pass."""
+        firsts = self.result.firsts
+        out: list[tuple[Event, ...]] = []
+        for tool in sorted(self.system.mentions.get(name, frozenset()) - {FINAL_ANSWER}):
+            path = firsts.get(f"tool:{tool}")
+            if path is not None:
+                out.extend((*path, (w, status)) for w in sorted(watched) for status in STATUSES)
+        return out
 
     @property
     def unrolled(self) -> Unrolled:

@@ -20,7 +20,7 @@ from ruleengine.check.system import Component, Event, State, System
 from ruleengine.ir import FINAL_ANSWER
 from ruleengine.passes import Pass
 
-__all__ = ["Finishing", "Late", "along", "searched", "toward"]
+__all__ = ["Finishing", "Late", "along", "searched", "shortened", "toward"]
 
 Node = Any
 """A BDD node of the encoding's manager."""
@@ -192,6 +192,24 @@ def _replays(system: System, state: State, path: Sequence[Event]) -> bool:
             return False
         state = system.successor(state, event)
     return False  # pragma: no cover - the loop returns at its last item
+
+
+def shortened(system: System, history: Sequence[Event]) -> tuple[Event, ...]:
+    """``history`` (one that lets the run stop at its end) with steps left out while what
+    is left still does: each step, from the last to the first, is dropped when the history
+    without it replays and lets the run stop, and the pass is repeated until none is.
+    Directed searches wander (a step that changes nothing the goal needs, a detour around
+    a state that looked closer); this takes the detours out. Deterministic; cost: a replay
+    per step tried, so at most ``len(history) ** 2`` decisions a pass (cached, mostly)."""
+    best = tuple(history)
+    changed = True
+    while changed:
+        changed = False
+        for i in reversed(range(len(best))):
+            fewer = best[:i] + best[i + 1 :]
+            if _replays(system, system.initial, fewer):
+                best, changed = fewer, True
+    return best
 
 
 def searched(system: System, states: int) -> int:

@@ -2,7 +2,8 @@
 (too large for either engine): the states that can finish, stepped back from those that
 may stop through the states the projections leave, decide a no-finish that neither a search
 from each probe state nor the projections at it could; and the least number of steps
-before ``final_answer`` comes from "within" questions to the unrolled steps."""
+before ``final_answer`` comes from "within" questions to the unrolled steps. A requirement
+that waits for a tool is shown live along a finishing history before any such question."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from ruleengine import ConditionalRequirement, CycleGuard, Policy, Requirement
 from ruleengine.check import compositional
 from ruleengine.check.analysis import Analysis
 from ruleengine.check.compositional import PROBE_STATES, _Decider, analyse_compositional
-from ruleengine.check.explicit import _Explorer, analyse, reaches
+from ruleengine.check.explicit import _Explorer, analyse, asking_of, decide, live_at, reaches, walk
 from ruleengine.check.histories import Late
 from ruleengine.check.properties import findings
 from ruleengine.check.relaxed import Relaxed
@@ -172,3 +173,30 @@ def test_the_calls_a_force_costs_decide_the_budget_without_a_question(
     assert "budget" not in result.undecided
     assert (result.finish_after, result.finish_depth) == (2, 3)
     assert budget.min_steps == 3
+
+
+def test_requirements_live_along_a_finishing_history_are_shown_before_any_question(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    decider = _decider(0)
+    for step in (decider._tools, decider._finish, decider._no_finish, decider._live):
+        step()
+    opened = {k for k in decider.open if k.startswith("live:")}
+
+    def directed(*args: object, **kwargs: object) -> None:
+        raise AssertionError("no directed search here")
+
+    monkeypatch.setattr(compositional, "toward", directed)
+    decider._live_searched(directed=False)
+    shown = opened - set(decider.open)
+    # Most of what the unrolled steps would be asked about, depth by depth.
+    assert len(shown) * 2 > len(opened)
+    system, result = decider.system, decider.result
+    for key in sorted(shown):
+        name = key[5:]
+        assert result.decided is not None and key in result.decided and name in result.live
+        state = walk(system, result.firsts[key])
+        assert state is not None
+        ((records, _),) = system.variants(state)
+        outcome = decide(system, records)
+        assert live_at(system, records, outcome, {name}, asking_of(system)) == {name}

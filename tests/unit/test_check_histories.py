@@ -1,0 +1,88 @@
+"""Real histories to a goal (``check/histories.py``): a finishing history with its detours
+taken out (``shortened``) still replays and still lets the run stop, and no single step of
+what is left can be dropped."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ruleengine import ConditionalRequirement as C
+from ruleengine.check.explicit import reaches, walk
+from ruleengine.check.histories import shortened
+from ruleengine.check.system import Event, System
+from ruleengine.ir import FINAL_ANSWER
+
+
+def _chain() -> System:
+    """`c` only after `b`, `b` only after `a`, and `c` needed: a finish takes `a, b, c`."""
+    return System(
+        ["a", "b", "c", "x", "y"],
+        [
+            C("b", only_after=["a"], name="b-after-a"),
+            C("c", only_after=["b"], name="c-after-b"),
+            C("c", min_invocations=1, name="need-c"),
+            C("y", force_after=["x"], name="y-after-x"),
+        ],
+    )
+
+
+def test_detours_are_taken_out() -> None:
+    system = _chain()
+    detour: tuple[Event, ...] = (
+        ("x", "ok"),
+        ("y", "ok"),  # forced after `x`
+        ("a", "error"),
+        ("a", "ok"),
+        ("b", "ok"),
+        ("x", "ok"),
+        ("y", "ok"),
+        ("c", "ok"),
+    )
+    assert reaches(system, detour, FINAL_ANSWER)
+    assert shortened(system, detour) == (("a", "ok"), ("b", "ok"), ("c", "ok"))
+
+
+def test_a_forced_step_stays_when_its_trigger_stays() -> None:
+    # `c` is needed and only after `x`, and `x` forces `y` next: dropping `y` would call
+    # `c` where only `y` is allowed.
+    system = System(
+        ["x", "y", "c"],
+        [
+            C("y", force_after=["x"], name="y-after-x"),
+            C("c", only_after=["x"], name="c-after-x"),
+            C("c", min_invocations=1, name="need-c"),
+        ],
+    )
+    history: tuple[Event, ...] = (("y", "ok"), ("x", "ok"), ("y", "ok"), ("c", "ok"))
+    assert reaches(system, history, FINAL_ANSWER)
+    assert shortened(system, history) == (("x", "ok"), ("y", "ok"), ("c", "ok"))
+
+
+def test_a_shortest_history_is_kept_as_it_is() -> None:
+    system = _chain()
+    history: tuple[Event, ...] = (("a", "ok"), ("b", "ok"), ("c", "ok"))
+    assert shortened(system, history) == history
+    assert shortened(system, ()) == ()  # stopping at once: nothing to take out
+
+
+@given(st.lists(st.sampled_from(["a", "b", "c", "x", "y"]), max_size=12))
+def test_what_is_left_replays_finishes_and_has_no_step_to_spare(tools: list[str]) -> None:
+    system = _chain()
+    # A finishing history made of the drawn calls, each taken when allowed, then `a, b, c`.
+    taken: list[Event] = []
+    for tool in [*tools, "a", "b", "c"]:
+        if walk(system, (*taken, (tool, "ok"))) is not None:
+            taken.append((tool, "ok"))
+    if not reaches(system, tuple(taken), FINAL_ANSWER):
+        return  # a force left pending at the end: not a finishing history
+    short = shortened(system, taken)
+    assert reaches(system, short, FINAL_ANSWER)
+    assert _subsequence(short, taken)
+    for i in range(len(short)):
+        assert not reaches(system, short[:i] + short[i + 1 :], FINAL_ANSWER)
+
+
+def _subsequence(short: tuple[Event, ...], long: list[Event]) -> bool:
+    rest = iter(long)
+    return all(any(e == f for f in rest) for e in short)
