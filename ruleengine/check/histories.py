@@ -212,6 +212,11 @@ def shortened(system: System, history: Sequence[Event]) -> tuple[Event, ...]:
     return best
 
 
+def _failed(event: Event) -> Event:
+    """The same call, failing."""
+    return (event[0], "error")
+
+
 def searched(system: System, states: int) -> int:
     """``states`` for a system of at most ``SEEK_COMPONENTS`` components, proportionally
     fewer for a larger one (at least a tenth)."""
@@ -226,11 +231,15 @@ def along(
     goal: Any,
 ) -> tuple[Event, ...] | None:
     """A history, a prefix of one of ``paths`` or of one with every call of a tool of
-    ``watched`` left out, taken as far as each step is allowed, whose end ``goal``
-    confirms; or None. (A requirement waiting for a tool is live where everything else is
-    done and that tool was never called: a finishing history without its calls.)"""
+    ``watched`` left out, or failing, taken as far as each step is allowed, whose end
+    ``goal`` confirms; or None. (A requirement waiting for a tool is live where everything
+    else is done and that tool was never called: a finishing history without its calls;
+    or, where something needs that tool called, with its calls failing, which a count of
+    successes does not count.)"""
     for path in paths:
-        for variant in (tuple(e for e in path if e[0] not in watched), path):
+        left_out = tuple(e for e in path if e[0] not in watched)
+        failing = tuple(_failed(e) if e[0] in watched else e for e in path)
+        for variant in dict.fromkeys((left_out, failing, path)):
             state = system.initial
             taken: list[Event] = []
             for event in (*variant, None):

@@ -1,16 +1,19 @@
 """Real histories to a goal (``check/histories.py``): a finishing history with its detours
 taken out (``shortened``) still replays and still lets the run stop, and no single step of
-what is left can be dropped."""
+what is left can be dropped; a requirement waiting for a tool is shown live along a
+finishing history with that tool's calls left out, or failing (``along``)."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from hypothesis import given
 from hypothesis import strategies as st
 
 from ruleengine import ConditionalRequirement as C
-from ruleengine.check.explicit import reaches, walk
-from ruleengine.check.histories import shortened
-from ruleengine.check.system import Event, System
+from ruleengine.check.explicit import asking_of, decide, live_at, reaches, walk
+from ruleengine.check.histories import along, shortened
+from ruleengine.check.system import Event, State, System
 from ruleengine.ir import FINAL_ANSWER
 
 
@@ -86,3 +89,40 @@ def test_what_is_left_replays_finishes_and_has_no_step_to_spare(tools: list[str]
 def _subsequence(short: tuple[Event, ...], long: list[Event]) -> bool:
     rest = iter(long)
     return all(any(e == f for f in rest) for e in short)
+
+
+def _live(system: System, name: str) -> Callable[[State], bool]:
+    def goal(state: State) -> bool:
+        ((records, _),) = system.variants(state)
+        outcome = decide(system, records)
+        return bool(live_at(system, records, outcome, {name}, asking_of(system)))
+
+    return goal
+
+
+def test_a_demand_is_live_where_its_tool_failed_and_everything_else_is_done() -> None:
+    # `u` needs `t` called (any status), and both are needed, `t` successfully: `need-t`
+    # changes the pass only after `t` failed and `u` ran. Leaving `t` out blocks `u`.
+    system = System(
+        ["t", "u"],
+        [
+            C("t", min_invocations=1, name="need-t"),
+            C("u", min_invocations=1, name="need-u"),
+            C("u", only_after=["t"], only_success_invocations=False, name="u-after-t"),
+        ],
+    )
+    finishing: tuple[Event, ...] = (("t", "ok"), ("u", "ok"))
+    assert reaches(system, finishing, FINAL_ANSWER)
+    goal = _live(system, "need-t")
+    assert along(system, [finishing], {"t"}, goal) == (("t", "error"), ("u", "ok"))
+    # Without its calls of `t` left out or failing, no prefix shows it.
+    assert along(system, [finishing], set(), goal) is None
+
+
+def test_a_demand_is_live_where_its_tool_is_left_out() -> None:
+    system = System(
+        ["t", "u"],
+        [C("t", min_invocations=1, name="need-t"), C("u", min_invocations=1, name="need-u")],
+    )
+    finishing: tuple[Event, ...] = (("t", "ok"), ("u", "ok"))
+    assert along(system, [finishing], {"t"}, _live(system, "need-t")) == (("u", "ok"),)
