@@ -363,17 +363,30 @@ def _raced(
         side = Aside.reporting(beside)
         if side is not None:
             engine: _Answer | None = None
+            dropped = False  # the engine's child stopped: the other's verdicts are all in
             while True:
                 waiting = [a for a in (child, side) if not a.ready()]
-                if not waiting or not Aside.either(waiting, stop):
-                    break  # both in, or the limit less the reserve
-                if child.ready():
+                if not waiting:
+                    break  # both in
+                if not Aside.either(waiting, min(stop, time.monotonic() + LOOK_SECONDS)):
+                    if time.monotonic() >= stop:
+                        break  # the limit less the reserve
+                    if not dropped and _settled(side.latest()):
+                        # Every verdict decided one by one: only their cores are left,
+                        # which take the CPU the engine's child would hold.
+                        child.stop()
+                        dropped = True
+                    continue
+                if child.ready() and not dropped:
                     engine = _taken(child)
                     if engine is None or engine[0].complete:
                         return engine  # None: failed, the caller repeats its error
                 if side.ready():
                     ok, theirs = side.result()
                     if not ok or theirs is None:  # failed: decided here instead
+                        if dropped:  # no engine to ask after: on our own
+                            mine = _decided(system, run, options, stop)
+                            return mine, *_found(system, mine, run, options)
                         return _decided_here(system, run, options, child, stop)
                     if theirs[0].complete:
                         return theirs
@@ -392,6 +405,16 @@ def _raced(
         child.stop()
         if side is not None:
             side.stop()
+
+
+LOOK_SECONDS = 0.25
+"""How often ``_raced`` looks at what the verdicts one by one last sent."""
+
+
+def _settled(sent: object) -> bool:
+    """Whether what the verdicts one by one last sent is their whole analysis, complete
+    (sent before they seek the cores)."""
+    return isinstance(sent, Analysis) and sent.complete
 
 
 def _kept(

@@ -553,3 +553,45 @@ def test_one_by_one_deaf_before_its_diagrams_gives_what_the_probe_decided(
     assert raced.undecided and not any(k.startswith("forced-conflict") for k in raced.undecided)
     assert "dead-tool:t5" in raced.undecided  # only a proof decides that one
     assert _found_by_subject(raced).keys() <= _found_by_subject(alone).keys()
+
+
+@needs_fork
+def test_the_engines_child_is_stopped_once_every_verdict_is_decided_one_by_one(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    # The engine's child writes its pid and never ends; the other child, its verdicts all
+    # decided, waits for that pid to be gone before it seeks the cores: it is, because
+    # this process stops the engine's child as soon as the analysis comes in complete
+    # (the cores then get the CPU). Without that, the wait runs out and the report says so.
+    policy = wide()
+    alone = check_policy(policy)
+    parent, pid_file, seen = os.getpid(), tmp_path / "engine", tmp_path / "seen"
+
+    def engine_path(*args: Any, **kwargs: Any) -> Any:
+        pid_file.write_text(str(os.getpid()))
+        time.sleep(600)
+
+    real_found = run_module._found
+
+    def found(*args: Any, **kwargs: Any) -> Any:
+        if os.getpid() != parent:
+            for _ in range(1200):  # a bound for the failing case, not a timing assertion
+                if pid_file.exists() and not _alive(int(pid_file.read_text())):
+                    seen.write_text("gone")
+                    break
+                time.sleep(0.05)
+        return real_found(*args, **kwargs)
+
+    monkeypatch.setattr(run_module, "_engine_path", engine_path)
+    monkeypatch.setattr(run_module, "_found", found)
+    raced = check_policy(policy, timeout=600)
+    assert raced.complete and _shape(raced) == _shape(alone)
+    assert seen.exists(), "the engine's child was still running during the cores"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
