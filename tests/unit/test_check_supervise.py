@@ -114,6 +114,30 @@ def test_a_worker_past_its_memory_limit_is_stopped() -> None:
     )
 
 
+@pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="reads /proc")
+def test_memory_is_weighed_by_share_only_past_the_resident_sizes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # This process's group: its resident size is well under a terabyte, so its share (which
+    # makes the kernel walk its page tables) is never read; past a byte it is, and decides.
+    group = os.getpgid(0)
+    shares: list[str] = []
+    real = supervise._proportional
+
+    def share(entry: str) -> int:
+        shares.append(entry)
+        return real(entry)
+
+    monkeypatch.setattr(supervise, "_proportional", share)
+    assert str(os.getpid()) in supervise._group(group)
+    assert not supervise._over(group, 2**40)
+    assert shares == []
+    assert supervise._over(group, 1)
+    assert str(os.getpid()) in shares
+    monkeypatch.setattr(supervise, "_proportional", lambda entry: 0)  # a share of nothing
+    assert not supervise._over(group, 1)
+
+
 @needs_fork
 def test_errors_raised_on_purpose_come_back_as_they_are() -> None:
     @requirement(name="broken")
