@@ -23,6 +23,7 @@ from ruleengine.check.relaxed import Relaxed
 from ruleengine.check.report import Finding
 from ruleengine.check.symbolic import Encoding
 from ruleengine.check.system import System
+from ruleengine.check.unrolled import Unrolled
 from ruleengine.ir import FINAL_ANSWER
 
 
@@ -200,3 +201,25 @@ def test_requirements_live_along_a_finishing_history_are_shown_before_any_questi
         ((records, _),) = system.variants(state)
         outcome = decide(system, records)
         assert live_at(system, records, outcome, {name}, asking_of(system)) == {name}
+
+
+def test_a_finishing_history_as_short_as_the_bound_needs_no_question(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Seed 0's directed search first finds a history of 26 steps; searched again within
+    # fewer steps, and its detours taken out, one of 23, the lower bound: exact, with no
+    # question to Z3.
+    decider = _decider(0)
+
+    def asked(*args: object, **kwargs: object) -> None:
+        raise AssertionError("no question to the unrolled steps")
+
+    decider._finish()
+    result = decider.result
+    assert decider.finished is not None and result.finish_shown == len(decider.finished)
+    assert reaches(decider.system, decider.finished, FINAL_ANSWER)
+    decider._no_finish()
+    monkeypatch.setattr(Unrolled, "reaches", asked)
+    decider._finish_unrolled()
+    assert result.decided is not None and "budget" in result.decided
+    assert result.finish_depth == result.finish_after + 1 == len(decider.finished) == 23
