@@ -132,6 +132,10 @@ that is never reached is mostly proved so within a second or two (0.7 s a requir
 whole limit (10 s each of three on seed 7, which the deeper questions then show reached
 in 10 s for all three)."""
 
+ALONG_SHARE = 0.03
+"""The share of the time left that the quick pass along known histories may take, before
+any question to Z3 (``_live_searched``)."""
+
 UNROLL_STEPS = 64
 """Steps up to which a history to ``final_answer`` is looked for in them."""
 
@@ -512,9 +516,9 @@ class _Decider:
         finds one at least a step shorter (``seek`` within that many steps, which drops
         the states its bound leaves no room), that one, its detours taken out. On
         `conditionals-50-100-0`: 26 steps, then 24 at once, 23 once shortened, the exact
-        least (a "within" question to Z3 took 1.7 to 12 s to find it)."""
-        while True:
-            self._on_time()
+        least (a "within" question to Z3 took 1.7 to 12 s to find it). Past the deadline,
+        the shortest so far."""
+        while not self._late():
             shorter = seek(
                 self.system,
                 FINAL_ANSWER,
@@ -523,8 +527,9 @@ class _Decider:
                 within=len(found) - 1,
             )
             if shorter is None:
-                return found
+                break
             found = shortened(self.system, shorter)
+        return found
 
     def _no_finish(self, *, again: bool = False) -> None:
         """The no-finish verdict: the first probe state, breadth-first, shown unable to
@@ -563,7 +568,7 @@ class _Decider:
         asked = itertools.count()
 
         def give_up() -> bool:
-            if until is not None and time.monotonic() > until:
+            if until is not None and time.monotonic() >= until:
                 return True
             # The manager's size only now and then: CUDD's count of its nodes collects
             # the dead ones first, and clears the cache the preimages live on.
@@ -653,7 +658,10 @@ class _Decider:
     def _live_searched(self, *, directed: bool = True) -> None:
         """Open requirements shown live by a state along (or a variation of) a history
         found so far, or (``directed``) by a directed search towards the states the
-        projections left."""
+        projections left. Not ``directed``, the quick pass before any question to Z3:
+        only the finishing histories and those ``_reaching`` gives are followed (a history
+        to each tool, at 200 tools 600 of them, is for what is left), for at most
+        ``ALONG_SHARE`` of the time left."""
         result = self.result
         decided = result.decided
         assert decided is not None
@@ -663,17 +671,25 @@ class _Decider:
             watched.setdefault(c.requirement.name, set()).update(c.watched)
         paths = set(self.paths)
         for key, path in result.firsts.items():
-            if key.startswith("tool:") and key[5:] != FINAL_ANSWER:
+            if not directed:
+                if key == "finish":
+                    paths.add(path)
+            elif key.startswith("tool:") and key[5:] != FINAL_ANSWER:
                 paths.update((*path, (key[5:], status)) for status in STATUSES)
             else:
                 paths.add(path)
         ordered = sorted(paths, key=lambda p: (-len(p), p))
         keys = self.narrowed if directed else [k for k in self.open if k.startswith("live:")]
+        until = None
+        if not directed and self.deadline is not None:
+            until = time.monotonic() + ALONG_SHARE * (self.deadline - time.monotonic())
         for key in keys:
             where = self.open.get(key)
             if where is None:
                 continue
             self._on_time()
+            if until is not None and time.monotonic() >= until:
+                return  # the rest for the questions to Z3
             name = key[5:]
 
             def goal(state: State, where: Node = where) -> bool:

@@ -203,6 +203,18 @@ def test_requirements_live_along_a_finishing_history_are_shown_before_any_questi
         assert live_at(system, records, outcome, {name}, asking_of(system)) == {name}
 
 
+def test_the_quick_pass_keeps_to_its_share_of_the_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    # At 200 tools a pass along the known histories costs more than the questions to Z3 it
+    # saves: it stops at its share of the time left (here none), and leaves the rest open.
+    decider = _decider(0)
+    for step in (decider._tools, decider._finish, decider._no_finish, decider._live):
+        step()
+    opened = set(decider.open)
+    monkeypatch.setattr(compositional, "ALONG_SHARE", 0.0)
+    decider._live_searched(directed=False)
+    assert set(decider.open) == opened
+
+
 def test_a_finishing_history_as_short_as_the_bound_needs_no_question(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

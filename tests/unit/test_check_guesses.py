@@ -212,7 +212,7 @@ def test_a_dead_requirements_first_guess_is_the_chain_that_kills_it() -> None:
 
 def _stuck_policy() -> tuple[list[str], list[Any]]:
     """`s` is needed but only before `k`: after `k` without `s`, the run can never stop.
-    Twenty other requirements (a chain, satisfiable demands, caps, a force) do not matter."""
+    Nineteen other requirements (a chain, satisfiable demands, caps, a force) do not matter."""
     tools = ["s", "k", "a", "b", "c", "d", "e", "f"]
     cause: list[Any] = [
         C("s", min_invocations=1, name="need-s"),
