@@ -562,7 +562,7 @@ def test_the_engines_child_is_stopped_once_every_verdict_is_decided_one_by_one(
     # The engine's child writes its pid and never ends; the other child, its verdicts all
     # decided, waits for that pid to be gone before it seeks the cores: it is, because
     # this process stops the engine's child as soon as the analysis comes in complete
-    # (the cores then get the CPU). Without that, the wait runs out and the report says so.
+    # (the cores then get the CPU). Without that, the wait runs out with the pid alive.
     policy = wide()
     alone = check_policy(policy)
     parent, pid_file, seen = os.getpid(), tmp_path / "engine", tmp_path / "seen"
