@@ -10,6 +10,7 @@ interrupts, and assert what the reports say, never how long they took."""
 from __future__ import annotations
 
 import os
+import select
 import threading
 import time
 from typing import Any
@@ -556,42 +557,53 @@ def test_one_by_one_deaf_before_its_diagrams_gives_what_the_probe_decided(
 
 
 @needs_fork
+@pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="waits on the engine's exit")
 def test_the_engines_child_is_stopped_once_every_verdict_is_decided_one_by_one(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Any
 ) -> None:
-    # The engine's child writes its pid and never ends; the other child, its verdicts all
-    # decided, waits for that pid to be gone before it seeks the cores: it is, because
-    # this process stops the engine's child as soon as the analysis comes in complete
-    # (the cores then get the CPU). Without that, the wait runs out with the pid alive.
+    # The engine's child sends its pid down a pipe and never ends; the other child, its
+    # verdicts all decided, waits for that process to end before it seeks the cores (on its
+    # pidfd, which turns readable when the process ends): it does, because this process
+    # stops the engine's child as soon as the analysis comes in complete (the cores then
+    # get the CPU). Without that, the wait runs out with the process alive.
     policy = wide()
     alone = check_policy(policy)
-    parent, pid_file, seen = os.getpid(), tmp_path / "engine", tmp_path / "seen"
+    parent, seen = os.getpid(), tmp_path / "seen"
+    reader, writer = os.pipe()
 
     def engine_path(*args: Any, **kwargs: Any) -> Any:
-        pid_file.write_text(str(os.getpid()))
+        os.write(writer, f"{os.getpid()}\n".encode())
         time.sleep(600)
 
     real_found = run_module._found
 
     def found(*args: Any, **kwargs: Any) -> Any:
-        if os.getpid() != parent:
-            for _ in range(1200):  # a bound for the failing case, not a timing assertion
-                if pid_file.exists() and not _alive(int(pid_file.read_text())):
-                    seen.write_text("gone")
-                    break
-                time.sleep(0.05)
+        if os.getpid() != parent and _ended(reader):
+            seen.write_text("gone")
         return real_found(*args, **kwargs)
 
     monkeypatch.setattr(run_module, "_engine_path", engine_path)
     monkeypatch.setattr(run_module, "_found", found)
-    raced = check_policy(policy, timeout=600)
+    try:
+        raced = check_policy(policy, timeout=600)
+    finally:
+        os.close(reader)
+        os.close(writer)
     assert raced.complete and _shape(raced) == _shape(alone)
     assert seen.exists(), "the engine's child was still running during the cores"
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+def _ended(reader: int) -> bool:
+    """Whether the process whose pid comes down ``reader`` ends: waits on its pidfd (the
+    bounds are for the failing case, not timing assertions)."""
+    if not select.select([reader], [], [], 60)[0]:
         return False
-    return True
+    pid = int(os.read(reader, 64).split()[0])
+    try:
+        ended = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return True  # gone, and reaped, already
+    try:
+        return bool(select.select([ended], [], [], 60)[0])
+    finally:
+        os.close(ended)
