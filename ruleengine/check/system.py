@@ -55,9 +55,9 @@ MAX_CHECKS = 12
 
 
 lowered = lru_cache(maxsize=4096)(lower)
-"""``rules.lower``, remembered: the tables emit the same items view after view."""
-"""``lower``, memoised: the bounds and guesses of core searches ask each component what its
-views deny and force many times over (a pure function of an immutable item)."""
+"""``rules.lower``, memoised: the tables emit the same items view after view, and the
+bounds and guesses of core searches ask each component what its views deny and force many
+times over (a pure function of an immutable item)."""
 
 
 class Unexplorable(Exception):
