@@ -61,9 +61,10 @@ __all__ = ["GROUP_STATES", "extra_calls"]
 GROUP_STATES = 20_000
 """States one group's search may visit before it gives up (and bounds nothing)."""
 
-GROUP_MEMBERS = 6
+GROUP_MEMBERS = 8
 """Components in a group at most: a forcing one and those that may deny what it forces or
-keep the run from stopping; those that force its triggers join when there is room."""
+keep the run from stopping; those that force the same tools, and those that force its
+triggers, join when there is room."""
 
 WATCHING = 3
 """A component that may keep the run from stopping joins the group of a forcing component
@@ -255,21 +256,40 @@ def _groups(
         for j, f in enumerate(facts)
         if f.plain and FINAL_ANSWER in f.may_deny and len(watched[j]) <= WATCHING
     ]
+
+    def core(i: int) -> set[int]:
+        """A forcing component, what may deny a tool it forces, and the small components
+        that may keep the run from stopping and watch a needed trigger of it (a needed
+        trigger may be called only with a status that sets nothing off, unless the group
+        sees the call that must count)."""
+        forced = frozenset().union(*facts[i].may_force)
+        members = {i} | {j for t in forced for j in deniers.get(t, ())}
+        for t in _apart(comps[i]) & needed:
+            members.update(j for j in stoppers if t in watched[j])
+        return members
+
     groups: list[tuple[int, ...]] = []
     for i, f in enumerate(facts):
         if not f.plain or not any(f.sure_soft):
             continue
         forced = frozenset().union(*f.may_force)
-        members = {i} | {j for t in forced for j in deniers.get(t, ())}
-        # And what makes its triggers needed: a needed trigger may be called only with a
-        # status that sets nothing off, unless the group sees the call that must count.
-        triggers = _apart(comps[i])
-        for t in triggers & needed:
-            members.update(j for j in stoppers if t in watched[j])
+        members = core(i)
         if len(members) > GROUP_MEMBERS:
             continue
+        # Room permitting, the others that force the same tools, each with its own core:
+        # the calls of a tool that several rules force add up only where one group sees
+        # every trigger ("`c` after `a`" and "`c` after `b`": `a` then `b` is two calls of
+        # `c`, where each rule alone shows one).
+        more = set(members)
+        for t in sorted(forced):
+            for j in forcers.get(t, ()):
+                if j != i and any(facts[j].sure_soft):
+                    more |= core(j)
+        if len(more) <= GROUP_MEMBERS:
+            members = more
         # And, room permitting, what forces its triggers (with what may deny those): a
         # chain of forces costs a call at each link.
+        triggers = _apart(comps[i])
         more = set(members)
         for t in sorted(triggers - forced):
             for j in forcers.get(t, ()):

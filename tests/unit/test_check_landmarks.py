@@ -82,6 +82,23 @@ def test_forced_calls_of_different_tools_add_up() -> None:
     assert _bounds(["a", "b", "c", "d"], requirements) == (2, 2, 4)
 
 
+_FIVE = ["a", "b", "c", "d", "e"]
+"""Five tools: a force after `a` watches them all, so it stays outside the group of another."""
+
+
+def test_the_calls_two_rules_force_of_one_tool_add_up() -> None:
+    # `c` after `a`, and `c` after `b`, in two rules: each sees one forced call; the group
+    # that holds both sees two. Five tools: the rule on `a` does not tell `b` apart from `d`
+    # and `e`, nor the rule on `b` tell `a` apart.
+    requirements = [
+        C("a", min_invocations=1, name="need-a"),
+        C("b", min_invocations=1, name="need-b"),
+        C("c", force_after=["a"], name="c-after-a"),
+        C("c", force_after=["b"], name="c-after-b"),
+    ]
+    assert _bounds(_FIVE, requirements) == (2, 2, 4)
+
+
 def test_a_repeated_call_of_a_needed_tool_counts() -> None:
     # Both `a` and `b` set off `c`, which is needed: its second call is the extra one.
     requirements = [
@@ -93,10 +110,6 @@ def test_a_repeated_call_of_a_needed_tool_counts() -> None:
     needed, extra, exact = _bounds(["a", "b", "c"], requirements)
     assert (needed, exact) == (3, 4)
     assert needed + extra == exact
-
-
-_FIVE = ["a", "b", "c", "d", "e"]
-"""Five tools: a force after `a` watches them all, so it stays outside the group of another."""
 
 
 @pytest.mark.parametrize(
