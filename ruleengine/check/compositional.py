@@ -510,6 +510,8 @@ class _Decider:
                     until = min(until, self.deadline)
                 extra = extra_calls(self.system, calls, calls_ok, until)
                 result.finish_after = max(result.finish_after, least - 1, len(calls) + extra - 1)
+                if self.finished is not None and len(self.finished) <= result.finish_after + 1:
+                    self._exact(self.finished)  # a history as short as the bound
 
     def _shorter(self, found: tuple[Event, ...]) -> tuple[Event, ...]:
         """``found`` (a finishing history), or a shorter one: while a directed search
@@ -853,6 +855,14 @@ class _Decider:
                 break
             best = shorter
             result.finish_shown = len(best)
+        self._exact(best)
+
+    def _exact(self, best: tuple[Event, ...]) -> None:
+        """Decide the budget with ``best``, a finishing history shown to be a shortest one
+        (no history of fewer steps lets the run stop)."""
+        result = self.result
+        decided = result.decided
+        assert decided is not None
         n = len(best)
         decided.add("budget")
         result.finish_depth = n
@@ -860,7 +870,8 @@ class _Decider:
         if n <= self.budget:
             result.finishes_within = n
         result.firsts["finish"] = best
-        self.paths.append(best)
+        if best not in self.paths:
+            self.paths.append(best)
 
     def _finish_within(self, target: Node, steps: int) -> tuple[Event, ...] | None:
         """A history of at most ``steps`` steps to ``target`` (replayed), or None when the

@@ -28,10 +28,12 @@ from ruleengine.ir import FINAL_ANSWER
 
 
 @pytest.fixture(autouse=True)
-def _no_first_try_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+def _no_wall_clock_limits(monkeypatch: pytest.MonkeyPatch) -> None:
     # The first try at the states that can finish gives up after a few seconds of the wall
     # clock; a loaded machine must not change what these tests decide.
     monkeypatch.setattr(compositional, "FINISH_SECONDS", 1e6)
+    # Nor the time the calls soft forces cost are sought for (the budget's bound).
+    monkeypatch.setattr(compositional, "FORCED_SECONDS", 1e6)
 
 
 def _decider(seed: int) -> _Decider:
@@ -235,3 +237,25 @@ def test_a_finishing_history_as_short_as_the_bound_needs_no_question(
     decider._finish_unrolled()
     assert result.decided is not None and "budget" in result.decided
     assert result.finish_depth == result.finish_after + 1 == len(decider.finished) == 23
+
+
+def test_a_history_as_short_as_the_bound_decides_the_budget_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Seed 9: one rule forces `t35` after `t22`, `t31` or `t23`, another after `t2`, `t47` or
+    # `t24`; four of those triggers are needed, and no two can share a call of `t35`. Only
+    # a group that holds both rules counts its three calls beyond the needed one: the bound
+    # is then 44 steps, as long as the directed search's history, so the budget is exact as
+    # soon as the finish is looked at, with no question to Z3.
+    decider = _decider(9)
+
+    def asked(*args: object, **kwargs: object) -> None:
+        raise AssertionError("no question to the unrolled steps")
+
+    monkeypatch.setattr(Unrolled, "reaches", asked)
+    decider._finish()
+    result = decider.result
+    assert result.decided is not None and "budget" in result.decided
+    assert decider.finished is not None and reaches(decider.system, decider.finished, FINAL_ANSWER)
+    assert result.finish_depth == result.finish_after + 1 == len(decider.finished) == 44
+    assert result.firsts["finish"] == decider.finished
