@@ -138,6 +138,25 @@ def test_a_force_that_may_drop_costs_nothing(tools: list[str], dropper: Requirem
     assert needed + extra <= exact
 
 
+def test_a_step_shows_which_tool_forced_at_the_same_priority_was_not_allowed() -> None:
+    # After `c`, both `a` and `g` are forced at priority 10, and the pass forces `a`, the
+    # one declared first, whenever it is allowed; `a` waits for `d`. So a call of `g` right
+    # after `c` shows that `a` was not allowed then, and stays so until `d` is called:
+    # the shortest finish is `d, g, c, a`, and the bound sees all four steps. Read the other
+    # way round (the one declared last wins), that call would show nothing, and the bound
+    # would fall to 2.
+    requirements = [
+        C("c", min_invocations=1, name="need-c"),
+        C("c", force_after=["g"], name="c-after-g"),
+        C("c", force_after=["e"], name="c-after-e"),
+        C("a", force_after=["c", "e"], name="a-after-c"),
+        C("g", force_after=["c", "e"], name="g-after-c"),
+        C("a", only_after=["d"], name="a-after-d"),
+        C("g", force_after=["d"], name="g-after-d"),
+    ]
+    assert _bounds(["a", "b", "c", "d", "e", "f", "g"], requirements) == (1, 3, 4)
+
+
 def test_nothing_in_priority_mode_or_without_forces() -> None:
     system = System(
         ["a", "b"], [C("a", min_invocations=1), C("b", force_after=["a"])], mode="priority"
