@@ -157,6 +157,28 @@ def test_a_step_shows_which_tool_forced_at_the_same_priority_was_not_allowed() -
     assert _bounds(["a", "b", "c", "d", "e", "f", "g"], requirements) == (1, 3, 4)
 
 
+def test_a_tool_shown_not_allowed_is_allowed_again_once_its_denial_lifts() -> None:
+    # `e` waits for both `b` and `f`, and is forced after each. A call right after `b` shows
+    # that `e` was not allowed (`f` not yet called); `f` lifts that denial and sets off the
+    # force again, so `e` comes next: `c, a, b, f, e` (`a` failing, which sets nothing off)
+    # lets the run stop. Were `e` taken as still not allowed after `f`, the bound would need
+    # a sixth step that no history makes.
+    requirements = [
+        C("c", min_invocations=1, name="need-c"),
+        C("a", min_invocations=1, only_success_invocations=False, name="need-a"),
+        C("e", min_invocations=1, only_success_invocations=False, name="need-e"),
+        C("e", max_invocations=2, name="e-twice"),
+        C("e", only_after=["b"], name="e-after-b"),
+        C("e", only_after=["f"], name="e-after-f"),
+        C("e", force_after=["b", "g"], name="e-forced-after-b"),
+        C("e", force_after=["f", "b"], name="e-forced-after-f"),
+        C("e", force_after=["a", "c"], name="e-forced-after-a"),
+    ]
+    needed, extra, exact = _bounds(["a", "b", "c", "e", "f", "g"], requirements)
+    assert exact == 5
+    assert needed + extra == exact
+
+
 def test_nothing_in_priority_mode_or_without_forces() -> None:
     system = System(
         ["a", "b"], [C("a", min_invocations=1), C("b", force_after=["a"])], mode="priority"
