@@ -49,9 +49,8 @@ from ruleengine.check.histories import (
     toward,
 )
 from ruleengine.check.histories import Late as _Late
-from ruleengine.check.landmarks import extra_calls
+from ruleengine.check.landmarks import least_steps
 from ruleengine.check.projections import Projections
-from ruleengine.check.relaxed import Relaxed
 from ruleengine.check.seek import Estimates, seek
 from ruleengine.check.symbolic_encoding import EncodingBase
 from ruleengine.check.symbolic_layers import _OutOfTime
@@ -501,15 +500,11 @@ class _Decider:
             else:
                 # Each tool every finishing history calls costs a step of its own, and so
                 # do the calls that the soft forces they set off cost besides.
-                relaxed = Relaxed(self.system.components, self.system.tools)
-                self.needed = relaxed.needed()
-                calls = self.needed - {FINAL_ANSWER}
-                calls_ok = relaxed.needed_ok()
                 until = time.monotonic() + FORCED_SECONDS
                 if self.deadline is not None:
                     until = min(until, self.deadline)
-                extra = extra_calls(self.system, calls, calls_ok, until)
-                result.finish_after = max(result.finish_after, least - 1, len(calls) + extra - 1)
+                steps, self.needed = least_steps(self.system, until)
+                result.finish_after = max(result.finish_after, least - 1, steps - 1)
                 if self.finished is not None and len(self.finished) <= result.finish_after + 1:
                     self._exact(self.finished)  # a history as short as the bound
 

@@ -50,13 +50,14 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 from ruleengine._search import quickxplain
+from ruleengine.check.relaxed import Relaxed
 from ruleengine.check.system import Component, System, lowered
 from ruleengine.conditions.admission import ArgCheck
 from ruleengine.ir import FINAL_ANSWER
 from ruleengine.rules import Lowered, literals_of
 from ruleengine.state import STATUSES
 
-__all__ = ["GROUP_STATES", "extra_calls"]
+__all__ = ["GROUP_STATES", "extra_calls", "least_steps"]
 
 GROUP_STATES = 20_000
 """States one group's search may visit before it gives up (and bounds nothing)."""
@@ -196,6 +197,25 @@ def _facts(comp: Component, tools: Sequence[str]) -> _Facts:
         frozenset(sure_keep),
         ranks,
     )
+
+
+def least_steps(
+    system: System, deadline: float | None = None, *, forced: bool = True
+) -> tuple[int, frozenset[str]]:
+    """A lower bound on the steps before ``final_answer`` in every history of ``system``
+    that lets the run stop, and the tools every such history calls (``Relaxed.needed``):
+    one step per such tool and, with ``forced``, the calls that soft forces cost besides
+    (``extra_calls``, until ``deadline``). Strict mode without counters tabulated band by
+    band only (the relaxed product's premise); else ``(0, frozenset())``. Deterministic
+    without ``forced``; with it, a ``deadline`` that passes only lowers the bound."""
+    if system.mode != "strict" or system.skips:
+        return 0, frozenset()
+    relaxed = Relaxed(system.components, system.tools)
+    needed = relaxed.needed()
+    calls = needed - {FINAL_ANSWER}
+    if not forced:
+        return len(calls), needed
+    return len(calls) + extra_calls(system, calls, relaxed.needed_ok(), deadline), needed
 
 
 def extra_calls(

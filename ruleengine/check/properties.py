@@ -23,6 +23,7 @@ from typing import Any
 
 from ruleengine._search import quickxplain
 from ruleengine.check.analysis import Analysis, Witness, settled
+from ruleengine.check.bounds import Distances, distances
 from ruleengine.check.conditions import condition_findings
 from ruleengine.check.conflicts import _after, _deadlock, _finding, _forced_conflict, _steps, _tie
 from ruleengine.check.counterexamples import (
@@ -46,11 +47,14 @@ from ruleengine.check.guesses import (
     _watched,
     cone_of,
 )
+from ruleengine.check.histories import SEEK_STATES, searched
+from ruleengine.check.landmarks import least_steps
 from ruleengine.check.lanes import run_jobs
 from ruleengine.check.progress import note as note_progress
 from ruleengine.check.relaxed import Relaxed
 from ruleengine.check.report import FINDING_IDS, Finding
-from ruleengine.check.system import Checked, Event, System
+from ruleengine.check.seek import seek
+from ruleengine.check.system import Checked, Component, Event, System
 from ruleengine.ir import FINAL_ANSWER
 from ruleengine.passes import CoreEntry
 from ruleengine.requirements.arguments import ArgumentsRequirement
@@ -73,6 +77,17 @@ class CoreCache(dict[tuple[frozenset[str], str | None, bool], Analysis]):
         super().__init__()
         self.deadline = deadline
         self.cut = cut
+        self._distances: dict[tuple[int, str], Distances] = {}
+
+    def distances(self, comp: Component, tools: Sequence[str], goal: str) -> Distances:
+        """``bounds.distances`` of ``comp`` over ``tools`` to ``goal``, remembered for the
+        subsystems of one report (they share the components and the tools: keyed by the
+        component's identity, which the report's system keeps alive)."""
+        key = (id(comp), goal)
+        found = self._distances.get(key)
+        if found is None:
+            found = self._distances[key] = distances(comp, tools, goal)
+        return found
 
     def expired(self) -> bool:
         """Whether the deadline has passed: every question not answered yet is then
@@ -730,6 +745,10 @@ def _holds(
         if focus is not None and focus != "no-finish" and not holds(quick):
             # These findings claim "never": what the short search saw is a counterexample.
             return False, None
+    if isinstance(sub, System) and focus is not None and focus.startswith("finish:"):
+        shown = _budget_shown(sub, int(focus[7:]), cache)
+        if shown is not None:
+            return shown
     full_key = (names, focus, False)
     analysis = cache.get(full_key)
     if analysis is None and focus is not None and focus.startswith("tool:"):
@@ -747,6 +766,41 @@ def _holds(
         return analysis.depth_done >= int(focus[7:]) and holds(analysis), analysis.example
     # An analysis cut short answers "no": nothing is dropped on partial evidence.
     return False, None
+
+
+BOUND_SECONDS = 1.0
+"""The longest one budget question of a core search seeks the calls soft forces cost
+(``landmarks.least_steps``) before the engine is asked."""
+
+
+def _budget_shown(
+    sub: System, steps: int, cache: CoreCache
+) -> tuple[bool, tuple[Event, ...] | None] | None:
+    """Whether no history of ``sub`` of at most ``steps`` steps lets the run stop, where
+    that shows without the engine: yes where the tools every finishing history calls
+    number more (``least_steps`` without forces: deterministic, a few milliseconds), no
+    with a history a directed search finds (``seek``, a bounded number of states), yes
+    where those tools and the calls soft forces cost besides do (at most
+    ``BOUND_SECONDS``). None where none of these shows it: the engine decides. On random
+    conditionals at 50 tools a budget core's question took the symbolic engine up to
+    100 s (its layers of a large subsystem), and past the deadline."""
+    if least_steps(sub, forced=False)[0] > steps:
+        return True, None
+    found = seek(
+        sub,
+        FINAL_ANSWER,
+        lambda comp, goal: cache.distances(comp, sub.tools, goal),
+        limit=searched(sub, SEEK_STATES),
+        within=steps,
+    )
+    if found is not None and _shows(sub, found, f"finish:{steps}"):
+        return False, found
+    until = time.monotonic() + BOUND_SECONDS
+    if cache.deadline is not None:
+        until = min(until, cache.deadline)
+    if least_steps(sub, until)[0] > steps:
+        return True, None
+    return None
 
 
 def requirement_entry(req: Requirement) -> CoreEntry:

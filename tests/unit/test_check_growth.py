@@ -255,3 +255,30 @@ def test_both_engines_give_one_report_when_they_answer_every_core_question(
     symbolic = check(["a"], reqs, max_iterations=2, engine="symbolic").model_dump(mode="json")
     assert explicit["findings"]
     assert explicit | {"stats": None} == symbolic | {"stats": None}
+
+
+def _no_engine(sub: Any, focus: str | None = None) -> Analysis:
+    raise AssertionError(f"no engine question here ({focus})")
+
+
+def test_a_budget_core_asks_no_engine_where_bounds_and_histories_answer() -> None:
+    # Four tools every finish calls, against a budget of 3 steps: the budget holds, and on
+    # each smaller policy either the tools every finish calls still number more than 3, or a
+    # directed search finds a history of at most 3 steps. Six counters make each subsystem
+    # too large for the short breadth-first search (729 states and more), so without those
+    # two answers the engine would be asked.
+    tools = [f"t{i}" for i in range(10)]
+    requirements = [
+        *(C(f"t{i}", min_invocations=1, name=f"need-t{i}") for i in range(4)),
+        *(C(f"t{i}", max_invocations=2, name=f"cap-t{i}") for i in range(4, 10)),
+        C("t1", only_after=["t0"], name="t1-after-t0"),
+    ]
+    system = System(tools, requirements)
+
+    def holds(a: Analysis) -> bool:
+        return a.finish_depth is None or a.finish_depth > 3
+
+    core = requirement_core(system, holds, _no_engine, "finish:3")
+    assert sorted(r.name for r in core) == ["need-t0", "need-t1", "need-t2", "need-t3"]
+    exact = analyse(system.subsystem([r.name for r in core]), live=False)
+    assert exact.finish_depth == 4
