@@ -41,17 +41,15 @@ from ruleengine.check.bounds import UNREACHABLE
 from ruleengine.check.explicit import Outcome, _Explorer
 from ruleengine.check.histories import (
     LIVE_STATES,
-    SEEK_STATES,
     Finishing,
     along,
-    searched,
     shortened,
     toward,
 )
 from ruleengine.check.histories import Late as _Late
 from ruleengine.check.landmarks import least_steps
 from ruleengine.check.projections import Projections
-from ruleengine.check.seek import Estimates, seek
+from ruleengine.check.seek import SEEK_STATES, Estimates, searched, seek
 from ruleengine.check.symbolic_encoding import EncodingBase
 from ruleengine.check.symbolic_layers import _OutOfTime
 from ruleengine.check.symbolic_verdicts import (

@@ -14,31 +14,22 @@ from typing import Any
 from ruleengine.check._bdd import pick
 from ruleengine.check.bounds import UNREACHABLE, shortest
 from ruleengine.check.explicit import allows, decide
-from ruleengine.check.seek import seek, traced
+from ruleengine.check.seek import SEEK_STATES, searched, seek, traced
 from ruleengine.check.symbolic_encoding import EncodingBase
 from ruleengine.check.system import Component, Event, State, System
 from ruleengine.ir import FINAL_ANSWER
 from ruleengine.passes import Pass
 
-__all__ = ["Finishing", "Late", "along", "searched", "shortened", "toward"]
+__all__ = ["Finishing", "Late", "along", "shortened", "toward"]
 
 Node = Any
 """A BDD node of the encoding's manager."""
-
-SEEK_STATES = 2000
-"""States a directed search decides before it gives up, for a system of at most
-``SEEK_COMPONENTS`` components; fewer for a larger one (``_searched``)."""
-
-SEEK_COMPONENTS = 100
-"""Components up to which a search decides ``SEEK_STATES`` states: it keeps every state it
-meets (some 150 per state decided at 50 tools), each a tuple of views, so a search's memory
-grows with the components (at 400, 2,000 states took a gigabyte)."""
 
 CUBES = 4
 """Target states ``toward`` tries to reach, one search each."""
 
 LIVE_STATES = 500
-"""States a directed search for a live requirement decides (``_searched``)."""
+"""States a directed search for a live requirement decides (``seek.searched``)."""
 
 
 class Late(Exception):
@@ -215,13 +206,6 @@ def shortened(system: System, history: Sequence[Event]) -> tuple[Event, ...]:
 def _failed(event: Event) -> Event:
     """The same call, failing."""
     return (event[0], "error")
-
-
-def searched(system: System, states: int) -> int:
-    """``states`` for a system of at most ``SEEK_COMPONENTS`` components, proportionally
-    fewer for a larger one (at least a tenth)."""
-    size = len(system.components)
-    return max(states // 10, states * SEEK_COMPONENTS // max(size, SEEK_COMPONENTS))
 
 
 def along(

@@ -47,13 +47,12 @@ from ruleengine.check.guesses import (
     _watched,
     cone_of,
 )
-from ruleengine.check.histories import SEEK_STATES, searched
 from ruleengine.check.landmarks import least_steps
 from ruleengine.check.lanes import run_jobs
 from ruleengine.check.progress import note as note_progress
 from ruleengine.check.relaxed import Relaxed
 from ruleengine.check.report import FINDING_IDS, Finding
-from ruleengine.check.seek import seek
+from ruleengine.check.seek import SEEK_STATES, searched, seek
 from ruleengine.check.system import Checked, Component, Event, System
 from ruleengine.ir import FINAL_ANSWER
 from ruleengine.passes import CoreEntry

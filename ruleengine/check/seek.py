@@ -26,7 +26,16 @@ from ruleengine.ir import FINAL_ANSWER
 from ruleengine.passes import Pass
 from ruleengine.state import STATUSES
 
-__all__ = ["Estimates", "seek", "traced"]
+__all__ = ["SEEK_STATES", "Estimates", "searched", "seek", "traced"]
+
+SEEK_STATES = 2000
+"""States a directed search decides before it gives up, for a system of at most
+``SEEK_COMPONENTS`` components; fewer for a larger one (``searched``)."""
+
+SEEK_COMPONENTS = 100
+"""Components up to which a search decides ``SEEK_STATES`` states: it keeps every state it
+meets (some 150 per state decided at 50 tools), each a tuple of views, so a search's memory
+grows with the components (at 400, 2,000 states took a gigabyte)."""
 
 
 class Estimates:
@@ -210,3 +219,10 @@ def traced(came: dict[State, tuple[State, Event] | None], state: State) -> tuple
         out.append(event)
         step = came[state]
     return tuple(reversed(out))
+
+
+def searched(system: System, states: int) -> int:
+    """``states`` for a system of at most ``SEEK_COMPONENTS`` components, proportionally
+    fewer for a larger one (at least a tenth)."""
+    size = len(system.components)
+    return max(states // 10, states * SEEK_COMPONENTS // max(size, SEEK_COMPONENTS))
