@@ -167,9 +167,12 @@ class Layers:
     # -- images ------------------------------------------------------------------------------
 
     def image(self, states: Node) -> Node:
-        """The states one step after ``states``."""
+        """The states one step after ``states`` (``_OutOfTime`` past the deadline, looked
+        at after each cluster: one layer of a large subsystem can take far longer than the
+        margin a deadline leaves)."""
         out = self.bdd.false
         for c in self.clusters:
+            self._in_time()
             out |= self._image(states, c)
         return out
 
@@ -181,6 +184,7 @@ class Layers:
         out = bdd.false
         for c in self.clusters:
             if within & c.guard != bdd.false:
+                self._in_time()
                 out |= self._preimage(states, c)
         # Steps that move no component (e.g. a failed call nothing counts) keep the state.
         return within & (out | (states & self._staying()))
@@ -221,6 +225,10 @@ class Layers:
 
     def _tick(self) -> None:
         note_progress(layers=len(self.layers), engine="symbolic")
+        self._in_time()
+
+    def _in_time(self) -> None:
+        """Raise ``_OutOfTime`` past the deadline."""
         if self.deadline is not None and time.monotonic() > self.deadline:
             raise _OutOfTime
 

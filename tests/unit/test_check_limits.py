@@ -461,3 +461,25 @@ def test_auto_keeps_time_for_the_first_steps_when_its_engine_stops_without_a_ver
     assert {c.requirement for c in tie[0].core} == {"t1-after-t0", "t2-after-t0"}
     # without a time limit there is no share to keep: the engine's report stands alone
     assert check(tools, reqs).findings == ()
+
+
+def test_a_symbolic_step_looks_at_the_clock_between_its_parts() -> None:
+    # One layer of a large subsystem is many images, one per cluster of tools: the deadline
+    # is looked at before each, so a layer does not outlast it by all the others.
+    import time
+
+    from ruleengine.check.symbolic import Encoding
+    from ruleengine.check.symbolic_layers import Layers, _OutOfTime
+    from ruleengine.check.system import System
+
+    system = System(["a", "b", "c"], [C("b", only_after=["a"]), C("c", max_invocations=1)])
+    enc = Encoding(system)
+    start = enc.bdd.cube(enc.state_bits(system.components, system.initial))
+    layers = Layers(system, enc, None, None, None)
+    assert layers.image(start) != enc.bdd.false
+    assert layers.preimage(layers.image(start), enc.bdd.true) != enc.bdd.false
+    late = Layers(system, enc, None, time.monotonic() - 1, None)
+    with pytest.raises(_OutOfTime):
+        late.image(start)
+    with pytest.raises(_OutOfTime):
+        late.preimage(layers.image(start), enc.bdd.true)
