@@ -148,11 +148,25 @@ def findings(
     engine: Engine,
     deadline: float | None = None,
     cut: list[str] | None = None,
+    known: Sequence[Finding] = (),
+    reported: Callable[[list[Finding]], None] | None = None,
 ) -> list[Finding]:
     """Every finding of ``analysis``, in SPEC order, once per subject. ``deadline`` (a
     ``time.monotonic()`` value) bounds the searches the core searches run besides
     ``engine``'s (which has its own limits). ``cut``: where ``engine`` records answers the
-    limits cut short (a lane run in a child sends its own back, see ``_in_lanes``)."""
+    limits cut short (a lane run in a child sends its own back, see ``_in_lanes``).
+    ``known``: findings with a requirement-level core found before for this analysis
+    (``reported`` by another process that did not finish), taken as they are.
+    ``reported`` is given those found so far once the first phase's cores are in (no-finish,
+    budget, dead tools), for a caller that may not see the end."""
+    reuse = {_subject(f): f for f in known}
+
+    def reused(job: _Job, subject: tuple[str, str | None, str | None]) -> _Job:
+        found = reuse.get(subject)
+        if found is None:
+            return job
+        return lambda _: (found, frozenset(c.requirement for c in found.core))
+
     out: list[Finding] = []
     cache = CoreCache(deadline=deadline, cut=cut)
     hints = Hints()
@@ -173,11 +187,21 @@ def findings(
     # An incomplete analysis that decides verdicts one by one (``compositional``) reports
     # the ones it decided.
     if no_finish is not None and settled(analysis, "no-finish"):
-        first.append(lambda h: _no_finish(system, no_finish, engine, cache, h))
+        first.append(
+            reused(
+                lambda h: _no_finish(system, no_finish, engine, cache, h),
+                ("no-finish", None, None),
+            )
+        )
     if max(analysis.depth_done, analysis.finish_after) >= max_iterations - 1 or settled(
         analysis, "budget"
     ):
-        first.append(lambda h: _budget(system, analysis, max_iterations, engine, cache, h))
+        first.append(
+            reused(
+                lambda h: _budget(system, analysis, max_iterations, engine, cache, h),
+                ("budget", None, None),
+            )
+        )
     dead_tools = [
         t
         for t in system.tools
@@ -199,8 +223,15 @@ def findings(
         earlier: list[list[int]] = []
         for tool in dead_tools:
             closing = relaxed.closing(tool, earlier, deadline=deadline)
-            first.append(partial(_dead_tool, system, tool, engine, cache, closing=closing))
+            first.append(
+                reused(
+                    partial(_dead_tool, system, tool, engine, cache, closing=closing),
+                    ("dead-tool", tool, None),
+                )
+            )
     found = _in_lanes(first, hints, cut)
+    if reported is not None:
+        reported([f for f in found if f is not None])
     note_progress(findings=len(out) + sum(f is not None for f in found))
     closed = {
         f.tool: frozenset(c.requirement for c in f.core)
@@ -214,7 +245,13 @@ def findings(
         # not changing one. (Whether its conditions ever decide is a question of implication
         # between conditions, not asked here.)
         dead = dead_requirements
-        second = [partial(_dead_requirement, context, name, engine, cache) for name in dead]
+        second = [
+            reused(
+                partial(_dead_requirement, context, name, engine, cache),
+                ("dead-requirement", None, name),
+            )
+            for name in dead
+        ]
         found += _in_lanes(second, hints, cut, context.lanes(dead))
     out.extend(f for f in found if f is not None)
     note_progress(findings=len(out))
@@ -229,6 +266,11 @@ def findings(
     out = _outputs_named(system, out)
     rank = {finding_id: i for i, finding_id in enumerate(FINDING_IDS)}
     return sorted(out, key=lambda f: rank[f.id])  # stable: subjects keep declared order
+
+
+def _subject(finding: Finding) -> tuple[str, str | None, str | None]:
+    """What a finding is about: its id, tool and requirement (one finding each)."""
+    return finding.id, finding.tool, finding.requirement
 
 
 def _outputs_named(system: Checked, found: list[Finding]) -> list[Finding]:

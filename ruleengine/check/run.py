@@ -254,9 +254,13 @@ def _found(
     analysis: Analysis,
     run: Callable[[Any, str | None], Analysis],
     options: _Options,
+    *,
+    known: Sequence[Finding] = (),
+    reported: Callable[[list[Finding]], None] | None = None,
 ) -> tuple[list[Finding], list[str]]:
     """The findings of ``analysis`` (their traces written out, with example values) and
-    the answers the limits cut short."""
+    the answers the limits cut short; ``known`` and ``reported`` as ``findings`` takes
+    them (cores found before, and a hook for those found so far)."""
     cut: list[str] = []
 
     def core_question(sub: Any, focus: str | None = None) -> Analysis:
@@ -288,6 +292,8 @@ def _found(
             engine=core_question,
             deadline=deadline,
             cut=cut,
+            known=known,
+            reported=reported,
         )
     finally:
         clock.deadline = kept
@@ -413,7 +419,9 @@ LOOK_SECONDS = 0.25
 
 def _settled(sent: object) -> bool:
     """Whether what the verdicts one by one last sent is their whole analysis, complete
-    (sent before they seek the cores)."""
+    (sent before they seek the cores, and again with the first of them)."""
+    if isinstance(sent, _Cored):
+        sent = sent.analysis
     return isinstance(sent, Analysis) and sent.complete
 
 
@@ -425,18 +433,22 @@ def _kept(
     probe: Analysis | None,
 ) -> tuple[Analysis, list[Finding], list[str]]:
     """The answer of a race whose second child is still at work at the limit: that child
-    stopped, the analysis it last sent (``_one_by_one``) with its findings, whose cores the
-    limit cuts short (each keeps every requirement it might need), else what this process's
-    probe decided (``_lost``)."""
+    stopped, the analysis it last sent (``_one_by_one``) with its findings: the cores it
+    sent are kept, the others the limit cuts short (each keeps every requirement it might
+    need); else what this process's probe decided (``_lost``)."""
     if side.ready():  # it answered just now, or failed
         ok, theirs = side.result()
         if ok and theirs is not None:
             return theirs
     sent = side.latest()  # with what it sent that this process had not read yet
     side.stop()
+    known: list[Finding] = []
+    if isinstance(sent, _Cored):
+        known = sent.findings  # the cores it found are kept
+        sent = sent.analysis
     if not isinstance(sent, Analysis):
         sent = _lost(system, probe)
-    return sent, *_found(system, sent, run, options)
+    return sent, *_found(system, sent, run, options, known=known)
 
 
 def _lost(system: System, probe: Analysis | None) -> Analysis:
@@ -477,9 +489,24 @@ def _one_by_one(
     sent what is decided as the analysis goes on, and the whole analysis before its cores
     are sought, for a parent that cannot wait for the end."""
     mine = _decided(system, run, options, stop, progress=send)
-    if send is not None:
-        send(mine)
-    return _light(mine), *_found(system, mine, run, options)
+    if send is None:
+        return _light(mine), *_found(system, mine, run, options)
+    send(mine)
+
+    def reported(found: list[Finding]) -> None:
+        send(_Cored(mine, found))
+
+    return _light(mine), *_found(system, mine, run, options, reported=reported)
+
+
+@dataclass(frozen=True)
+class _Cored:
+    """What the verdicts one by one send once their first cores are in: the analysis, and
+    the findings with those cores (``findings``' ``reported``), which ``_kept`` keeps
+    should the rest not come in time."""
+
+    analysis: Analysis
+    findings: list[Finding]
 
 
 def _decided(

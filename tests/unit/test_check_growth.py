@@ -282,3 +282,35 @@ def test_a_budget_core_asks_no_engine_where_bounds_and_histories_answer() -> Non
     assert sorted(r.name for r in core) == ["need-t0", "need-t1", "need-t2", "need-t3"]
     exact = analyse(system.subsystem([r.name for r in core]), live=False)
     assert exact.finish_depth == 4
+
+
+def test_cores_found_before_are_taken_as_they_are(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A check whose verdicts one by one ran out of time while seeking the rest of their
+    # cores sent those of the first phase; the report keeps them and asks nothing about
+    # them again.
+    monkeypatch.setenv("RULEENGINE_LANES", "1")
+    requirements = [
+        C("a", min_invocations=1, name="need-a"),
+        C("b", only_after=["c"], name="b-after-c"),
+        C("c", only_after=["b"], name="c-after-b"),
+        C("d", max_invocations=1, name="cap-d"),
+    ]
+    system = System(["a", "b", "c", "d"], requirements)
+    analysis = analyse(system)
+    sent: list[list[Any]] = []
+    first = properties.findings(
+        system, analysis, max_iterations=20, engine=_explicit, reported=sent.append
+    )
+    assert len(sent) == 1  # once, after the first phase
+    ((tool_finding,),) = [[f for f in sent[0] if f.id == "dead-tool" and f.tool == "b"]]
+    assert {c.requirement for c in tool_finding.core} == {"b-after-c", "c-after-b"}
+
+    # The same findings again, with no core search for what was sent.
+    def searched(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a core search for a finding that was sent")
+
+    monkeypatch.setattr(properties, "_dead_tool", searched)
+    again = properties.findings(
+        system, analysis, max_iterations=20, engine=_explicit, known=sent[0]
+    )
+    assert [f for f in again if f.id == "dead-tool"] == [f for f in first if f.id == "dead-tool"]

@@ -607,3 +607,54 @@ def _ended(reader: int) -> bool:
         return bool(select.select([ended], [], [], 60)[0])
     finally:
         os.close(ended)
+
+
+class _LateSide:
+    """A second child still at work at the limit, which sent its analysis and the cores of
+    its first phase."""
+
+    def __init__(self, sent: object) -> None:
+        self.sent = sent
+        self.stopped = False
+
+    def ready(self) -> bool:
+        return False
+
+    def latest(self) -> object:
+        return self.sent
+
+    def stop(self) -> None:
+        self.stopped = True
+
+
+def test_a_late_second_child_keeps_the_cores_it_sent(monkeypatch: pytest.MonkeyPatch) -> None:
+    # At the limit, the cores it did not send keep every requirement; those it sent stay
+    # minimal.
+    from ruleengine.check.explicit import analyse
+    from ruleengine.check.properties import findings
+
+    monkeypatch.setenv("RULEENGINE_LANES", "1")
+    requirements = [
+        ConditionalRequirement("b", only_after=["c"], name="b-after-c"),
+        ConditionalRequirement("c", only_after=["b"], name="c-after-b"),
+        ConditionalRequirement("d", max_invocations=1, name="cap-d"),
+        ConditionalRequirement("a", max_invocations=2, name="cap-a"),
+        ConditionalRequirement("b", max_invocations=1, name="cap-b"),  # dead: `b` never is
+    ]
+    system = System(["a", "b", "c", "d"], requirements)
+    analysis = analyse(system)
+
+    def run(sub: Any, focus: str | None = None) -> Analysis:
+        return analyse(sub)
+
+    sent: list[list[Any]] = []
+    findings(system, analysis, max_iterations=20, engine=run, reported=sent.append)
+    side = _LateSide(run_module._Cored(analysis, sent[0]))
+    past = time.monotonic() - 1
+    options = run_module._Options("auto", 1.0, past, run_module._Clock(past), None, 20)
+    kept, found, cut = run_module._kept(system, run, options, side, None)  # type: ignore[arg-type]
+    assert side.stopped and kept is analysis and cut
+    cores = {(f.id, f.tool): {c.requirement for c in f.core} for f in found}
+    assert cores[("dead-tool", "b")] == cores[("dead-tool", "c")] == {"b-after-c", "c-after-b"}
+    dead = {f.requirement: {c.requirement for c in f.core} for f in found if f.requirement}
+    assert dead == {"cap-b": {r.name for r in requirements}}  # not sent: cut by the limit
