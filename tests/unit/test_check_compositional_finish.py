@@ -217,6 +217,15 @@ def test_the_quick_pass_keeps_to_its_share_of_the_time(monkeypatch: pytest.Monke
     assert set(decider.open) == opened
 
 
+def _no_question(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Any question to the unrolled steps from now on fails the test."""
+
+    def asked(*args: object, **kwargs: object) -> None:
+        raise AssertionError("no question to the unrolled steps")
+
+    monkeypatch.setattr(Unrolled, "reaches", asked)
+
+
 def test_a_finishing_history_as_short_as_the_bound_needs_no_question(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -224,16 +233,12 @@ def test_a_finishing_history_as_short_as_the_bound_needs_no_question(
     # fewer steps, and its detours taken out, one of 23, the lower bound: exact, with no
     # question to Z3.
     decider = _decider(0)
-
-    def asked(*args: object, **kwargs: object) -> None:
-        raise AssertionError("no question to the unrolled steps")
-
     decider._finish()
     result = decider.result
     assert decider.finished is not None and result.finish_shown == len(decider.finished)
     assert reaches(decider.system, decider.finished, FINAL_ANSWER)
     decider._no_finish()
-    monkeypatch.setattr(Unrolled, "reaches", asked)
+    _no_question(monkeypatch)
     decider._finish_unrolled()
     assert result.decided is not None and "budget" in result.decided
     assert result.finish_depth == result.finish_after + 1 == len(decider.finished) == 23
@@ -248,11 +253,7 @@ def test_a_history_as_short_as_the_bound_decides_the_budget_at_once(
     # is then 44 steps, as long as the directed search's history, so the budget is exact as
     # soon as the finish is looked at, with no question to Z3.
     decider = _decider(9)
-
-    def asked(*args: object, **kwargs: object) -> None:
-        raise AssertionError("no question to the unrolled steps")
-
-    monkeypatch.setattr(Unrolled, "reaches", asked)
+    _no_question(monkeypatch)
     decider._finish()
     result = decider.result
     assert result.decided is not None and "budget" in result.decided
