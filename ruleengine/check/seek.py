@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import time
 from collections.abc import Callable
 
 from ruleengine.check.bounds import UNREACHABLE, Distances
@@ -31,6 +32,9 @@ __all__ = ["SEEK_STATES", "Estimates", "searched", "seek", "traced"]
 SEEK_STATES = 2000
 """States a directed search decides before it gives up, for a system of at most
 ``SEEK_COMPONENTS`` components; fewer for a larger one (``searched``)."""
+
+DEADLINE_EVERY = 64
+"""States a search decides between two looks at the clock (when given a deadline)."""
 
 SEEK_COMPONENTS = 100
 """Components up to which a search decides ``SEEK_STATES`` states: it keeps every state it
@@ -133,6 +137,7 @@ def seek(
     limit: int,
     within: int | None = None,
     start: State | None = None,
+    deadline: float | None = None,
 ) -> tuple[Event, ...] | None:
     """A history after which ``goal`` is allowed (``final_answer``: the run may stop),
     of at most ``within`` steps when given, or None when none was found among ``limit``
@@ -141,19 +146,22 @@ def seek(
     caller). Deterministic: states in order of ``Estimates.guide``, then the shallower,
     then the one found first (tools in declared order, statuses ``ok``, ``error``,
     ``denied``); with ``within``, a state whose ``Estimates.bound`` leaves no room is
-    dropped. Cost: at most ``limit`` decided states, each with its successors estimated."""
+    dropped. Cost: at most ``limit`` decided states, each with its successors estimated;
+    None as well once ``deadline`` (a ``time.monotonic()`` value) has passed, looked at every
+    ``DEADLINE_EVERY`` states."""
     estimates = Estimates(system, goal, bounds)
     origin = system.initial if start is None else start
     first = estimates.bound(origin)
     if first is None or (within is not None and first > within):
         return None
-    found, left = _search(system, estimates, limit, within, origin, helpful_only=True)
+    found, left = _search(system, estimates, limit, within, origin, deadline, helpful_only=True)
     if found is not None or left <= 0:
         return found
     # The helpful steps led nowhere: every step, on a quarter of the budget at most (on the
     # benchmark's policies this second search finds its rare histories within a few dozen
     # states, and costs most of the time of those it does not find).
-    return _search(system, estimates, min(left, limit // 4), within, origin, helpful_only=False)[0]
+    more = min(left, limit // 4)
+    return _search(system, estimates, more, within, origin, deadline, helpful_only=False)[0]
 
 
 def _search(
@@ -162,6 +170,7 @@ def _search(
     limit: int,
     within: int | None,
     start: State,
+    deadline: float | None,
     *,
     helpful_only: bool,
 ) -> tuple[tuple[Event, ...] | None, int]:
@@ -180,6 +189,8 @@ def _search(
         if depth > best[state]:
             continue  # reached by a shorter history since
         limit -= 1
+        if deadline is not None and limit % DEADLINE_EVERY == 0 and time.monotonic() > deadline:
+            return None, 0
         outcomes = [decide(system, records) for records, _ in system.variants(state)]
         if any(allows(o, goal) for o in outcomes):
             return traced(came, state), limit

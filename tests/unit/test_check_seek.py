@@ -532,3 +532,24 @@ def test_the_search_over_every_step_gets_a_quarter_of_the_limit() -> None:
     assert seek(system, FINAL_ANSWER, bounds, limit=12) is None
     found = seek(system, FINAL_ANSWER, bounds, limit=24)
     assert found == (("b", "ok"), ("b", "ok"), ("a", "ok"))
+
+
+def test_a_search_given_a_deadline_stops_there() -> None:
+    # A chain of 100 "only after"s: the history is 100 steps deep, past the first look at
+    # the clock. Without a deadline it is found; with one that has passed, nothing is.
+    import time
+
+    tools = [f"t{i:03}" for i in range(100)]
+    reqs: list[Requirement] = [
+        C(tools[i], only_after=[tools[i - 1]], name=f"c{i}") for i in range(1, 100)
+    ]
+    reqs.append(C(tools[-1], min_invocations=1, name="last"))
+    system = System(tools, reqs)
+
+    def bounds(comp: Component, goal: str) -> Distances:
+        return distances(comp, system.tools, goal)
+
+    found = seek(system, FINAL_ANSWER, bounds, limit=10_000)
+    assert found is not None and len(found) == 100
+    late = time.monotonic() - 1
+    assert seek(system, FINAL_ANSWER, bounds, limit=10_000, deadline=late) is None
