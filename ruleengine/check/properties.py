@@ -15,6 +15,7 @@ a core search's pool, are ``counterexamples``'.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Iterable, Sequence
 from functools import partial, reduce
@@ -157,9 +158,20 @@ def findings(
     limits cut short (a lane run in a child sends its own back, see ``_in_lanes``).
     ``known``: findings with a requirement-level core found before for this analysis
     (``reported`` by another process that did not finish), taken as they are.
-    ``reported`` is given those found so far once the first phase's cores are in (no-finish,
-    budget, dead tools), for a caller that may not see the end."""
+    ``reported`` is given those found so far (with ``known``) each time one more is found in
+    this process, for a caller that may not see the end."""
     reuse = {_subject(f): f for f in known}
+    sent: list[Finding] = []
+
+    def found_one(finding: Finding) -> None:
+        found_all([finding])
+
+    def found_all(found: Iterable[Finding | None]) -> None:
+        fresh = [f for f in found if f is not None and _subject(f) not in reuse]
+        fresh = [f for f in fresh if f not in sent]
+        if reported is not None and fresh:
+            sent.extend(fresh)
+            reported([*known, *sent])
 
     def reused(job: _Job, subject: tuple[str, str | None, str | None]) -> _Job:
         found = reuse.get(subject)
@@ -229,9 +241,8 @@ def findings(
                     ("dead-tool", tool, None),
                 )
             )
-    found = _in_lanes(first, hints, cut)
-    if reported is not None:
-        reported([f for f in found if f is not None])
+    found = _in_lanes(first, hints, cut, each=found_one)
+    found_all(found)  # with those a lane run in the other process found
     note_progress(findings=len(out) + sum(f is not None for f in found))
     closed = {
         f.tool: frozenset(c.requirement for c in f.core)
@@ -252,7 +263,7 @@ def findings(
             )
             for name in dead
         ]
-        found += _in_lanes(second, hints, cut, context.lanes(dead))
+        found += _in_lanes(second, hints, cut, context.lanes(dead), each=found_one)
     out.extend(f for f in found if f is not None)
     note_progress(findings=len(out))
     if analysis.tie is not None:
@@ -303,6 +314,7 @@ def _in_lanes(
     hints: Hints,
     cut: list[str] | None,
     lanes: Sequence[Sequence[int]] | None = None,
+    each: Callable[[Finding], None] | None = None,
 ) -> list[Finding | None]:
     """Each job's finding, in order. The jobs are dealt to lanes (``lanes``: the indices of
     each lane's jobs, in order; by default two, dealt in turn), run as independent jobs
@@ -310,7 +322,9 @@ def _in_lanes(
     allows). A lane starts from its own copy of ``hints`` and adds each of its findings'
     cores to it: a job's guesses depend on its lane alone, so every finding is the same
     whichever process ran a lane and when. Afterwards ``hints`` gets every core in job order
-    (the next phase's start)."""
+    (the next phase's start). ``each`` is given every finding a lane run in this process
+    finds, as it does (a lane the other process runs sends its findings at its end)."""
+    home = os.getpid()
 
     def lane(mine: Sequence[_Job]) -> list[_Done]:
         own = hints.copy()
@@ -320,6 +334,8 @@ def _in_lanes(
             got = job(own)
             if got is not None:
                 own.add(got[1])
+                if each is not None and os.getpid() == home:
+                    each(got[0])
             out.append((got, cut[start:] if cut is not None else []))
         return out
 
@@ -833,6 +849,7 @@ def _budget_shown(
         lambda comp, goal: cache.distances(comp, sub.tools, goal),
         limit=searched(sub, SEEK_STATES),
         within=steps,
+        deadline=cache.deadline,
     )
     if found is not None and _shows(sub, found, f"finish:{steps}"):
         return False, found

@@ -301,8 +301,15 @@ def test_cores_found_before_are_taken_as_they_are(monkeypatch: pytest.MonkeyPatc
     first = properties.findings(
         system, analysis, max_iterations=20, engine=_explicit, reported=sent.append
     )
-    assert len(sent) == 1  # once, after the first phase
-    ((tool_finding,),) = [[f for f in sent[0] if f.id == "dead-tool" and f.tool == "b"]]
+    # Once per finding as it is found, each time with those before it.
+    assert [len(found) for found in sent] == list(range(1, len(sent) + 1))
+
+    def subject(f: Any) -> tuple[str, str, str]:
+        return f.id, f.tool or "", f.requirement or ""
+
+    wanted = [f for f in first if f.id in ("dead-tool", "dead-requirement")]
+    assert sorted(sent[-1], key=subject) == sorted(wanted, key=subject)
+    ((tool_finding,),) = [[f for f in sent[-1] if f.id == "dead-tool" and f.tool == "b"]]
     assert {c.requirement for c in tool_finding.core} == {"b-after-c", "c-after-b"}
 
     # The same findings again, with no core search for what was sent.
@@ -311,6 +318,6 @@ def test_cores_found_before_are_taken_as_they_are(monkeypatch: pytest.MonkeyPatc
 
     monkeypatch.setattr(properties, "_dead_tool", searched)
     again = properties.findings(
-        system, analysis, max_iterations=20, engine=_explicit, known=sent[0]
+        system, analysis, max_iterations=20, engine=_explicit, known=sent[-1]
     )
     assert [f for f in again if f.id == "dead-tool"] == [f for f in first if f.id == "dead-tool"]

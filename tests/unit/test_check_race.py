@@ -649,7 +649,9 @@ def test_a_late_second_child_keeps_the_cores_it_sent(monkeypatch: pytest.MonkeyP
 
     sent: list[list[Any]] = []
     findings(system, analysis, max_iterations=20, engine=run, reported=sent.append)
-    side = _LateSide(run_module._Cored(analysis, sent[0]))
+    sent_tools = [f for f in sent[-1] if f.id == "dead-tool"]  # what it sent in time
+    assert len(sent_tools) == 2
+    side = _LateSide(run_module._Cored(analysis, sent_tools))
     past = time.monotonic() - 1
     options = run_module._Options("auto", 1.0, past, run_module._Clock(past), None, 20)
     kept, found, cut = run_module._kept(system, run, options, side, None)  # type: ignore[arg-type]
