@@ -419,7 +419,7 @@ LOOK_SECONDS = 0.25
 
 def _settled(sent: object) -> bool:
     """Whether what the verdicts one by one last sent is their whole analysis, complete
-    (sent before they seek the cores, and again with the first of them)."""
+    (sent before they seek the cores, and again with each core they find)."""
     if isinstance(sent, _Cored):
         sent = sent.analysis
     return isinstance(sent, Analysis) and sent.complete
@@ -486,8 +486,9 @@ def _one_by_one(
 ) -> tuple[Analysis, list[Finding], list[str]]:
     """The verdicts decided one at a time until ``stop`` (``_decided``), with their
     findings and cores, as ``_raced``'s second child reports them; ``send`` (if given) is
-    sent what is decided as the analysis goes on, and the whole analysis before its cores
-    are sought, for a parent that cannot wait for the end."""
+    sent what is decided as the analysis goes on, the whole analysis before its cores are
+    sought, and then again with each core found (``_Cored``), for a parent that cannot wait
+    for the end."""
     mine = _decided(system, run, options, stop, progress=send)
     if send is None:
         return _light(mine), *_found(system, mine, run, options)
@@ -501,8 +502,8 @@ def _one_by_one(
 
 @dataclass(frozen=True)
 class _Cored:
-    """What the verdicts one by one send once their first cores are in: the analysis, and
-    the findings with those cores (``findings``' ``reported``), which ``_kept`` keeps
+    """What the verdicts one by one send each time they find a core: the analysis, and the
+    findings with the cores found so far (``findings``' ``reported``), which ``_kept`` keeps
     should the rest not come in time."""
 
     analysis: Analysis
