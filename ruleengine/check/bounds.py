@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from ruleengine.check.system import Component
 from ruleengine.ir import FINAL_ANSWER
 
-__all__ = ["UNREACHABLE", "Distances", "distances", "shortest"]
+__all__ = ["UNREACHABLE", "Distances", "Remembered", "distances", "shortest"]
 
 UNREACHABLE = 1 << 30
 """The distance of a view from which the component never lets the run stop."""
@@ -102,6 +102,23 @@ def distances(comp: Component, tools: Sequence[str], goal: str = FINAL_ANSWER) -
         if any(0 < d < UNREACHABLE for d in found):
             calls[t] = found
     return Distances(steps, calls)
+
+
+class Remembered:
+    """``distances`` over ``tools``, remembered per component and goal: for the subsystems
+    of one system, which share its components (keyed by identity: the caller keeps the
+    system, and so its components, alive)."""
+
+    def __init__(self, tools: Sequence[str]) -> None:
+        self.tools = tools
+        self._found: dict[tuple[int, str], Distances] = {}
+
+    def __call__(self, comp: Component, goal: str = FINAL_ANSWER) -> Distances:
+        key = (id(comp), goal)
+        found = self._found.get(key)
+        if found is None:
+            found = self._found[key] = distances(comp, self.tools, goal)
+        return found
 
 
 def _open(comp: Component, view: int, goal: str) -> bool:

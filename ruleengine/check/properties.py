@@ -24,7 +24,7 @@ from typing import Any
 
 from ruleengine._search import quickxplain
 from ruleengine.check.analysis import Analysis, Witness, settled
-from ruleengine.check.bounds import Distances, distances
+from ruleengine.check.bounds import Remembered
 from ruleengine.check.conditions import condition_findings
 from ruleengine.check.conflicts import _after, _deadlock, _finding, _forced_conflict, _steps, _tie
 from ruleengine.check.counterexamples import (
@@ -54,7 +54,7 @@ from ruleengine.check.progress import note as note_progress
 from ruleengine.check.relaxed import Relaxed
 from ruleengine.check.report import FINDING_IDS, Finding
 from ruleengine.check.seek import SEEK_STATES, searched, seek
-from ruleengine.check.system import Checked, Component, Event, System
+from ruleengine.check.system import Checked, Event, System
 from ruleengine.ir import FINAL_ANSWER
 from ruleengine.passes import CoreEntry
 from ruleengine.requirements.arguments import ArgumentsRequirement
@@ -77,17 +77,14 @@ class CoreCache(dict[tuple[frozenset[str], str | None, bool], Analysis]):
         super().__init__()
         self.deadline = deadline
         self.cut = cut
-        self._distances: dict[tuple[int, str], Distances] = {}
+        self._distances: Remembered | None = None
 
-    def distances(self, comp: Component, tools: Sequence[str], goal: str) -> Distances:
-        """``bounds.distances`` of ``comp`` over ``tools`` to ``goal``, remembered for the
-        subsystems of one report (they share the components and the tools: keyed by the
-        component's identity, which the report's system keeps alive)."""
-        key = (id(comp), goal)
-        found = self._distances.get(key)
-        if found is None:
-            found = self._distances[key] = distances(comp, tools, goal)
-        return found
+    def distances(self, tools: Sequence[str]) -> Remembered:
+        """The components' relaxed distances over ``tools`` (the report's: its subsystems
+        share them), remembered for the questions of one report."""
+        if self._distances is None or self._distances.tools != tools:
+            self._distances = Remembered(tools)
+        return self._distances
 
     def expired(self) -> bool:
         """Whether the deadline has passed: every question not answered yet is then
@@ -161,17 +158,20 @@ def findings(
     ``reported`` is given those found so far (with ``known``) each time one more is found in
     this process, for a caller that may not see the end."""
     reuse = {_subject(f): f for f in known}
-    sent: list[Finding] = []
+    sent: dict[tuple[str, str | None, str | None], Finding] = {}
 
     def found_one(finding: Finding) -> None:
         found_all([finding])
 
     def found_all(found: Iterable[Finding | None]) -> None:
-        fresh = [f for f in found if f is not None and _subject(f) not in reuse]
-        fresh = [f for f in fresh if f not in sent]
+        fresh = {
+            _subject(f): f
+            for f in found
+            if f is not None and _subject(f) not in reuse and _subject(f) not in sent
+        }
         if reported is not None and fresh:
-            sent.extend(fresh)
-            reported([*known, *sent])
+            sent.update(fresh)
+            reported([*known, *sent.values()])
 
     def reused(job: _Job, subject: tuple[str, str | None, str | None]) -> _Job:
         found = reuse.get(subject)
@@ -846,7 +846,7 @@ def _budget_shown(
     found = seek(
         sub,
         FINAL_ANSWER,
-        lambda comp, goal: cache.distances(comp, sub.tools, goal),
+        cache.distances(sub.tools),
         limit=searched(sub, SEEK_STATES),
         within=steps,
         deadline=cache.deadline,

@@ -22,7 +22,7 @@ from typing import Any
 
 from ruleengine._units import literal_masks
 from ruleengine.check._bdd import dd as _dd
-from ruleengine.check.bounds import Distances, distances
+from ruleengine.check.bounds import Distances, Remembered
 from ruleengine.check.system import Component, State, System
 from ruleengine.ir import FINAL_ANSWER
 from ruleengine.rules import literals_of, lower
@@ -67,7 +67,7 @@ class EncodingBase:
         self._relations_any: dict[tuple[tuple[tuple[int, int], ...], ...], Node] = {}
         self._shapes: dict[tuple[int, ...], _Shape] = {}
         self._cubes: dict[tuple[tuple[str, ...], int], Node] = {}
-        self._distances: dict[tuple[int, str], Distances] = {}
+        self._distances = Remembered(self.tools)
         self._at_least: dict[tuple[int, str | None, int], Node] = {}
         self._where: dict[tuple[int, ...], dict[str, tuple[int, int]]] = {}
         names: list[str] = []
@@ -227,11 +227,7 @@ class EncodingBase:
 
     def distances(self, comp: Component, goal: str = FINAL_ANSWER) -> Distances:
         """``bounds.distances`` of ``comp`` to ``goal`` (memoised: subsystems share it)."""
-        key = (id(comp), goal)
-        found = self._distances.get(key)
-        if found is None:
-            found = self._distances[key] = distances(comp, self.tools, goal)
-        return found
+        return self._distances(comp, goal)
 
     def at_least(self, comp: Component, tool: str | None, least: int) -> Node:
         """The views of ``comp`` whose bound (its steps, or its calls of ``tool``) is at
