@@ -133,6 +133,10 @@ ALONG_SHARE = 0.03
 """The share of the time left that the quick pass along known histories may take, before
 any question to Z3 (``_live_searched``)."""
 
+WITHOUT_SHARE = 0.1
+"""The share of the time left that the searches for histories that avoid a requirement's
+tools may take (``_live_without``): each takes a second or so where it finds nothing."""
+
 UNROLL_STEPS = 64
 """Steps up to which a history to ``final_answer`` is looked for in them."""
 
@@ -392,6 +396,7 @@ class _Decider:
         # where a finishing history without that tool's calls ends): a few replays each,
         # where the unrolled steps would ask Z3 about every depth up to that history's.
         self._live_searched(directed=False)
+        self._live_without()
         self._unroll(UNROLL_DEPTHS[:UNROLL_FIRST])
         self._live_never()
         self._live_searched()
@@ -707,6 +712,64 @@ class _Decider:
                 del self.open[key]
                 result.live.add(name)
                 result.firsts.setdefault(key, found)
+
+    def _live_without(self) -> None:
+        """Open requirements that keep the run from stopping until a tool they watch is
+        called, shown live where the others let it stop and none of those tools was
+        called: a directed search for such a history, in the system without the
+        requirement and avoiding its tools, replayed in the whole system to a state where
+        the requirement is live. A finishing history of the whole system calls those tools
+        wherever the others need them as well, and the searches toward the states the
+        projections left seldom reach a stop that deep (`conditionals-50-100-3`: two
+        "`final_answer` only after one call of `t`" live after 36 and 37 steps, where BMC
+        and those searches had found nothing in the minute). At most ``WITHOUT_SHARE`` of
+        the time left."""
+        decided = self.result.decided
+        assert decided is not None
+        system, enc, comps = self.system, self.enc, self.system.components
+        names = sorted({c.requirement.name for c in comps})
+        until = None
+        if self.deadline is not None:
+            until = time.monotonic() + WITHOUT_SHARE * (self.deadline - time.monotonic())
+        for key, where in list(self.open.items()):
+            name = key[5:]
+            if not key.startswith("live:") or not self._keeps_stop(name):
+                continue
+            self._on_time()
+            if until is not None and time.monotonic() >= until:
+                return
+            watched = frozenset(t for c in comps if c.requirement.name == name for t in c.watched)
+            others = system.subsystem([n for n in names if n != name])
+            history = seek(
+                others,
+                FINAL_ANSWER,
+                enc.distances,
+                limit=searched(system, SEEK_STATES),
+                deadline=until,
+                avoid=watched,
+            )
+            if history is None:
+                continue
+
+            def goal(state: State, where: Node = where) -> bool:
+                return bool(enc.holds_at(where, comps, state))
+
+            found = along(system, [history], set(), goal)
+            if found is not None:
+                decided.add(key)
+                del self.open[key]
+                self.narrowed.pop(key, None)
+                self.result.live.add(name)
+                self.result.firsts.setdefault(key, found)
+
+    def _keeps_stop(self, name: str) -> bool:
+        """Whether requirement ``name`` denies ``final_answer`` before any call of a tool
+        it watches (in some variant of its first view)."""
+        return any(
+            FINAL_ANSWER in c.denied(0)
+            for c in self.system.components
+            if c.requirement.name == name
+        )
 
     def _reaching(self, name: str, watched: set[str]) -> list[tuple[Event, ...]]:
         """Histories to where a tool requirement ``name`` mentions is allowed, each followed

@@ -45,12 +45,16 @@ grows with the components (at 400, 2,000 states took a gigabyte)."""
 class Estimates:
     """How far ``goal`` is from a state of ``system``, from the components' relaxed
     distances (``bounds(component, tool)``, memoised by the caller; yielding requirements
-    give way, so they bound nothing)."""
+    give way, so they bound nothing), for histories that call no tool of ``avoid``."""
 
     def __init__(
-        self, system: System, goal: str, bounds: Callable[[Component, str], Distances]
+        self,
+        system: System,
+        goal: str,
+        bounds: Callable[[Component, str], Distances],
+        avoid: frozenset[str] = frozenset(),
     ) -> None:
-        self.goal = goal
+        self.goal, self.avoid = goal, avoid
         self._kept = [(i, c) for i, c in enumerate(system.components) if not c.requirement.yielding]
         self._bounds = bounds
         # A component that never keeps ``goal`` closed bounds nothing: left out.
@@ -62,7 +66,8 @@ class Estimates:
     def bound(self, state: State) -> int | None:
         """A lower bound on the steps from ``state`` to one where ``goal`` is allowed (the
         largest component's own distance, and the calls of each tool the components need,
-        added up over the tools), or None when some component never opens it again."""
+        added up over the tools), or None when some component never opens it again, or only
+        after calls of a tool to avoid."""
         steps = 0
         calls: dict[str, int] = {}
         for i, dist in self._own:
@@ -73,6 +78,8 @@ class Estimates:
             steps = max(steps, least)
             for tool, table in dist.calls.items():
                 if table[view] > calls.get(tool, 0):
+                    if tool in self.avoid:
+                        return None
                     calls[tool] = table[view]
         return max(steps, sum(calls.values()))
 
@@ -98,6 +105,8 @@ class Estimates:
         order."""
         if tool in memo:
             return memo[tool]
+        if tool in self.avoid:
+            return UNREACHABLE
         if tool in visiting:
             return 0
         visiting.add(tool)
@@ -138,10 +147,12 @@ def seek(
     within: int | None = None,
     start: State | None = None,
     deadline: float | None = None,
+    avoid: frozenset[str] = frozenset(),
 ) -> tuple[Event, ...] | None:
     """A history after which ``goal`` is allowed (``final_answer``: the run may stop),
     of at most ``within`` steps when given, or None when none was found among ``limit``
-    decided states. The history starts at ``start`` (default: the initial state).
+    decided states. The history starts at ``start`` (default: the initial state) and calls
+    no tool of ``avoid``.
     ``bounds(component, goal)`` gives a component's relaxed distances (memoised by the
     caller). Deterministic: states in order of ``Estimates.guide``, then the shallower,
     then the one found first (tools in declared order, statuses ``ok``, ``error``,
@@ -149,19 +160,21 @@ def seek(
     dropped. Cost: at most ``limit`` decided states, each with its successors estimated;
     None as well once ``deadline`` (a ``time.monotonic()`` value) has passed, looked at every
     ``DEADLINE_EVERY`` states."""
-    estimates = Estimates(system, goal, bounds)
+    estimates = Estimates(system, goal, bounds, avoid)
     origin = system.initial if start is None else start
     first = estimates.bound(origin)
     if first is None or (within is not None and first > within):
         return None
-    found, left = _search(system, estimates, limit, within, origin, deadline, helpful_only=True)
+    found, left = _search(
+        system, estimates, limit, within, origin, deadline, avoid, helpful_only=True
+    )
     if found is not None or left <= 0:
         return found
     # The helpful steps led nowhere: every step, on a quarter of the budget at most (on the
     # benchmark's policies this second search finds its rare histories within a few dozen
     # states, and costs most of the time of those it does not find).
     more = min(left, limit // 4)
-    return _search(system, estimates, more, within, origin, deadline, helpful_only=False)[0]
+    return _search(system, estimates, more, within, origin, deadline, avoid, helpful_only=False)[0]
 
 
 def _search(
@@ -171,10 +184,12 @@ def _search(
     within: int | None,
     start: State,
     deadline: float | None,
+    avoid: frozenset[str],
     *,
     helpful_only: bool,
 ) -> tuple[tuple[Event, ...] | None, int]:
-    """One best-first search of ``seek``, and the decisions left of ``limit``. With
+    """One best-first search of ``seek`` (its steps call no tool of ``avoid``), and the
+    decisions left of ``limit``. With
     ``helpful_only``, a state whose helpful tools can be called steps only through them (a
     plateau of steps that change nothing the goal needs is where a best-first search gets
     lost); that search can run out of states, and the next one then takes every step."""
@@ -197,7 +212,7 @@ def _search(
         passes = [o for o in outcomes if isinstance(o, Pass)]
         if within is not None and depth >= within:
             continue
-        tools = {t for p in passes for t in p.allowed if t != FINAL_ANSWER}
+        tools = {t for p in passes for t in p.allowed if t != FINAL_ANSWER and t not in avoid}
         if helpful_only:
             tools = (tools & helpful) or tools
         for tool in system.callable:

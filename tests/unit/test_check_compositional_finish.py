@@ -205,6 +205,46 @@ def test_requirements_live_along_a_finishing_history_are_shown_before_any_questi
         assert live_at(system, records, outcome, {name}, asking_of(system)) == {name}
 
 
+def test_a_requirement_that_keeps_the_stop_closed_is_shown_live_by_a_history_without_its_tool(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Seed 9: "`final_answer` only after a call of `t7`" is live where every other
+    # requirement lets the run stop and `t7` was never called, deep in the run: no history up
+    # to 64 steps in Z3 showed it within the minute, nor did the searches toward the states
+    # the projections leave. A search without it that avoids `t7` does, at once.
+    decider = _decider(9)
+    decider._live()
+    key = "live:r32-t7"
+    assert key in decider.open
+
+    def directed(*args: object, **kwargs: object) -> None:
+        raise AssertionError("no directed search toward the projections' states here")
+
+    monkeypatch.setattr(compositional, "toward", directed)
+    decider._live_without()
+    system, result = decider.system, decider.result
+    assert key not in decider.open
+    assert result.decided is not None and key in result.decided and "r32-t7" in result.live
+    witness = result.firsts[key]
+    assert all(tool != "t7" for tool, _ in witness)
+    state = walk(system, witness)
+    assert state is not None
+    ((records, _),) = system.variants(state)
+    outcome = decide(system, records)
+    assert live_at(system, records, outcome, {"r32-t7"}, asking_of(system)) == {"r32-t7"}
+
+
+def test_the_searches_without_a_requirement_keep_to_their_share_of_the_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    decider = _decider(9)
+    decider._live()
+    opened = set(decider.open)
+    monkeypatch.setattr(compositional, "WITHOUT_SHARE", 0.0)
+    decider._live_without()
+    assert set(decider.open) == opened
+
+
 def test_the_quick_pass_keeps_to_its_share_of_the_time(monkeypatch: pytest.MonkeyPatch) -> None:
     # At 200 tools a pass along the known histories costs more than the questions to Z3 it
     # saves: it stops at its share of the time left (here none), and leaves the rest open.

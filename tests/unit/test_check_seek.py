@@ -226,6 +226,28 @@ def test_within_keeps_only_histories_that_fit(decisions: Decided) -> None:
     assert _seek(system, FINAL_ANSWER, within=10) == thrice
 
 
+def test_a_search_that_avoids_tools_never_calls_them(decisions: Decided) -> None:
+    # The stop waits for `c`, which comes only after `a`; `b` is free. Avoiding `b` changes
+    # nothing, avoiding `a` leaves no history, and avoiding `c` is seen to leave none
+    # before any decision: the stop needs a call of it.
+    system = System(
+        ["b", "a", "c"],
+        [C("c", min_invocations=1, name="needs-c"), C("c", only_after=["a"], name="c-late")],
+    )
+    history = (("a", "ok"), ("c", "ok"))
+    assert _seek(system, FINAL_ANSWER) == history
+    assert _seek(system, FINAL_ANSWER, avoid=frozenset({"b"})) == history
+    assert _seek(system, FINAL_ANSWER, avoid=frozenset({"a"})) is None
+    del decisions[:]
+    assert _seek(system, FINAL_ANSWER, avoid=frozenset({"c"})) is None
+    assert decisions == []
+    avoiding = Estimates(system, FINAL_ANSWER, _bounds(system), frozenset({"c"}))
+    assert avoiding.bound(system.initial) is None
+    assert _estimates(system, FINAL_ANSWER).bound(system.initial) == 1
+    # A helpful tool that is avoided is no way forward: the search steps through the others.
+    assert avoiding.guide(system.initial)[0] >= UNREACHABLE
+
+
 def _alternating(tools: list[str]) -> System:
     """The stop needs `t` three times, and `a` twice, each `a` right after a `t` (a soft
     force): `t a t a t a`, six steps, whichever tool is declared first."""
