@@ -39,6 +39,7 @@ from typing import Any
 from ruleengine.check.analysis import Analysis, Witness, listed
 from ruleengine.check.bounds import UNREACHABLE
 from ruleengine.check.explicit import Outcome, _Explorer
+from ruleengine.check.followed import never_live
 from ruleengine.check.histories import (
     LIVE_STATES,
     Finishing,
@@ -396,6 +397,7 @@ class _Decider:
         # where a finishing history without that tool's calls ends): a few replays each,
         # where the unrolled steps would ask Z3 about every depth up to that history's.
         self._live_searched(directed=False)
+        self._live_waiting()
         self._live_without()
         self._unroll(UNROLL_DEPTHS[:UNROLL_FIRST])
         self._live_never()
@@ -712,6 +714,31 @@ class _Decider:
                 del self.open[key]
                 result.live.add(name)
                 result.firsts.setdefault(key, found)
+
+    def _live_waiting(self) -> None:
+        """Open requirements that only keep the run from stopping until a tool is called
+        (``followed.waits_for``), never live where every finishing history of the others
+        calls that tool: tools found so by the relaxed product, closed under the soft
+        forces that follow a needed call (``followed``). Such a requirement changes a pass
+        only where the others let the run stop and that tool was not called
+        (`conditionals-50-100-3`: "`final_answer` only after a call of `t33`", where `t33`
+        is forced after `t47`, a tool every finish calls, and nothing can deny it or force
+        another tool then). Strict mode only; at most ``WITHOUT_SHARE`` of the time left."""
+        decided = self.result.decided
+        assert decided is not None
+        until = None
+        if self.deadline is not None:
+            until = time.monotonic() + WITHOUT_SHARE * (self.deadline - time.monotonic())
+        for key in list(self.open):
+            if not key.startswith("live:"):
+                continue
+            self._on_time()
+            if until is not None and time.monotonic() >= until:
+                return
+            if never_live(self.system, key[5:]):
+                decided.add(key)
+                del self.open[key]
+                self.narrowed.pop(key, None)
 
     def _live_without(self) -> None:
         """Open requirements that keep the run from stopping until a tool they watch is

@@ -50,6 +50,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 from ruleengine._search import quickxplain
+from ruleengine.check.followed import followed
 from ruleengine.check.relaxed import Relaxed
 from ruleengine.check.system import Component, System, lowered
 from ruleengine.conditions.admission import ArgCheck
@@ -211,11 +212,11 @@ def least_steps(
     if system.mode != "strict" or system.skips:
         return 0, frozenset()
     relaxed = Relaxed(system.components, system.tools)
-    needed = relaxed.needed()
+    needed, needed_ok = followed(system, relaxed.needed(), relaxed.needed_ok())
     calls = needed - {FINAL_ANSWER}
     if not forced:
         return len(calls), needed
-    return len(calls) + extra_calls(system, calls, relaxed.needed_ok(), deadline), needed
+    return len(calls) + extra_calls(system, calls, needed_ok, deadline), needed
 
 
 def extra_calls(

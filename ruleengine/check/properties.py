@@ -36,6 +36,7 @@ from ruleengine.check.counterexamples import (
     _shows,
 )
 from ruleengine.check.counterexamples import _variants as _variants
+from ruleengine.check.followed import never_live
 from ruleengine.check.guesses import (
     _between,
     _cones,
@@ -794,7 +795,8 @@ def _holds(
     """Whether the finding holds on ``sub``, the subsystem keeping ``names``, and a history
     refuting it when the engine gave one: a short explicit search settles it when it covers
     the whole subsystem, or refutes it when it already shows a counterexample (an allowed
-    tool, a live requirement, a finish in time); otherwise the engine decides."""
+    tool, a live requirement, a finish in time); a requirement that waits for a tool every
+    finish calls is dead (``followed.never_live``); otherwise the engine decides."""
     if isinstance(sub, System):
         quick = _quick(sub, names, focus, cache)
         if quick.complete:
@@ -806,6 +808,9 @@ def _holds(
         shown = _budget_shown(sub, int(focus[7:]), cache)
         if shown is not None:
             return shown
+    live = focus is not None and focus.startswith("live:")
+    if live and isinstance(sub, System) and never_live(sub, str(focus)[5:]):
+        return True, None  # it waits for a tool every finish of the others calls
     full_key = (names, focus, False)
     analysis = cache.get(full_key)
     if analysis is None and focus is not None and focus.startswith("tool:"):

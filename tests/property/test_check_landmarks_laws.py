@@ -1,7 +1,8 @@
 """Laws of the bounds the soft forces give (``landmarks.extra_calls``) and of the tools every
 finishing history calls successfully (``Relaxed.needed_ok``), against the explicit engine:
-the needed tools and the extra calls never add up to more steps than the shortest history
-to a state where the run may stop takes.
+the needed tools (with those soft forces add, ``followed``) and the extra calls
+(``landmarks.least_steps``) never add up to more steps than the shortest history to a state
+where the run may stop takes.
 
 Besides the shared random policies, a generator of its own: random conditionals over a few
 tools, most of them soft forces after random triggers (with random priorities, counting
@@ -15,9 +16,8 @@ from hypothesis import strategies as st
 from policy_strategies import PolicyCase, UserParams, policies
 from stopping import assert_never_stops
 
-from ruleengine import FINAL_ANSWER
 from ruleengine.check.explicit import analyse
-from ruleengine.check.landmarks import extra_calls
+from ruleengine.check.landmarks import least_steps
 from ruleengine.check.relaxed import Relaxed
 from ruleengine.check.system import System
 from ruleengine.requirements import ConditionalRequirement, Requirement
@@ -89,9 +89,8 @@ def _fewest_steps(system: System) -> int:
 
 
 def _bound(system: System) -> int:
-    relaxed = Relaxed(system.components, system.tools)
-    needed = relaxed.needed() - {FINAL_ANSWER}
-    return len(needed) + extra_calls(system, needed, relaxed.needed_ok())
+    """The needed tools (with those soft forces add, ``followed``) and the extra calls."""
+    return least_steps(system)[0]
 
 
 @given(policies(priority=False, max_requirements=6))

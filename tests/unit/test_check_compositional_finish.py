@@ -13,7 +13,7 @@ import pytest
 
 from benchmarks._policies import conditionals
 from ruleengine import ConditionalRequirement, CycleGuard, Policy, Requirement
-from ruleengine.check import compositional
+from ruleengine.check import compositional, landmarks
 from ruleengine.check.analysis import Analysis
 from ruleengine.check.compositional import PROBE_STATES, _Decider, analyse_compositional
 from ruleengine.check.explicit import _Explorer, analyse, asking_of, decide, live_at, reaches, walk
@@ -153,12 +153,17 @@ def _cut_short(
 def test_a_budget_cut_short_says_how_short_a_history_it_found(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # The tools every finish calls (`a`, `b`) bound it only from 2 when a cycle guard,
-    # which gives way when it clashes, may deny `x`: the bound cannot count on the force.
-    # The search finds the 3 steps; cut short before showing that 2 do not do, the budget
-    # stays undecided, and its message gives both ends.
-    guard = CycleGuard(max_strike_length=3, max_total_occurrences=5, name="guard")
-    _, result, budget = _cut_short(monkeypatch, guard)
+    # The tools every finish calls (`a`, `b`) bound it only from 2 when `x` may be denied
+    # by a rule that does not know `b` comes after `a` (so the force need not follow `a`),
+    # and the calls soft forces cost are not counted. The search finds the 3 steps; cut
+    # short before showing that 2 do not do, the budget stays undecided, and its message
+    # gives both ends.
+    def needed_only(system: System, until: float | None) -> tuple[int, frozenset[str]]:
+        return landmarks.least_steps(system, until, forced=False)
+
+    monkeypatch.setattr(compositional, "least_steps", needed_only)
+    early = ConditionalRequirement("x", only_before=["b"], name="x-before-b")
+    _, result, budget = _cut_short(monkeypatch, early)
     assert "budget" in result.undecided
     assert (result.finish_after, result.finish_shown, result.finish_depth) == (1, 3, None)
     assert budget.min_steps is None
@@ -167,12 +172,15 @@ def test_a_budget_cut_short_says_how_short_a_history_it_found(
     )
 
 
+@pytest.mark.parametrize("guarded", [False, True])
 def test_the_calls_a_force_costs_decide_the_budget_without_a_question(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, guarded: bool
 ) -> None:
-    # Without the guard nothing can drop the force on `x` after `a`, so every finish costs
-    # 3 steps by the bound alone, and the history found decides the budget.
-    _, result, budget = _cut_short(monkeypatch)
+    # Nothing can drop the force on `x` after `a`, so every finish costs 3 steps by the
+    # bound alone, and the history found decides the budget. So it is with a cycle guard,
+    # which cannot deny `x` before it is called: `x` follows `a` in every finish.
+    guard = CycleGuard(max_strike_length=3, max_total_occurrences=5, name="guard")
+    _, result, budget = _cut_short(monkeypatch, *([guard] if guarded else []))
     assert "budget" not in result.undecided
     assert (result.finish_after, result.finish_depth) == (2, 3)
     assert budget.min_steps == 3
@@ -234,6 +242,19 @@ def test_a_requirement_that_keeps_the_stop_closed_is_shown_live_by_a_history_wit
     assert live_at(system, records, outcome, {"r32-t7"}, asking_of(system)) == {"r32-t7"}
 
 
+def test_a_requirement_that_waits_for_a_tool_every_finish_calls_is_decided_dead_at_once() -> None:
+    # Seed 3: "`final_answer` only after a call of `t33`", with `t33` forced after a tool
+    # every finish calls; left undecided in the minute before (``followed.never_live``).
+    decider = _decider(3)
+    decider._live()
+    keys = {"live:r56-t33", "live:r62-t17"}
+    assert keys <= set(decider.open)
+    decider._live_waiting()
+    result = decider.result
+    assert result.decided is not None and keys <= result.decided
+    assert not keys & set(decider.open) and not {"r56-t33", "r62-t17"} & result.live
+
+
 def test_the_searches_without_a_requirement_keep_to_their_share_of_the_time(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -241,6 +262,7 @@ def test_the_searches_without_a_requirement_keep_to_their_share_of_the_time(
     decider._live()
     opened = set(decider.open)
     monkeypatch.setattr(compositional, "WITHOUT_SHARE", 0.0)
+    decider._live_waiting()
     decider._live_without()
     assert set(decider.open) == opened
 
