@@ -34,12 +34,13 @@ import dataclasses
 import itertools
 import time
 from collections.abc import Callable
+from functools import cached_property
 from typing import Any
 
 from ruleengine.check.analysis import Analysis, Witness, listed
 from ruleengine.check.bounds import UNREACHABLE
 from ruleengine.check.explicit import Outcome, _Explorer
-from ruleengine.check.followed import never_live
+from ruleengine.check.followed import Followed
 from ruleengine.check.histories import (
     LIVE_STATES,
     Finishing,
@@ -134,9 +135,12 @@ ALONG_SHARE = 0.03
 """The share of the time left that the quick pass along known histories may take, before
 any question to Z3 (``_live_searched``)."""
 
-WITHOUT_SHARE = 0.1
-"""The share of the time left that the searches for histories that avoid a requirement's
-tools may take (``_live_without``): each takes a second or so where it finds nothing."""
+WITHOUT_SHARE = 0.03
+"""The share of the time left that each of two steps may take: the requirements shown
+dead by what the others need (``_live_waiting``), and the searches for histories that
+avoid a requirement's tools (``_live_without``). At 50 tools each decides what it can in
+well under a second; at 200 each question takes half a second or more where it decides
+nothing (`conditionals-200-400-0`: none of 285 open requirements in 10 s each)."""
 
 UNROLL_STEPS = 64
 """Steps up to which a history to ``final_answer`` is looked for in them."""
@@ -735,7 +739,7 @@ class _Decider:
             self._on_time()
             if until is not None and time.monotonic() >= until:
                 return
-            if never_live(self.system, key[5:]):
+            if self.followed.never_live(key[5:]):
                 decided.add(key)
                 del self.open[key]
                 self.narrowed.pop(key, None)
@@ -809,6 +813,12 @@ class _Decider:
             if path is not None:
                 out.extend((*path, (w, status)) for w in sorted(watched) for status in STATUSES)
         return out
+
+    @cached_property
+    def followed(self) -> Followed:
+        """What soft forces make needed, asked requirement by requirement (made when first
+        asked for)."""
+        return Followed(self.system)
 
     @property
     def unrolled(self) -> Unrolled:

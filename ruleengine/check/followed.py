@@ -44,7 +44,7 @@ from ruleengine.requirements.permission import AskPermissionRequirement
 from ruleengine.rules import literals_of
 from ruleengine.state import STATUSES
 
-__all__ = ["followed", "never_live", "waits_for"]
+__all__ = ["Followed", "followed", "never_live", "waits_for"]
 
 _OK = STATUSES.index("ok")
 
@@ -147,9 +147,17 @@ class _Follow:
         (tool,) = {t for t, _ in sought}
         return _closure(comp, moved, {(tool, s) for s in range(len(STATUSES))} - sought)
 
-    def holds(self, f: int, a: str, statuses: Sequence[int], sought: _Events) -> bool:
+    def holds(
+        self,
+        f: int,
+        a: str,
+        statuses: Sequence[int],
+        sought: _Events,
+        without: frozenset[int] = frozenset(),
+    ) -> bool:
         """Whether component ``f`` forces the tool of ``sought`` after a call of ``a``
-        with one of ``statuses``, and nothing stands in the way (the module's docstring)."""
+        with one of ``statuses``, and nothing stands in the way (the module's docstring),
+        in the system without the components at indices ``without``."""
         (tool,) = {t for t, _ in sought}
         lowest: int | None = None
         for view in self.there(f, a, statuses, sought):
@@ -168,7 +176,7 @@ class _Follow:
         if lowest is None:
             return False
         for i in range(len(self.system.components)):
-            if i == f:
+            if i == f or i in without:
                 continue
             for view in self.there(i, a, statuses, sought):
                 for fx in self.effects(i, view):
@@ -188,6 +196,101 @@ class _Follow:
         return self.order[other] < self.order[tool]
 
 
+class Followed:
+    """``followed`` and ``never_live`` over one system, sharing what they compute (the
+    relaxed product, each component's views before a call): the compositional analysis
+    asks about one requirement after another."""
+
+    def __init__(self, system: System) -> None:
+        self.system = system
+        self._follow = _Follow(system)
+        self._relaxed: Relaxed | None = None
+        self._forcers = [
+            (f, comp, tools)
+            for f, comp in enumerate(system.components)
+            if not comp.requirement.yielding and (tools := _forced_somewhere(comp))
+        ]
+
+    @property
+    def relaxed(self) -> Relaxed:
+        if self._relaxed is None:
+            self._relaxed = Relaxed(self.system.components, self.system.tools)
+        return self._relaxed
+
+    def closure(
+        self,
+        needed: frozenset[str],
+        needed_ok: frozenset[str],
+        without: frozenset[int] = frozenset(),
+    ) -> tuple[frozenset[str], frozenset[str]]:
+        """``followed`` of the system without the components at indices ``without``:
+        ``needed`` and ``needed_ok`` must be tools that system needs (so)."""
+        if self.system.mode != "strict" or self.system.skips:
+            return needed, needed_ok
+        every = tuple(range(len(STATUSES)))
+        grown = True
+        while grown:
+            grown = False
+            for a in sorted(needed - {FINAL_ANSWER}):
+                statuses = (_OK,) if a in needed_ok else every
+                for f, comp, tools in self._forcers:
+                    if f in without or all(
+                        _still(comp.moves[comp.classes[a] * 3 + s]) for s in statuses
+                    ):
+                        continue  # a call of `a` leaves it where it was
+                    for tool in sorted(tools - {a, FINAL_ANSWER} - needed_ok):
+                        ok = frozenset({(tool, _OK)})
+                        if self._follow.holds(f, a, statuses, ok, without):
+                            needed, needed_ok = needed | {tool}, needed_ok | {tool}
+                            grown = True
+                            continue
+                        calls = frozenset((tool, s) for s in every)
+                        if tool not in needed and self._follow.holds(
+                            f, a, statuses, calls, without
+                        ):
+                            needed = needed | {tool}
+                            grown = True
+        return needed, needed_ok
+
+    def never_live(self, name: str) -> bool:
+        """``never_live`` of requirement ``name``: the tools needed by the others are
+        asked of the relaxed product for the tool it waits for and the triggers of what
+        forces it (a few rounds back), not for every tool."""
+        system = self.system
+        if system.mode != "strict" or system.skips:
+            return False
+        mine = frozenset(i for i, c in enumerate(system.components) if c.requirement.name == name)
+        comps = [system.components[i] for i in sorted(mine)]
+        if not comps or any(isinstance(c.requirement, AskPermissionRequirement) for c in comps):
+            return False
+        waits = [
+            (tool, ok_only)
+            for tool in sorted({t for c in comps for t in c.watched})
+            for ok_only in (False, True)
+            if all(waits_for(c, tool, ok_only) for c in comps)
+        ]
+        if not waits:
+            return False
+        asked = {tool for tool, _ in waits}
+        for _ in range(TRIGGER_ROUNDS):
+            asked |= {
+                t
+                for f, comp, tools in self._forcers
+                if f not in mine and tools & asked
+                for t in comp.watched
+            }
+        others = [i for i in range(len(system.components)) if i not in mine]
+        needed = self.relaxed.needed(others, asked)
+        needed, needed_ok = self.closure(needed, self.relaxed.needed_ok(others, needed), mine)
+        return any(tool in (needed_ok if ok_only else needed) for tool, ok_only in waits)
+
+
+TRIGGER_ROUNDS = 1
+"""Rounds back from a tool through the triggers of what forces it that ``never_live`` asks
+the relaxed product about (1: a force after a needed tool). Each round asks about more
+tools, a fixpoint over every component each (at 200 tools, 10 to 20 ms)."""
+
+
 def followed(
     system: System, needed: frozenset[str], needed_ok: frozenset[str]
 ) -> tuple[frozenset[str], frozenset[str]]:
@@ -195,34 +298,7 @@ def followed(
     calls successfully: ``Relaxed.needed``, ``Relaxed.needed_ok``) with the tools the
     module's docstring adds, to a fixpoint. Strict mode only (else returned as given).
     Deterministic; cost as the module's docstring says."""
-    if system.mode != "strict" or system.skips:
-        return needed, needed_ok
-    follow = _Follow(system)
-    forcers = [
-        (f, comp, _forced_somewhere(comp))
-        for f, comp in enumerate(system.components)
-        if not comp.requirement.yielding
-    ]
-    forcers = [(f, comp, tools) for f, comp, tools in forcers if tools]
-    every = tuple(range(len(STATUSES)))
-    grown = True
-    while grown:
-        grown = False
-        for a in sorted(needed - {FINAL_ANSWER}):
-            statuses = (_OK,) if a in needed_ok else every
-            for f, comp, tools in forcers:
-                if all(_still(comp.moves[comp.classes[a] * 3 + s]) for s in statuses):
-                    continue  # a call of `a` leaves it where it was
-                for tool in sorted(tools - {a, FINAL_ANSWER} - needed_ok):
-                    if follow.holds(f, a, statuses, frozenset({(tool, _OK)})):
-                        needed, needed_ok = needed | {tool}, needed_ok | {tool}
-                        grown = True
-                    elif tool not in needed and follow.holds(
-                        f, a, statuses, frozenset((tool, s) for s in every)
-                    ):
-                        needed = needed | {tool}
-                        grown = True
-    return needed, needed_ok
+    return Followed(system).closure(needed, needed_ok)
 
 
 def _forced_somewhere(comp: Component) -> frozenset[str]:
@@ -274,20 +350,4 @@ def never_live(system: System, name: str) -> bool:
     a pass only where they let the run stop: True is a proof. Strict mode, view by view,
     and not an ask-permission requirement (live where a tool it asks about is allowed)
     only; False otherwise. A few milliseconds at 50 tools."""
-    if system.mode != "strict" or system.skips:
-        return False
-    comps = [c for c in system.components if c.requirement.name == name]
-    if not comps or any(isinstance(c.requirement, AskPermissionRequirement) for c in comps):
-        return False
-    waits = [
-        (tool, ok_only)
-        for tool in sorted({t for c in comps for t in c.watched})
-        for ok_only in (False, True)
-        if all(waits_for(c, tool, ok_only) for c in comps)
-    ]
-    if not waits:
-        return False
-    others = system.subsystem(sorted({c.requirement.name for c in system.components} - {name}))
-    relaxed = Relaxed(others.components, others.tools)
-    needed, needed_ok = followed(others, relaxed.needed(), relaxed.needed_ok())
-    return any(tool in (needed_ok if ok_only else needed) for tool, ok_only in waits)
+    return Followed(system).never_live(name)

@@ -30,7 +30,7 @@ nothing (they are left out).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TypeVar
 
 from ruleengine._search import quickxplain
@@ -329,7 +329,9 @@ class Relaxed:
             return None
         return quickxplain(kept, index_bit, opens)
 
-    def needed(self) -> frozenset[str]:
+    def needed(
+        self, members: Sequence[int] | None = None, tools: Iterable[str] | None = None
+    ) -> frozenset[str]:
         """The tools every history that ends where the run may stop calls at least once:
         ``x`` is one when, in the relaxed product without ``x``, some component reaches no
         view that lets the run stop (``final_answer`` among its denials everywhere it
@@ -338,30 +340,44 @@ class Relaxed:
         may stop no component denies ``final_answer``. So each one costs a step of its own:
         their number is a lower bound on the steps before ``final_answer``. (Where no
         history stops at all, every tool is one: the bound is then vacuous, and
-        ``final_answer`` never allowed is shown elsewhere.) Linear in the views and classes
-        per tool and round; no decisions."""
-        tables = [self._tables[i] for i in self._kept]
+        ``final_answer`` never allowed is shown elsewhere.) Of the components at indices
+        ``members`` (None: all), among ``tools`` (None: all). Linear in the views and
+        classes per tool and round; no decisions."""
+        tables = self._tables_of(members)
         everything = sum(self._bit.values())
         out = []
-        for tool, bit in self._bit.items():
+        for tool, bit in self._asked(tools):
             without = self._unlayered(tables, everything & ~bit)
             if not all(table.may_stop(without) for table in tables):
                 out.append(tool)
         return frozenset(out)
 
-    def needed_ok(self) -> frozenset[str]:
+    def needed_ok(
+        self, members: Sequence[int] | None = None, tools: Iterable[str] | None = None
+    ) -> frozenset[str]:
         """The tools every history that ends where the run may stop calls successfully at
         least once: as ``needed``, with the tool's calls kept but only those that fail or
         are denied (a subset of ``needed``: a history without the tool has none that
-        succeed). Same cost as ``needed``."""
-        tables = [self._tables[i] for i in self._kept]
+        succeed). Same arguments and cost as ``needed``."""
+        tables = self._tables_of(members)
         everything = sum(self._bit.values())
         out = []
-        for tool, bit in self._bit.items():
+        for tool, bit in self._asked(tools):
             reached = self._unlayered(tables, everything, bit)
             if not all(table.may_stop(reached, bit) for table in tables):
                 out.append(tool)
         return frozenset(out)
+
+    def _tables_of(self, members: Sequence[int] | None) -> list[_Table]:
+        if members is None:
+            return [self._tables[i] for i in self._kept]
+        return [self._tables[i] for i in members if i in self._tables]
+
+    def _asked(self, tools: Iterable[str] | None) -> list[tuple[str, int]]:
+        if tools is None:
+            return list(self._bit.items())
+        wanted = set(tools)
+        return [(t, b) for t, b in self._bit.items() if t in wanted]
 
     def _callable(self, members: Sequence[int]) -> int:
         tables = [self._tables[i] for i in members if i in self._tables]

@@ -65,6 +65,27 @@ def test_no_run_stops_without_calling_a_needed_tool(case: PolicyCase) -> None:
         assert_never_stops(system, lambda t, _, tool=tool: t == tool, MAX_STATES, tool)
 
 
+@given(policies(priority=False, max_requirements=6), st.data())
+def test_the_needed_tools_of_a_part_asked_of_the_whole_are_the_parts_own(
+    case: PolicyCase, data: st.DataObject
+) -> None:
+    # Asked with ``members`` and ``tools``, the relaxed product of the whole answers as
+    # that of the subsystem would, restricted to those tools.
+    system = _system(case)
+    whole = Relaxed(system.components, system.tools)
+    indices = range(len(system.components))
+    part = sorted(data.draw(st.sets(st.sampled_from(indices)) if indices else st.just(set())))
+    tools = data.draw(st.sets(st.sampled_from(system.tools)))
+    names = {system.components[i].requirement.name for i in part}
+    # A requirement with several components is kept or dropped whole.
+    part = [i for i, c in enumerate(system.components) if c.requirement.name in names]
+    sub = system.subsystem(sorted(names))
+    own = Relaxed(sub.components, sub.tools)
+    assert whole.needed(part, tools) == own.needed() & tools
+    assert whole.needed_ok(part, tools) == own.needed_ok() & tools
+    assert whole.needed(None, None) == whole.needed()
+
+
 @given(policies(priority=False, max_requirements=6))
 def test_a_closing_set_is_a_minimal_relaxed_core_and_a_real_dead_tool_set(
     case: PolicyCase,
