@@ -751,10 +751,9 @@ class _Decider:
         requirement and avoiding its tools, replayed in the whole system to a state where
         the requirement is live. A finishing history of the whole system calls those tools
         wherever the others need them as well, and the searches toward the states the
-        projections left seldom reach a stop that deep (`conditionals-50-100-3`: two
-        "`final_answer` only after one call of `t`" live after 36 and 37 steps, where BMC
-        and those searches had found nothing in the minute). At most ``WITHOUT_SHARE`` of
-        the time left."""
+        projections left seldom reach a stop that deep (`conditionals-50-100-9`: "`final_answer`
+        only after a call of `t7`" is live some 40 steps in, where BMC and those searches
+        had found nothing in the minute). At most ``WITHOUT_SHARE`` of the time left."""
         decided = self.result.decided
         assert decided is not None
         system, enc, comps = self.system, self.enc, self.system.components
@@ -795,7 +794,7 @@ class _Decider:
 
     def _keeps_stop(self, name: str) -> bool:
         """Whether requirement ``name`` denies ``final_answer`` before any call of a tool
-        it watches (in some variant of its first view)."""
+        it watches (in every variant of its first view)."""
         return any(
             FINAL_ANSWER in c.denied(0)
             for c in self.system.components
