@@ -193,9 +193,9 @@ def findings(
     # is reachable): its requirements are the first guess for their cores.
     for conflict in out:
         hints.add((c.requirement for c in conflict.core), root=True)
-    # The requirement-level cores: first no-finish and the dead tools, then the dead
-    # requirements (whose guesses read the dead tools' cores), then the budget, each phase
-    # in lanes.
+    # The requirement-level cores: first no-finish, budget and the dead tools, then the dead
+    # requirements (whose guesses read the dead tools' cores and the budget's), each phase in
+    # lanes.
     first: list[_Job] = []
     no_finish = analysis.no_finish
     # An incomplete analysis that decides verdicts one by one (``compositional``) reports
@@ -207,11 +207,10 @@ def findings(
                 ("no-finish", None, None),
             )
         )
-    last: list[_Job] = []
     if max(analysis.depth_done, analysis.finish_after) >= max_iterations - 1 or settled(
         analysis, "budget"
     ):
-        last.append(
+        first.append(
             reused(
                 lambda h: _budget(system, analysis, max_iterations, engine, cache, h),
                 ("budget", None, None),
@@ -267,11 +266,6 @@ def findings(
             for name in dead
         ]
         found += _in_lanes(second, hints, cut, context.lanes(dead), each=found_one)
-    # The budget's last: no other core reads it, and its questions about wide subsystems
-    # are the ones that can hold the engine longest (on random conditionals at 50 tools,
-    # one of them took the symbolic engine 300 s), which would leave every core after it
-    # cut short.
-    found += _in_lanes(last, hints, cut, each=found_one)
     out.extend(f for f in found if f is not None)
     note_progress(findings=len(out))
     if analysis.tie is not None:
@@ -851,9 +845,8 @@ def _budget_shown(
     with a history a directed search finds (``seek``, ``SEEK_STATES``), yes where those
     tools and the calls soft forces cost besides do (at most ``BOUND_SECONDS``), no with a
     history a longer search finds (``BUDGET_STATES``). None where none of these shows it:
-    the engine decides. On random
-    conditionals at 50 tools a budget core's question took the symbolic engine up to
-    100 s (its layers of a large subsystem), and past the deadline."""
+    the engine decides. On random conditionals at 50 tools a budget core's question took
+    the symbolic engine up to 300 s (its layers of a large subsystem), past the deadline."""
     if least_steps(sub, forced=False)[0] > steps:
         return True, None
     refuted = _history_within(sub, steps, cache, searched(sub, SEEK_STATES))

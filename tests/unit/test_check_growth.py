@@ -21,7 +21,6 @@ from ruleengine.check import check, properties
 from ruleengine.check.analysis import Analysis
 from ruleengine.check.explicit import analyse, reaches
 from ruleengine.check.properties import CoreCache, requirement_core
-from ruleengine.check.report import FINDING_IDS
 from ruleengine.check.system import System
 
 CHAIN = ["a", "b", "c", "d"]
@@ -322,28 +321,6 @@ def test_cores_found_before_are_taken_as_they_are(monkeypatch: pytest.MonkeyPatc
         system, analysis, max_iterations=20, engine=_explicit, known=sent[-1]
     )
     assert [f for f in again if f.id == "dead-tool"] == [f for f in first if f.id == "dead-tool"]
-
-
-def test_the_budget_core_comes_after_every_other(monkeypatch: pytest.MonkeyPatch) -> None:
-    # Its questions about wide subsystems can hold the engine longest: every other core is
-    # found (and sent) before it, so a check stopped during it keeps them.
-    monkeypatch.setenv("RULEENGINE_LANES", "1")
-    requirements = [
-        *(C(t, min_invocations=1, name=f"need-{t}") for t in "abc"),
-        C("d", only_after=["e"], name="d-after-e"),
-        C("e", only_after=["d"], name="e-after-d"),
-        C("d", max_invocations=1, name="cap-d"),
-    ]
-    system = System(["a", "b", "c", "d", "e"], requirements)
-    analysis = analyse(system)
-    sent: list[list[Any]] = []
-    found = properties.findings(
-        system, analysis, max_iterations=3, engine=_explicit, reported=sent.append
-    )
-    ids = [f.id for f in sent[-1]]
-    assert {"budget", "dead-tool", "dead-requirement"} <= set(ids)
-    assert ids[-1] == "budget" and ids.count("budget") == 1
-    assert [f.id for f in found] == sorted(ids, key=[*FINDING_IDS].index)  # reported in order
 
 
 @pytest.mark.parametrize("longer", [True, False])
