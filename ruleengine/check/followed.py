@@ -208,7 +208,7 @@ class Followed:
         self._forcers = [
             (f, comp, tools)
             for f, comp in enumerate(system.components)
-            if not comp.requirement.yielding and (tools := _forced_somewhere(comp))
+            if not comp.requirement.yielding and (tools := comp.soft_forces)
         ]
 
     @property
@@ -299,17 +299,6 @@ def followed(
     module's docstring adds, to a fixpoint. Strict mode only (else returned as given).
     Deterministic; cost as the module's docstring says."""
     return Followed(system).closure(needed, needed_ok)
-
-
-def _forced_somewhere(comp: Component) -> frozenset[str]:
-    """The tools ``comp`` soft-forces at some view."""
-    return frozenset(
-        forced
-        for variants in comp.variants
-        for variant in variants
-        for e in variant.records
-        if (forced := lowered(e.item).soft_force) is not None
-    )
 
 
 def waits_for(comp: Component, tool: str, ok_only: bool) -> bool:

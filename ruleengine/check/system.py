@@ -27,7 +27,7 @@ from ruleengine.passes import Mode
 from ruleengine.reasoner import Reasoner
 from ruleengine.requirements.base import Requirement
 from ruleengine.requirements.monitor import Monitor
-from ruleengine.rules import Emitted, literals_of, lower
+from ruleengine.rules import Emitted, Lowered, literals_of, lower
 from ruleengine.state import STATUSES, Status
 
 __all__ = [
@@ -128,12 +128,20 @@ class Component:
     @property
     def hard_forces(self) -> frozenset[str]:
         """Every tool its rules hard-force in some view."""
+        return self._forces(soft=False)
+
+    @property
+    def soft_forces(self) -> frozenset[str]:
+        """Every tool its rules soft-force in some view."""
+        return self._forces(soft=True)
+
+    def _forces(self, *, soft: bool) -> frozenset[str]:
         return frozenset(
             forced
             for variants in self.variants
             for variant in variants
             for e in variant.records
-            if (forced := lowered(e.item).hard_force) is not None
+            if (forced := _forced(lowered(e.item), soft)) is not None
         )
 
     def denied(self, view: int) -> frozenset[str]:
@@ -168,6 +176,11 @@ class Component:
     def move(self, view: int, tool: str, status: Status) -> int:
         """The view index after a step."""
         return self.moves[self.classes[tool] * 3 + STATUSES.index(status)][view]
+
+
+def _forced(low: Lowered, soft: bool) -> str | None:
+    """The tool a lowered item soft-forces (``soft``) or hard-forces, if any."""
+    return low.soft_force if soft else low.hard_force
 
 
 def tabulate(
