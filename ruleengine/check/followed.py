@@ -213,6 +213,7 @@ class Followed:
 
     @property
     def relaxed(self) -> Relaxed:
+        """The system's relaxed product (made when first asked for)."""
         if self._relaxed is None:
             self._relaxed = Relaxed(self.system.components, self.system.tools)
         return self._relaxed
@@ -255,7 +256,7 @@ class Followed:
     def never_live(self, name: str) -> bool:
         """``never_live`` of requirement ``name``: the tools needed by the others are
         asked of the relaxed product for the tool it waits for and the triggers of what
-        forces it (a few rounds back), not for every tool."""
+        forces it (``TRIGGER_ROUNDS`` back), not for every tool."""
         system = self.system
         if system.mode != "strict" or system.skips:
             return False
