@@ -42,12 +42,14 @@ from functools import partial
 from ruleengine.check.analysis import Analysis
 from ruleengine.check.explicit import asking_of, callable_at, decide, live_at
 from ruleengine.check.lanes import run_beside
+from ruleengine.check.relaxed import Relaxed
 from ruleengine.check.seek import seek
 from ruleengine.check.symbolic_encoding import EncodingBase, Node
 from ruleengine.check.symbolic_encoding import _variable_order as _variable_order
 from ruleengine.check.symbolic_layers import _Cluster, _OutOfTime
 from ruleengine.check.symbolic_verdicts import Verdicts
-from ruleengine.check.system import State, System, symbolic_problem
+from ruleengine.check.system import Event, State, System, symbolic_problem
+from ruleengine.check.unrolled import GaveUp, Unrolled
 from ruleengine.ir import FINAL_ANSWER
 from ruleengine.state import STATUSES
 
@@ -76,6 +78,10 @@ order counts as failed and the variables are sifted once (``Encoding.settle_orde
 SIFT_MAX_NODES = 400_000
 """Nodes past which that one sifting is not started: it takes time in proportion to the
 diagrams (0.8 s at 40,000 nodes and 115 blocks here) and does not look at ``--timeout``."""
+
+UNROLLED_SECONDS = 10.0
+"""The longest a question "within ``N`` steps?" waits for bounded model checking before
+the breadth-first layers answer it (``_Symbolic._unrolled_within``); 0: the layers alone."""
 
 
 class Encoding(EncodingBase):
@@ -201,6 +207,10 @@ target at that depth are listed rather than tested one by one (``Verdicts.witnes
 ``FOCUSED_WITNESS_STATES`` for an analysis that answers one question)."""
 
 
+class _Unanswered(Exception):
+    """A bounded model check stopped at its own time limit, not the analysis's."""
+
+
 class _Symbolic(Verdicts):
     """One symbolic analysis: the reachable set, then the verdicts its focus asks for."""
 
@@ -310,6 +320,19 @@ class _Symbolic(Verdicts):
         result, bdd = self.result, self.bdd
         finish = self.some(self.pass_.can_stop)
         found = seek(self.system, FINAL_ANSWER, self.enc.distances, limit=SEEK_STATES, within=steps)
+        if found is None:
+            try:
+                found = self._unrolled_within(finish, steps)
+            except _Unanswered:
+                pass  # the layers decide
+            except _OutOfTime:
+                result.reason = "the time limit ran out"
+                result.complete = False
+                return result
+            else:
+                if found is None:
+                    result.depth_done = steps  # no history of at most `steps` steps stops
+                    return result
         if found is not None:
             result.finishes_within = len(found)
             result.example = found
@@ -331,6 +354,32 @@ class _Symbolic(Verdicts):
         result.complete = result.reason is None
         result.depth_done = len(self.layers) - 1
         return result
+
+    def _unrolled_within(self, finish: Node, steps: int) -> tuple[Event, ...] | None:
+        """A history of at most ``steps`` steps after which the run may stop, or None when
+        there is none, by bounded model checking (``Unrolled``: every tool the relaxed
+        product shows each such history to call asserted, which prunes); at most
+        ``UNROLLED_SECONDS``. ``_Unanswered`` when the solver stopped at that limit,
+        ``_OutOfTime`` at the deadline. Z3 looks at its clock as it goes, where one image of
+        the layers cannot be stopped: at 50 tools, a subsystem of 93 requirements whose
+        bounds and searches left "within 19 steps?" open took the layers 90 s (past a
+        deadline of 60), and this 5 s to find its history."""
+        if UNROLLED_SECONDS <= 0:
+            raise _Unanswered
+        needed = Relaxed(self.system.components, self.system.tools).needed() - {FINAL_ANSWER}
+        try:
+            return Unrolled(self).reaches(
+                finish,
+                steps,
+                self.deadline,
+                within=True,
+                calls=needed,
+                seconds=UNROLLED_SECONDS,
+            )
+        except GaveUp:
+            if self.deadline is not None and time.monotonic() >= self.deadline:
+                raise _OutOfTime from None
+            raise _Unanswered from None
 
     # -- the reachable set -------------------------------------------------------------------
 

@@ -1,6 +1,7 @@
 """The relaxed distances of ``check/bounds.py`` are lower bounds, and the symbolic engine's
-pruning of ``finish:N`` by them changes no answer (tests/unit/test_check_bounds.py has the
-unit tests).
+pruning of ``finish:N`` by them changes no answer, nor does the bounded model check that
+answers such a question before the layers (tests/unit/test_check_bounds.py has the unit
+tests).
 
 Admissibility is checked against the explicit product: every state a bounded breadth-first
 search reaches, stepping as the engines do (a tool some check value's pass allows; a conflict
@@ -22,7 +23,7 @@ from requirement_strategies import conditional_params
 from ruleengine import FINAL_ANSWER
 from ruleengine.check import symbolic
 from ruleengine.check.bounds import Distances, distances
-from ruleengine.check.explicit import callable_at, decide
+from ruleengine.check.explicit import callable_at, decide, reaches
 from ruleengine.check.symbolic import Encoding, _Symbolic, analyse_symbolic
 from ruleengine.check.system import State, System
 from ruleengine.passes import Pass
@@ -141,10 +142,11 @@ def test_pruning_by_the_bounds_changes_no_finish_answer(case: PolicyCase) -> Non
     enc = Encoding(system)
     for steps in range(7):
         focus = f"finish:{steps}"
-        # The breadth-first layers alone (the directed search that comes first is checked
-        # against them below).
+        # The breadth-first layers alone (the directed search and the bounded model check
+        # that come first are checked against them below).
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(symbolic, "seek", lambda *args, **kwargs: None)
+            patch.setattr(symbolic, "UNROLLED_SECONDS", 0)
             pruned = analyse_symbolic(system, focus=focus, encoding=enc)
             patch.setattr(_Symbolic, "_fits", _unpruned)
             whole = analyse_symbolic(system, focus=focus, encoding=enc)
@@ -153,6 +155,16 @@ def test_pruning_by_the_bounds_changes_no_finish_answer(case: PolicyCase) -> Non
             whole.example,
             whole.complete,
         ), focus
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(symbolic, "seek", lambda *args, **kwargs: None)
+            unrolled = analyse_symbolic(system, focus=focus, encoding=enc)
+        if unrolled.finishes_within is not None:
+            assert unrolled.example is not None and len(unrolled.example) <= steps
+            assert reaches(system, unrolled.example, FINAL_ANSWER), focus
+            assert whole.finish_depth is not None and whole.finish_depth <= steps, focus
+        else:
+            assert unrolled.complete and unrolled.depth_done == steps
+            assert whole.finish_depth is None, focus
         seeking = analyse_symbolic(system, focus=focus, encoding=enc)
         if seeking.finishes_within is not None:
             assert seeking.finishes_within <= steps

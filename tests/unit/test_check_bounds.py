@@ -265,10 +265,11 @@ def _unpruned(self: _Symbolic, steps: int) -> list[Any]:
 
 
 def _finish(system: System, steps: int, *, pruned: bool) -> tuple[Any, ...]:
-    # The breadth-first layers alone: the directed search (`seek`) that comes first would
-    # answer most of these questions before any layer.
+    # The breadth-first layers alone: the directed search (`seek`) and the bounded model
+    # check that come first would answer most of these questions before any layer.
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(symbolic, "seek", lambda *args, **kwargs: None)
+        patch.setattr(symbolic, "UNROLLED_SECONDS", 0)
         if not pruned:
             patch.setattr(_Symbolic, "_fits", _unpruned)
         found = analyse_symbolic(system, focus=f"finish:{steps}")

@@ -90,6 +90,7 @@ def test_a_finish_within_the_budget_comes_with_its_history() -> None:
     # The breadth-first layers alone give the fewest steps, with their history.
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(symbolic, "seek", lambda *args, **kwargs: None)
+        patch.setattr(symbolic, "UNROLLED_SECONDS", 0)
         layered = analyse_symbolic(system, focus="finish:10")
     assert layered.finish_depth == 4 and layered.example is not None
     assert any(p.can_stop for p in _ends(system, layered.example))

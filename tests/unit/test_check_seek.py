@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gc
 import itertools
+import time
 from collections import deque
 from collections.abc import Callable, Hashable, Sequence
 from functools import cache
@@ -28,6 +29,7 @@ from ruleengine.check.seek import Estimates, seek
 from ruleengine.check.symbolic import analyse_symbolic
 from ruleengine.check.symbolic_layers import EARLY_LAYERS
 from ruleengine.check.system import Component, Event, State, System
+from ruleengine.check.unrolled import GaveUp
 from ruleengine.requirements import ConditionalRequirement as C
 from ruleengine.rules import Emitted
 from ruleengine.state import STATUSES, Status
@@ -489,16 +491,60 @@ def test_finish_within_a_budget_is_answered_by_seek(
     assert sought == [(FINAL_ANSWER, found.example)]
 
 
-def test_a_budget_seek_cannot_meet_falls_back_to_the_layers(
-    sought: list[tuple[str, tuple[Event, ...] | None]],
+def _no_layers(self: Any, *args: Any) -> Any:
+    raise AssertionError("no layer is computed")
+
+
+def test_a_budget_seek_cannot_meet_is_answered_by_bounded_model_checking(
+    sought: list[tuple[str, tuple[Event, ...] | None]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     reqs = [*_chain(LONG), C("t11", min_invocations=1, name="t11-once")]
     system = System(LONG, reqs)
-    found = analyse_symbolic(system, focus="finish:11")
-    assert (found.finish_depth, found.finishes_within, found.example) == (None, None, None)
-    assert found.complete and not found.partial
-    assert sought == [(FINAL_ANSWER, None)]
     assert analyse(system).finish_depth == 12
+    monkeypatch.setattr(symbolic._Symbolic, "_layer", _no_layers)
+    found = analyse_symbolic(system, focus="finish:11")
+    # No history of 11 steps: shown by Z3, every state that deep covered.
+    assert (found.finish_depth, found.finishes_within, found.example) == (None, None, None)
+    assert found.complete and not found.partial and found.depth_done == 11
+    assert sought == [(FINAL_ANSWER, None)]
+    # A history the directed search would find too, but not in its first 0 states: some
+    # history of at most 13 steps (not necessarily the shortest).
+    monkeypatch.setattr(symbolic, "SEEK_STATES", 0)
+    found = analyse_symbolic(system, focus="finish:13")
+    assert found.partial and found.finishes_within in (12, 13)
+    assert found.example is not None and len(found.example) == found.finishes_within
+    assert reaches(system, found.example, FINAL_ANSWER)
+
+
+def test_a_bounded_model_check_stopped_at_its_limit_leaves_the_layers_to_answer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    reqs = [*_chain(LONG), C("t11", min_invocations=1, name="t11-once")]
+    system = System(LONG, reqs)
+    monkeypatch.setattr(symbolic, "SEEK_STATES", 0)
+    monkeypatch.setattr(symbolic, "UNROLLED_SECONDS", 1e-9)
+    # The solver's own limit (1 ms at the least) may or may not cut a question this small:
+    # stopped there for sure.
+    monkeypatch.setattr(symbolic.Unrolled, "reaches", _gave_up)
+    found = analyse_symbolic(system, focus="finish:13")
+    assert (found.finish_depth, found.complete, found.partial) == (12, True, False)
+    assert found.example is not None and reaches(system, found.example, FINAL_ANSWER)
+
+
+def test_a_bounded_model_check_stopped_at_the_deadline_cuts_the_question(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    reqs = [*_chain(LONG), C("t11", min_invocations=1, name="t11-once")]
+    system = System(LONG, reqs)
+    monkeypatch.setattr(symbolic, "SEEK_STATES", 0)
+    monkeypatch.setattr(symbolic._Symbolic, "_layer", _no_layers)
+    found = analyse_symbolic(system, focus="finish:13", deadline=time.monotonic() - 1)
+    assert not found.complete and found.reason == "the time limit ran out"
+    assert (found.finish_depth, found.finishes_within, found.example) == (None, None, None)
+
+
+def _gave_up(self: Any, *args: Any, **kwargs: Any) -> Any:
+    raise GaveUp
 
 
 def test_the_search_leaves_no_reference_cycle() -> None:
