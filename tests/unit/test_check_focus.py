@@ -10,15 +10,18 @@ look like every other tool is dead).
 from __future__ import annotations
 
 import itertools
+import time
 from typing import Any
 
 import pytest
 
 from ruleengine import ConditionalRequirement as C
-from ruleengine.check import check, properties, symbolic
+from ruleengine.check import check, properties, symbolic, symbolic_layers
+from ruleengine.check.explicit import callable_at, decide, live_at, walk
 from ruleengine.check.symbolic import analyse_symbolic
 from ruleengine.check.symbolic_layers import EARLY_LAYERS
 from ruleengine.check.system import System
+from ruleengine.check.unrolled import GaveUp
 
 CHAIN = ["a", "b", "c", "d", "e"]
 FILLERS = [f"f{i}" for i in range(4)]
@@ -93,6 +96,80 @@ def test_a_tool_allowed_only_deeper_than_the_early_layers_is_still_found() -> No
         whole = analyse_symbolic(system, focus=f"tool:{tools[-1]}")
     assert not whole.partial
     assert tools[-1] in whole.allowed_tools
+
+
+def _deep(depth: int) -> tuple[System, str]:
+    """A chain of ``depth`` tools, each only after the one before, the last one (returned)
+    first allowed after ``depth - 1`` steps; every tool capped at two calls."""
+    tools = [f"t{i}" for i in range(depth)]
+    reqs: list[Any] = [C(t, max_invocations=2, name=f"cap-{t}") for t in tools]
+    reqs += [
+        C(later, only_after=[earlier], name=f"{later}-after-{earlier}")
+        for earlier, later in itertools.pairwise(tools)
+    ]
+    return System(tools, reqs), tools[-1]
+
+
+def _never(*args: Any, **kwargs: Any) -> Any:
+    raise AssertionError("not asked")
+
+
+@pytest.mark.parametrize("focus", ["tool", "live"])
+def test_a_deep_answer_past_early_layers_that_grew_comes_from_z3(
+    focus: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    system, last = _deep(14)
+    # `cap-t13` changes a pass only once `t13` ran twice: 15 steps in.
+    question = f"tool:{last}" if focus == "tool" else f"live:cap-{last}"
+    # The early layers stop at once, as if grown too large, and the directed search finds
+    # nothing: bounded model checking gives a history, the reachable set is never computed.
+    monkeypatch.setattr(symbolic_layers, "EARLY_NODES", 0)
+    monkeypatch.setattr(symbolic, "seek", lambda *args, **kwargs: None)
+    monkeypatch.setattr(symbolic._Symbolic, "_reach", _never)
+    found = analyse_symbolic(system, focus=question)
+    assert found.partial and found.complete and found.example is not None
+    assert 13 <= len(found.example) <= 16  # within the second depth asked, 16
+    end = walk(system, found.example)
+    assert end is not None
+    if focus == "tool":
+        assert found.allowed_tools == {last}
+        assert last in callable_at(system, end)
+    else:
+        assert found.live == {question[5:]} and len(found.example) >= 15
+        ((records, _),) = system.variants(end)
+        assert live_at(system, records, decide(system, records), found.live, {}) == found.live
+
+
+def test_early_layers_that_stayed_small_leave_the_answer_to_the_reachable_set(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    system, last = _deep(14)
+    monkeypatch.setattr(symbolic, "seek", lambda *args, **kwargs: None)
+    monkeypatch.setattr(symbolic.Unrolled, "reaches", _never)
+    found = analyse_symbolic(system, focus=f"tool:{last}")
+    assert not found.partial and found.complete and last in found.allowed_tools
+
+
+def test_z3_stopped_at_its_limit_leaves_the_answer_to_the_reachable_set(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    system, last = _deep(14)
+    asked: list[int] = []
+
+    def gave_up(self: Any, target: Any, steps: int, *args: Any, **kwargs: Any) -> Any:
+        asked.append(steps)
+        raise GaveUp
+
+    monkeypatch.setattr(symbolic_layers, "EARLY_NODES", 0)
+    monkeypatch.setattr(symbolic, "seek", lambda *args, **kwargs: None)
+    monkeypatch.setattr(symbolic.Unrolled, "reaches", gave_up)
+    found = analyse_symbolic(system, focus=f"tool:{last}")
+    assert asked == [8]  # a deeper question would take longer still: not asked
+    assert not found.partial and found.complete and last in found.allowed_tools
+    # At the deadline, the analysis is cut there.
+    monkeypatch.setattr(symbolic._Symbolic, "_reach", _never)
+    found = analyse_symbolic(system, focus=f"tool:{last}", deadline=time.monotonic() - 1)
+    assert not found.complete and found.reason == "the time limit ran out"
 
 
 @pytest.mark.parametrize("blocked", [True, False])
