@@ -201,22 +201,30 @@ def _facts(comp: Component, tools: Sequence[str]) -> _Facts:
 
 
 def least_steps(
-    system: System, deadline: float | None = None, *, forced: bool = True
+    system: System,
+    deadline: float | None = None,
+    *,
+    forced: bool = True,
+    beyond: int | None = None,
 ) -> tuple[int, frozenset[str]]:
     """A lower bound on the steps before ``final_answer`` in every history of ``system``
     that lets the run stop, and the tools every such history calls (``Relaxed.needed``):
     one step per such tool and, with ``forced``, the calls that soft forces cost besides
     (``extra_calls``, until ``deadline``). Strict mode without counters tabulated band by
     band only (the relaxed product's premise); else ``(0, frozenset())``. Deterministic
-    without ``forced``; with it, a ``deadline`` that passes only lowers the bound."""
+    without ``forced``; with it, a ``deadline`` that passes only lowers the bound. With
+    ``beyond``, the question is only whether the bound exceeds it: the calls are sought
+    until it does (the bound returned is then above ``beyond``, not necessarily the
+    largest)."""
     if system.mode != "strict" or system.skips:
         return 0, frozenset()
     relaxed = Relaxed(system.components, system.tools)
     needed, needed_ok = followed(system, relaxed.needed(), relaxed.needed_ok())
     calls = needed - {FINAL_ANSWER}
-    if not forced:
+    if not forced or (beyond is not None and len(calls) > beyond):
         return len(calls), needed
-    return len(calls) + extra_calls(system, calls, needed_ok, deadline), needed
+    enough = None if beyond is None else beyond + 1 - len(calls)
+    return len(calls) + extra_calls(system, calls, needed_ok, deadline, enough=enough), needed
 
 
 def extra_calls(
@@ -224,12 +232,15 @@ def extra_calls(
     needed: frozenset[str],
     needed_ok: frozenset[str] = frozenset(),
     deadline: float | None = None,
+    *,
+    enough: int | None = None,
 ) -> int:
     """Calls every history that lets the run stop makes besides one call of each tool in
     ``needed`` (tools every such history calls, ``Relaxed.needed``), as the module's
     docstring bounds them: 0 where it shows nothing, in priority mode, or with counters
     tabulated band by band. ``len(needed) + extra_calls(...)`` is a lower bound on the
-    steps before ``final_answer``. Stops early (with what it has) at ``deadline``."""
+    steps before ``final_answer``. Stops early (with what it has) at ``deadline``, and
+    once it has ``enough`` when given."""
     if system.mode != "strict" or system.skips:
         return 0
     facts = [_facts(c, system.tools) for c in system.components]
@@ -251,8 +262,10 @@ def extra_calls(
             best = search.least(frozenset(costly))
             if not best:
                 continue
-            costly = _shrunk(search, costly, later[k], best)
             total += best
+            if enough is not None and total >= enough:
+                return total
+            costly = _shrunk(search, costly, later[k], best)
             used.update(costly)
         totals.append(total)
     return max(totals)

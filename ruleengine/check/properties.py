@@ -855,7 +855,7 @@ def _budget_shown(
     until = time.monotonic() + BOUND_SECONDS
     if cache.deadline is not None:
         until = min(until, cache.deadline)
-    if least_steps(sub, until)[0] > steps:
+    if least_steps(sub, until, beyond=steps)[0] > steps:
         return True, None
     return _history_within(sub, steps, cache, searched(sub, BUDGET_STATES))
 

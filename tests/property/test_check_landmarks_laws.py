@@ -110,6 +110,22 @@ def test_the_bound_holds_where_soft_forces_set_off_and_drop_one_another(
     assert _bound(system) <= _fewest_steps(system)
 
 
+@settings(max_examples=FORCING_EXAMPLES)
+@given(forcing())
+def test_a_bound_asked_only_to_exceed_a_number_exceeds_it_exactly_when_the_bound_does(
+    drawn: tuple[tuple[str, ...], list[Requirement]],
+) -> None:
+    tools, requirements = drawn
+    note(repr(requirements))
+    system = System(list(tools), requirements)
+    whole, needed = least_steps(system)
+    for beyond in range(-1, whole + 1):
+        asked, same = least_steps(system, beyond=beyond)
+        assert same == needed
+        assert (asked > beyond) == (whole > beyond), (beyond, asked, whole)
+        assert asked <= whole  # stopped early, it is a bound all the same
+
+
 @given(st.one_of(policies(priority=False, max_requirements=6), forcing()))
 def test_no_run_stops_without_a_successful_call_of_a_tool_needed_so(
     drawn: PolicyCase | tuple[tuple[str, ...], list[Requirement]],
