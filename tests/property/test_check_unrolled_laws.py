@@ -10,20 +10,24 @@ exactly when the shortest is that short; the tools every finishing history calls
 shortest one; and a set proved never reached (``Unrolled.never``) is one the explicit
 engine never meets. Each with and without every pair's views held
 (``Projections.every_pair``), which must change no answer; and a set those views alone
-exclude (``Unrolled.outside``) is one the explicit engine never meets.
+exclude (``Unrolled.outside``) is one the explicit engine never meets. And the symbolic
+engine's focused questions, asked of the unrolled steps before the whole reachable set,
+answer as the explicit engine does.
 """
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 from policy_strategies import PolicyCase, policies, symbolic_system
 
+from ruleengine.check import symbolic, symbolic_layers
 from ruleengine.check.analysis import Analysis
-from ruleengine.check.explicit import allows, analyse, decide, walk
+from ruleengine.check.explicit import allows, analyse, asking_of, decide, live_at, walk
 from ruleengine.check.projections import Projections
 from ruleengine.check.relaxed import Relaxed
-from ruleengine.check.symbolic import Encoding
+from ruleengine.check.symbolic import Encoding, analyse_symbolic
 from ruleengine.check.symbolic_verdicts import Verdicts
 from ruleengine.check.system import Event, System
 from ruleengine.check.unrolled import Unrolled
@@ -147,3 +151,39 @@ def test_what_the_pairs_exclude_the_engine_never_meets(case: PolicyCase) -> None
         for c, view in zip(system.components, state, strict=True):
             cube &= enc.cube(enc.bits[id(c)], view)
         assert not unrolled.outside(cube), path
+
+
+@given(case=policies(priority=False))
+def test_focused_questions_asked_of_z3_past_the_early_layers_agree_with_the_engine(
+    case: PolicyCase,
+) -> None:
+    # The early layers stop at once (as if grown too large) and the directed search finds
+    # nothing: whether a tool is ever allowed, a requirement ever live, is first asked of
+    # the unrolled steps (``_Symbolic._unrolled_into``), then of the whole reachable set.
+    system = symbolic_system(case)
+    exact = analyse(system, max_states=MAX_STATES, live=True)
+    assume(exact.complete)
+    enc = Encoding(system)
+    asking = asking_of(system)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(symbolic_layers, "EARLY_NODES", 0)
+        patch.setattr(symbolic, "seek", lambda *args, **kwargs: None)
+        for tool in system.callable:
+            one = analyse_symbolic(system, encoding=enc, focus=f"tool:{tool}")
+            assert one.complete
+            assert (tool in one.allowed_tools) == (tool in exact.allowed_tools), tool
+            if one.partial:
+                assert one.example is not None
+                assert _shows(system, f"tool:{tool}", one.example, exact), tool
+        for name in sorted({c.requirement.name for c in system.components}):
+            one = analyse_symbolic(system, encoding=enc, focus=f"live:{name}")
+            assert one.complete
+            assert (name in one.live) == (name in exact.live), name
+            if one.partial:
+                assert one.example is not None
+                end = walk(system, one.example)
+                assert end is not None
+                assert any(
+                    name in live_at(system, records, decide(system, records), {name}, asking)
+                    for records, _ in system.variants(end)
+                ), name
