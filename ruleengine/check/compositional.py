@@ -512,7 +512,10 @@ class _Decider:
                 until = time.monotonic() + FORCED_SECONDS
                 if self.deadline is not None:
                     until = min(until, self.deadline)
-                steps, self.needed = least_steps(self.system, until)
+                # Where a history is known, a bound as long makes it exact: the calls are
+                # sought only until they show that much.
+                known = None if self.finished is None else len(self.finished) - 1
+                steps, self.needed = least_steps(self.system, until, beyond=known)
                 result.finish_after = max(result.finish_after, least - 1, steps - 1)
                 if self.finished is not None and len(self.finished) <= result.finish_after + 1:
                     self._exact(self.finished)  # a history as short as the bound

@@ -158,7 +158,9 @@ def test_a_budget_cut_short_says_how_short_a_history_it_found(
     # and the calls soft forces cost are not counted. The search finds the 3 steps; cut
     # short before showing that 2 do not do, the budget stays undecided, and its message
     # gives both ends.
-    def needed_only(system: System, until: float | None) -> tuple[int, frozenset[str]]:
+    def needed_only(
+        system: System, until: float | None, *, beyond: int | None = None
+    ) -> tuple[int, frozenset[str]]:
         return landmarks.least_steps(system, until, forced=False)
 
     monkeypatch.setattr(compositional, "least_steps", needed_only)
