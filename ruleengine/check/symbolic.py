@@ -41,8 +41,8 @@ from functools import partial
 
 from ruleengine.check.analysis import Analysis
 from ruleengine.check.explicit import asking_of, callable_at, decide, live_at
+from ruleengine.check.landmarks import least_steps
 from ruleengine.check.lanes import run_beside
-from ruleengine.check.relaxed import Relaxed
 from ruleengine.check.seek import seek
 from ruleengine.check.symbolic_encoding import EncodingBase, Node
 from ruleengine.check.symbolic_encoding import _variable_order as _variable_order
@@ -400,8 +400,8 @@ class _Symbolic(Verdicts):
 
     def _unrolled_within(self, finish: Node, steps: int) -> tuple[Event, ...] | None:
         """A history of at most ``steps`` steps after which the run may stop, or None when
-        there is none, by bounded model checking (``Unrolled``: every tool the relaxed
-        product shows each such history to call asserted, which prunes); at most
+        there is none, by bounded model checking (``Unrolled``: every tool each such history
+        calls, ``landmarks.least_steps``, asserted called, which prunes); at most
         ``UNROLLED_SECONDS``. ``_Unanswered`` when the solver stopped at that limit,
         ``_OutOfTime`` at the deadline. Z3 looks at its clock as it goes, where one image of
         the layers cannot be stopped: at 50 tools, a subsystem of 93 requirements whose
@@ -409,7 +409,7 @@ class _Symbolic(Verdicts):
         deadline of 60), and this 5 s to find its history."""
         if UNROLLED_SECONDS <= 0:
             raise _Unanswered
-        needed = Relaxed(self.system.components, self.system.tools).needed() - {FINAL_ANSWER}
+        needed = least_steps(self.system, forced=False)[1] - {FINAL_ANSWER}
         try:
             return Unrolled(self).reaches(
                 finish,
