@@ -477,12 +477,15 @@ def test_a_core_search_settles_deep_subsystems_with_seek(
     assert any(history is not None for _, history in sought)
 
 
+def _stop_after_t11() -> System:
+    """The chain of ``LONG``, the stop waiting for ``t11``: 12 steps at the least."""
+    return System(LONG, [*_chain(LONG), C("t11", min_invocations=1, name="t11-once")])
+
+
 def test_finish_within_a_budget_is_answered_by_seek(
     sought: list[tuple[str, tuple[Event, ...] | None]],
 ) -> None:
-    # The stop waits for `t11`, twelve steps down the chain.
-    reqs = [*_chain(LONG), C("t11", min_invocations=1, name="t11-once")]
-    system = System(LONG, reqs)
+    system = _stop_after_t11()
     found = analyse_symbolic(system, focus="finish:15")
     assert found.partial
     assert found.finishes_within is not None and found.finishes_within <= 15
@@ -498,8 +501,7 @@ def _no_layers(self: Any, *args: Any) -> Any:
 def test_a_budget_seek_cannot_meet_is_answered_by_bounded_model_checking(
     sought: list[tuple[str, tuple[Event, ...] | None]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    reqs = [*_chain(LONG), C("t11", min_invocations=1, name="t11-once")]
-    system = System(LONG, reqs)
+    system = _stop_after_t11()
     assert analyse(system).finish_depth == 12
     monkeypatch.setattr(symbolic._Symbolic, "_layer", _no_layers)
     found = analyse_symbolic(system, focus="finish:11")
@@ -519,12 +521,9 @@ def test_a_budget_seek_cannot_meet_is_answered_by_bounded_model_checking(
 def test_a_bounded_model_check_stopped_at_its_limit_leaves_the_layers_to_answer(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    reqs = [*_chain(LONG), C("t11", min_invocations=1, name="t11-once")]
-    system = System(LONG, reqs)
+    system = _stop_after_t11()
     monkeypatch.setattr(symbolic, "SEEK_STATES", 0)
-    monkeypatch.setattr(symbolic, "UNROLLED_SECONDS", 1e-9)
-    # The solver's own limit (1 ms at the least) may or may not cut a question this small:
-    # stopped there for sure.
+    # Stopped at its own limit (not the deadline, which this analysis has none of).
     monkeypatch.setattr(symbolic.Unrolled, "reaches", _gave_up)
     found = analyse_symbolic(system, focus="finish:13")
     assert (found.finish_depth, found.complete, found.partial) == (12, True, False)
@@ -534,8 +533,7 @@ def test_a_bounded_model_check_stopped_at_its_limit_leaves_the_layers_to_answer(
 def test_a_bounded_model_check_stopped_at_the_deadline_cuts_the_question(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    reqs = [*_chain(LONG), C("t11", min_invocations=1, name="t11-once")]
-    system = System(LONG, reqs)
+    system = _stop_after_t11()
     monkeypatch.setattr(symbolic, "SEEK_STATES", 0)
     monkeypatch.setattr(symbolic._Symbolic, "_layer", _no_layers)
     found = analyse_symbolic(system, focus="finish:13", deadline=time.monotonic() - 1)
