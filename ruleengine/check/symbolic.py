@@ -391,8 +391,7 @@ class _Symbolic(Verdicts):
                     where, steps, self.deadline, within=True, seconds=INTO_SECONDS
                 )
             except GaveUp:
-                if self.deadline is not None and time.monotonic() >= self.deadline:
-                    raise _OutOfTime from None
+                self._in_time()  # at the deadline, the analysis is cut
                 return None  # a deeper question would take longer still
             if found is not None:
                 return found
@@ -420,8 +419,7 @@ class _Symbolic(Verdicts):
                 seconds=UNROLLED_SECONDS,
             )
         except GaveUp:
-            if self.deadline is not None and time.monotonic() >= self.deadline:
-                raise _OutOfTime from None
+            self._in_time()  # at the deadline, the analysis is cut
             raise _Unanswered from None
 
     # -- the reachable set -------------------------------------------------------------------
