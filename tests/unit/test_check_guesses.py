@@ -480,6 +480,67 @@ def test_the_reachable_set_search_takes_the_clusters_bottom_up() -> None:
             assert run.clusters.index(a) < run.clusters.index(b)
 
 
+def _react_chained() -> System:
+    """``think`` first and after some actions, never twice in a row; actions capped and
+    chained by ``only_after``: a chain the reachable-set search's sweeps follow a link at a
+    time, in diagrams that grow each sweep."""
+    acts = [f"act{i}" for i in range(7)]
+    reqs = [
+        C("think", force_at_step=1, name="think-first"),
+        C("think", force_after=["act6", "act0", "act5"], consecutive_allowed=False, name="ta"),
+        C("act0", force_at_step=2, name="prefix-2"),
+    ]
+    caps = {"act5": 1, "act6": 2, "act2": 2, "act4": 2, "act3": 2}
+    reqs += [C(a, max_invocations=m, name=f"cap-{a}") for a, m in caps.items()]
+    chained = ["act4-act2", "act6-act0", "act3-act2", "act4-act3", "act4-act1", "act6-act1"]
+    for pair in [*chained, "act1-act0"]:
+        a, b = pair.split("-")
+        reqs.append(C(a, only_after=[b], name=f"{a}-after-{b}"))
+    return System(["think", *acts], reqs)
+
+
+def _reached(system: System, growth: float) -> tuple[set[Any], int]:
+    """The reachable set's states (of every product state, those it holds) with
+    ``SWEEP_GROWTH`` at ``growth``, and the most nodes of any set the search stepped from."""
+    run = symbolic._Symbolic(system, Encoding(system), None, None, None)
+    run.start = run.enc.cube([b for c in system.components for b in run.enc.bits[id(c)]], 0)
+    image, most = run._image, [0]
+
+    def spied(states: Any, g: Any) -> Any:
+        most[0] = max(most[0], len(states))
+        return image(states, g)
+
+    run._image = spied  # type: ignore[method-assign]
+    original = symbolic.SWEEP_GROWTH
+    symbolic.SWEEP_GROWTH = growth
+    try:
+        reach = run._reach()
+    finally:
+        symbolic.SWEEP_GROWTH = original
+    states = itertools.product(*(range(len(c.views)) for c in system.components))
+    return {s for s in states if run.enc.holds_at(reach, system.components, s)}, most[0]
+
+
+def test_sweeps_whose_diagrams_grow_are_dropped_for_the_event_driven_search() -> None:
+    system = _react_chained()
+    # Every reachable state, by a plain breadth-first walk of the runtime's decisions.
+    seen, todo = {system.initial}, [system.initial]
+    while todo:
+        state = todo.pop()
+        for tool in explicit.callable_at(system, state) - {"final_answer"}:
+            for status in ("ok", "error", "denied"):
+                after = system.successor(state, (tool, status))
+                if after not in seen:
+                    seen.add(after)
+                    todo.append(after)
+    dropped, small = _reached(system, symbolic.SWEEP_GROWTH)
+    kept, large = _reached(system, float("inf"))  # the sweeps' sets stay pending
+    assert dropped == kept == seen  # the same fixpoint either way
+    # Dropped after a sweep that more than doubled the diagram: the sets stepped from stay
+    # far smaller (here 71 nodes at most, against 110).
+    assert small < large * 0.75
+
+
 def test_dynamic_reordering_only_with_many_bits_of_global_views() -> None:
     tools = [f"t{i}" for i in range(6)]
     counters = [C(t, max_invocations=3, name=f"cap-{t}") for t in tools]
