@@ -696,6 +696,15 @@ def requirement_core(
             names = frozenset([*pool, *keep])
             sub = system.subsystem(sorted(names))
             trace = _example_of(sub, _quick(sub, names, focus, shared), focus)
+            if trace is None and focus.startswith("finish:"):
+                # A budget question's directed search finds a history within the budget
+                # where a breadth-first one cannot reach that deep (at 50 tools); like the
+                # breadth-first one it depends on no engine, so the growth does not either.
+                shown = _budget_shown(sub, int(focus[7:]), shared)
+                if shown is not None:
+                    memo[mask], trace = shown
+                    if memo[mask]:
+                        break
             if trace is None:
                 # No history refutes it within the short search: the engine decides. When
                 # it finds the finding refuted, a longer search looks for the first history

@@ -234,6 +234,49 @@ def test_growth_goes_on_once_the_engine_finds_the_pool_refuted(
     assert max(sizes) > 4
 
 
+def test_a_budget_core_grows_from_the_histories_a_directed_search_finds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # At 50 tools no breadth-first search reaches a history as long as the budget: here
+    # the short and the longer searches see the first state only. A budget question's
+    # directed search (`seek`) finds one on each pool, without the engine; the growth
+    # follows it, and every question stays about a system no larger than the core. (Before,
+    # the growth gave up there, and QuickXplain asked about all 25 requirements: on
+    # random conditionals at 50 tools, 91 questions and 30 s for a budget core, 5.6 s now.)
+    monkeypatch.setattr(properties, "QUICK_STATES", 1)
+    monkeypatch.setattr(properties, "REFUTE_STATES", 1)
+    links = ["b", "c", "d", "e"]
+    reqs: list[Any] = [C("final_answer", only_after=["e"], name="finish-after-e")]
+    reqs += [
+        C(later, only_after=[earlier], name=f"{later}-after-{earlier}")
+        for earlier, later in itertools.pairwise(["a", *links])
+    ]
+    reqs += [C("x", max_invocations=i + 1, name=f"cap-x-{i:02}") for i in range(20)]
+    system = System(["a", *links, "x"], reqs)
+
+    def fails(a: Analysis) -> bool:  # no stop within 3 steps
+        return a.finish_depth is None or a.finish_depth > 3
+
+    engined: list[str | None] = []
+
+    def engine(sub: Any, focus: str | None = None) -> Analysis:
+        engined.append(focus)
+        return _explicit(sub, focus)
+
+    sizes = _asked(monkeypatch)
+    core = requirement_core(system, fails, engine, "finish:3")
+    # b, c, d and e before the stop: 4 steps. `b-after-a` is not needed (without it, still
+    # 4), and with it alone the chain from `final_answer` is too short.
+    assert {r.name for r in core} == {"finish-after-e", "e-after-d", "d-after-c", "c-after-b"}
+    assert max(sizes) <= len(core)
+    assert not engined  # every question answered by the bounds and the directed searches
+    # The same core the search finds without growth, asking about larger systems.
+    sizes.clear()
+    monkeypatch.setattr(properties, "_guided", lambda system, focus: False)
+    assert requirement_core(system, fails, engine, "finish:3") == core
+    assert max(sizes) > len(core)
+
+
 def test_both_engines_give_one_report_when_they_answer_every_core_question(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
