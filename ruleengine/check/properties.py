@@ -696,11 +696,11 @@ def requirement_core(
             names = frozenset([*pool, *keep])
             sub = system.subsystem(sorted(names))
             trace = _example_of(sub, _quick(sub, names, focus, shared), focus)
-            if trace is None and focus.startswith("finish:"):
-                # A budget question's directed search finds a history within the budget
-                # where a breadth-first one cannot reach that deep (at 50 tools); like the
-                # breadth-first one it depends on no engine, so the growth does not either.
-                shown = _budget_shown(sub, int(focus[7:]), shared)
+            if trace is None:
+                # A directed search finds a history where a breadth-first one cannot reach
+                # that deep (at 50 tools); like the breadth-first one it depends on no
+                # engine, so the growth does not either.
+                shown = _shown_directed(sub, focus, shared)
                 if shown is not None:
                     memo[mask], trace = shown
                     if memo[mask]:
@@ -838,6 +838,28 @@ def _holds(
         return analysis.depth_done >= int(focus[7:]) and holds(analysis), analysis.example
     # An analysis cut short answers "no": nothing is dropped on partial evidence.
     return False, None
+
+
+def _shown_directed(
+    sub: System, focus: str, cache: CoreCache
+) -> tuple[bool, tuple[Event, ...] | None] | None:
+    """What a "never" question on ``sub`` gets from searches directed at its goal, which
+    need no engine (deterministic, like every search here): a budget's answer
+    (``_budget_shown``); "refuted" with a history to the tool of ``tool:T`` that ``seek``
+    finds among ``SEEK_STATES`` states. None where they show nothing."""
+    if focus.startswith("finish:"):
+        return _budget_shown(sub, int(focus[7:]), cache)
+    if focus.startswith("tool:"):
+        found = seek(
+            sub,
+            focus[5:],
+            cache.distances(sub.tools),
+            limit=searched(sub, SEEK_STATES),
+            deadline=cache.deadline,
+        )
+        if found is not None and _shows(sub, found, focus):
+            return False, found
+    return None
 
 
 BOUND_SECONDS = 1.0

@@ -200,8 +200,10 @@ def test_growth_goes_on_once_the_engine_finds_the_pool_refuted(
     # the engine, and when it says "refuted", a longer search finds the history to follow,
     # instead of the growth giving up (and asking about the policy's large systems, which
     # at 50 tools may cost more than the policy). The engine's own history is not used:
-    # the core must not depend on which engine answered.
+    # the core must not depend on which engine answered. (No directed search either: see
+    # the next test.)
     monkeypatch.setattr(properties, "QUICK_STATES", 1)
+    monkeypatch.setattr(properties, "_shown_directed", lambda sub, focus, cache: None)
     system = System([*CHAIN, "x"], _chain(extra=20))
     engined: list[str | None] = []
 
@@ -231,6 +233,33 @@ def test_growth_goes_on_once_the_engine_finds_the_pool_refuted(
     sizes = _asked(monkeypatch)
     core = requirement_core(system, lambda a: "d" not in a.allowed_tools, engine(False), "tool:d")
     assert core == cores[0]
+    assert max(sizes) > 4
+
+
+def test_a_dead_tools_core_grows_from_the_histories_a_directed_search_finds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Neither breadth-first search sees past the first state; a search directed at the tool
+    # (`seek`) finds each pool's history to `d`, without the engine. Only the last pool,
+    # where `d` is dead, goes to the engine.
+    monkeypatch.setattr(properties, "QUICK_STATES", 1)
+    monkeypatch.setattr(properties, "REFUTE_STATES", 1)
+    system = System([*CHAIN, "x"], _chain(extra=20))
+    engined: list[int] = []
+
+    def engine(sub: Any, focus: str | None = None) -> Analysis:
+        engined.append(len(sub.requirements))
+        return _explicit(sub, focus)
+
+    sizes = _asked(monkeypatch)
+    core = requirement_core(system, lambda a: "d" not in a.allowed_tools, engine, "tool:d")
+    assert {r.name for r in core} == {"no-a", "b-after-a", "c-after-b", "d-after-c"}
+    assert max(sizes) <= 4
+    assert engined and max(engined) <= 4
+    # Without it, the growth gives up, and QuickXplain asks about larger systems.
+    monkeypatch.setattr(properties, "_shown_directed", lambda sub, focus, cache: None)
+    sizes.clear()
+    assert requirement_core(system, lambda a: "d" not in a.allowed_tools, engine, "tool:d") == core
     assert max(sizes) > 4
 
 
