@@ -3,7 +3,8 @@
 A dead tool, a dead requirement and a budget claim "never" (the tool is never allowed, the
 requirement never live, ``final_answer`` never allowed in time): one history shows the claim
 false. Here such a history is replayed on another subsystem (``_shows``), the first one is
-found by a breadth-first explicit search (``_search``, ``_example_of``), and, for a core
+found by a breadth-first explicit search (``_search``, ``_example_of``) or by searches
+directed at the goal (``directed``), and, for a core
 search that grows its pool from them (``_guided``), the requirement that stops one where the
 whole policy stops it is found (``_blocker``, at ``_stop_point``).
 """
@@ -14,12 +15,23 @@ from collections.abc import Callable, Sequence
 from itertools import islice
 
 from ruleengine.check.analysis import Analysis
-from ruleengine.check.explicit import allows, analyse, asking_of, decide, live_at, reaches, walk
-from ruleengine.check.system import Checked, Event, State, System
+from ruleengine.check.bounds import Distances
+from ruleengine.check.explicit import (
+    allows,
+    analyse,
+    asking_of,
+    callable_at,
+    decide,
+    live_at,
+    reaches,
+    walk,
+)
+from ruleengine.check.seek import seek
+from ruleengine.check.system import Checked, Component, Event, State, System
 from ruleengine.ir import FINAL_ANSWER
 from ruleengine.rules import Emitted
 
-__all__ = ["Stops"]
+__all__ = ["Stops", "directed"]
 
 
 def _shows(sub: System, trace: tuple[Event, ...], focus: str) -> bool:
@@ -42,6 +54,74 @@ def _shows(sub: System, trace: tuple[Event, ...], focus: str) -> bool:
         live_at(sub, records, decide(sub, records), {subject}, asking)
         for records, _ in sub.variants(state)
     )
+
+
+def directed(
+    sub: System,
+    focus: str,
+    bounds: Callable[[Component, str], Distances],
+    *,
+    limit: int,
+    deadline: float | None,
+) -> tuple[Event, ...] | None:
+    """A history of ``sub`` refuting the "never" finding ``focus`` (``tool:T`` or
+    ``live:R``; None for any other) found by searches directed at its goal (``seek``,
+    ``limit`` decided states each), or None when they find none (which proves nothing).
+
+    ``tool:T``: a history after which ``T`` is allowed. ``live:R``: the shortest prefix,
+    replayed on ``sub``, after which ``R`` is live, of a history of ``sub`` without ``R`` to
+    each tool ``R``'s rules mention (in declared order): where the others allow that tool,
+    ``R`` is live if it denies it, or where a step of the history is one ``R`` denies, the
+    history followed by ``REPEATS`` calls of that tool while ``sub`` allows them. For
+    a stop ``R`` prevents, the history avoids every tool ``R`` watches: the others let the
+    run stop before any of them is called, where ``R`` still keeps it from stopping.
+    Deterministic; depends on no engine. Cost: at most one search per tool ``R``
+    mentions, and one decision per step of each history found."""
+    kind, _, subject = focus.partition(":")
+    if kind == "tool":
+        found = seek(sub, subject, bounds, limit=limit, deadline=deadline)
+        return found if found is not None and _shows(sub, found, focus) else None
+    if kind != "live":
+        return None
+    own = [c for c in sub.components if c.requirement.name == subject]
+    if not own:
+        return None
+    others = sub.subsystem([r.name for r in sub.requirements if r.name != subject])
+    mentioned = frozenset().union(*(c.mentions for c in own))
+    watched = frozenset(t for c in own for t in c.watched)
+    for goal in [t for t in (*sub.tools, FINAL_ANSWER) if t in mentioned]:
+        avoid = watched if goal == FINAL_ANSWER else frozenset()
+        found = seek(others, goal, bounds, limit=limit, deadline=deadline, avoid=avoid)
+        if found is None:
+            continue
+        if goal != FINAL_ANSWER:
+            found += ((goal, "ok"),) * REPEATS  # a cap shows only after some calls
+        if (shown := _first_live(sub, found, subject)) is not None:
+            return shown
+    return None
+
+
+REPEATS = 4
+"""Calls of the tool a directed search for a live requirement reached, appended to its
+history (``directed``): a cap of up to that many calls is then live at the next."""
+
+
+def _first_live(sub: System, trace: tuple[Event, ...], name: str) -> tuple[Event, ...] | None:
+    """The shortest prefix of ``trace`` (each step allowed on ``sub`` when taken) after
+    which requirement ``name`` is live on ``sub``, or None. Cost: one decision per state
+    and check valuation."""
+    asking = asking_of(sub)
+    state = sub.initial
+    for i in range(len(trace) + 1):
+        if any(
+            live_at(sub, records, decide(sub, records), {name}, asking)
+            for records, _ in sub.variants(state)
+        ):
+            return trace[:i]
+        if i == len(trace) or trace[i][0] not in callable_at(sub, state):
+            return None
+        state = sub.successor(state, trace[i])
+    return None
 
 
 def _guided(system: Checked, focus: str | None) -> bool:

@@ -34,6 +34,7 @@ from ruleengine.check.counterexamples import (
     _guided,
     _search,
     _shows,
+    directed,
 )
 from ruleengine.check.counterexamples import _variants as _variants
 from ruleengine.check.followed import never_live
@@ -845,21 +846,19 @@ def _shown_directed(
 ) -> tuple[bool, tuple[Event, ...] | None] | None:
     """What a "never" question on ``sub`` gets from searches directed at its goal, which
     need no engine (deterministic, like every search here): a budget's answer
-    (``_budget_shown``); "refuted" with a history to the tool of ``tool:T`` that ``seek``
-    finds among ``SEEK_STATES`` states. None where they show nothing."""
+    (``_budget_shown``); "refuted" with a history to the tool of ``tool:T``, or to where
+    the requirement of ``live:R`` is live (``counterexamples.directed``, ``SEEK_STATES``
+    states a search). None where they show nothing."""
     if focus.startswith("finish:"):
         return _budget_shown(sub, int(focus[7:]), cache)
-    if focus.startswith("tool:"):
-        found = seek(
-            sub,
-            focus[5:],
-            cache.distances(sub.tools),
-            limit=searched(sub, SEEK_STATES),
-            deadline=cache.deadline,
-        )
-        if found is not None and _shows(sub, found, focus):
-            return False, found
-    return None
+    found = directed(
+        sub,
+        focus,
+        cache.distances(sub.tools),
+        limit=searched(sub, SEEK_STATES),
+        deadline=cache.deadline,
+    )
+    return None if found is None else (False, found)
 
 
 BOUND_SECONDS = 1.0

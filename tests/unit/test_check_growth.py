@@ -19,6 +19,8 @@ from ruleengine import ConditionalRequirement as C
 from ruleengine import CycleGuard
 from ruleengine.check import check, properties
 from ruleengine.check.analysis import Analysis
+from ruleengine.check.bounds import Remembered
+from ruleengine.check.counterexamples import directed
 from ruleengine.check.explicit import analyse, reaches
 from ruleengine.check.properties import CoreCache, requirement_core
 from ruleengine.check.system import System
@@ -261,6 +263,54 @@ def test_a_dead_tools_core_grows_from_the_histories_a_directed_search_finds(
     sizes.clear()
     assert requirement_core(system, lambda a: "d" not in a.allowed_tools, engine, "tool:d") == core
     assert max(sizes) > 4
+
+
+def test_a_dead_requirements_core_grows_from_the_histories_a_directed_search_finds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # `cap-d` is dead because `d` is. Neither breadth-first search sees past the first
+    # state; a search without `cap-d` directed at `d`, then calls of `d`, shows `cap-d`
+    # live on each pool (at the second call), and the growth follows it.
+    monkeypatch.setattr(properties, "QUICK_STATES", 1)
+    monkeypatch.setattr(properties, "REFUTE_STATES", 1)
+    system = System([*CHAIN, "x"], [*_chain(extra=20), C("d", max_invocations=1, name="cap-d")])
+
+    def core() -> set[str]:
+        found = requirement_core(
+            system, lambda a: "cap-d" not in a.live, _explicit, "live:cap-d", keep=("cap-d",)
+        )
+        return {r.name for r in found}
+
+    sizes = _asked(monkeypatch)
+    assert core() == {"no-a", "b-after-a", "c-after-b", "d-after-c", "cap-d"}
+    assert max(sizes) <= 5
+    monkeypatch.setattr(properties, "_shown_directed", lambda sub, focus, cache: None)
+    sizes.clear()
+    assert core() == {"no-a", "b-after-a", "c-after-b", "d-after-c", "cap-d"}
+    assert max(sizes) > 5
+
+
+def test_a_directed_search_shows_a_requirement_live_only_where_it_is() -> None:
+    # The history found without the requirement is cut where it is first live (on the
+    # system with it), and replays there; a requirement live nowhere gets none.
+    system = System(["a", "b", "x"], [C("b", only_after=["a"], name="b-after-a")])
+    found = directed(system, "live:b-after-a", Remembered(system.tools), limit=64, deadline=None)
+    assert found == ()  # `b` is kept back at the start
+    assert properties._shows(system, found, "live:b-after-a")
+    capped = System(["a", "x"], [C("a", max_invocations=2, name="cap-a")])
+    found = directed(capped, "live:cap-a", Remembered(capped.tools), limit=64, deadline=None)
+    assert found == (("a", "ok"), ("a", "ok"))  # live at the third call, not before
+    assert properties._shows(capped, found, "live:cap-a")
+    assert not properties._shows(capped, found[:1], "live:cap-a")
+    # `no-b` denies `b` everywhere: `b-after-a` never changes a pass.
+    dead = System(
+        ["a", "b"],
+        [C("b", max_invocations=0, name="no-b"), C("b", only_after=["a"], name="b-after-a")],
+    )
+    assert directed(dead, "live:b-after-a", Remembered(dead.tools), limit=64, deadline=None) is None
+    stop = System(["a", "b"], [C("a", min_invocations=1, name="a-once")])
+    found = directed(stop, "live:a-once", Remembered(stop.tools), limit=64, deadline=None)
+    assert found == ()  # the others let the run stop at once; `a-once` keeps it going
 
 
 def test_a_budget_core_grows_from_the_histories_a_directed_search_finds(
