@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import time
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -238,14 +239,34 @@ def test_growth_goes_on_once_the_engine_finds_the_pool_refuted(
     assert max(sizes) > 4
 
 
+def _blind(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Neither breadth-first search of a core search sees past the first state: as at 50
+    tools, where none reaches a history as deep as a refutation needs."""
+    monkeypatch.setattr(properties, "QUICK_STATES", 1)
+    monkeypatch.setattr(properties, "REFUTE_STATES", 1)
+
+
+def _directed_or_not(
+    monkeypatch: pytest.MonkeyPatch, core: Callable[[], set[str]]
+) -> tuple[set[str], int, int]:
+    """``core()`` (the same with the searches directed at the goal and without them), and
+    the largest system the core search asked about with them, then without them."""
+    sizes = _asked(monkeypatch)
+    found = core()
+    directed_most = max(sizes)
+    monkeypatch.setattr(properties, "_shown_directed", lambda sub, focus, cache: None)
+    sizes.clear()
+    assert core() == found
+    return found, directed_most, max(sizes)
+
+
 def test_a_dead_tools_core_grows_from_the_histories_a_directed_search_finds(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # Neither breadth-first search sees past the first state; a search directed at the tool
-    # (`seek`) finds each pool's history to `d`, without the engine. Only the last pool,
-    # where `d` is dead, goes to the engine.
-    monkeypatch.setattr(properties, "QUICK_STATES", 1)
-    monkeypatch.setattr(properties, "REFUTE_STATES", 1)
+    # A search directed at the tool (`seek`) finds each pool's history to `d`, without the
+    # engine. Only the last pool, where `d` is dead, goes to the engine. Without it, the
+    # growth gives up, and QuickXplain asks about larger systems.
+    _blind(monkeypatch)
     system = System([*CHAIN, "x"], _chain(extra=20))
     engined: list[int] = []
 
@@ -253,26 +274,22 @@ def test_a_dead_tools_core_grows_from_the_histories_a_directed_search_finds(
         engined.append(len(sub.requirements))
         return _explicit(sub, focus)
 
-    sizes = _asked(monkeypatch)
-    core = requirement_core(system, lambda a: "d" not in a.allowed_tools, engine, "tool:d")
-    assert {r.name for r in core} == {"no-a", "b-after-a", "c-after-b", "d-after-c"}
-    assert max(sizes) <= 4
-    assert engined and max(engined) <= 4
-    # Without it, the growth gives up, and QuickXplain asks about larger systems.
-    monkeypatch.setattr(properties, "_shown_directed", lambda sub, focus, cache: None)
-    sizes.clear()
-    assert requirement_core(system, lambda a: "d" not in a.allowed_tools, engine, "tool:d") == core
-    assert max(sizes) > 4
+    def core() -> set[str]:
+        found = requirement_core(system, lambda a: "d" not in a.allowed_tools, engine, "tool:d")
+        return {r.name for r in found}
+
+    found, directed_most, blind_most = _directed_or_not(monkeypatch, core)
+    assert found == {"no-a", "b-after-a", "c-after-b", "d-after-c"}
+    assert directed_most <= 4 < blind_most
+    assert engined and min(engined) <= 4
 
 
 def test_a_dead_requirements_core_grows_from_the_histories_a_directed_search_finds(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # `cap-d` is dead because `d` is. Neither breadth-first search sees past the first
-    # state; a search without `cap-d` directed at `d`, then calls of `d`, shows `cap-d`
-    # live on each pool (at the second call), and the growth follows it.
-    monkeypatch.setattr(properties, "QUICK_STATES", 1)
-    monkeypatch.setattr(properties, "REFUTE_STATES", 1)
+    # `cap-d` is dead because `d` is. A search without `cap-d` directed at `d`, then calls
+    # of `d`, shows `cap-d` live on each pool (at the second call), and the growth follows.
+    _blind(monkeypatch)
     system = System([*CHAIN, "x"], [*_chain(extra=20), C("d", max_invocations=1, name="cap-d")])
 
     def core() -> set[str]:
@@ -281,13 +298,9 @@ def test_a_dead_requirements_core_grows_from_the_histories_a_directed_search_fin
         )
         return {r.name for r in found}
 
-    sizes = _asked(monkeypatch)
-    assert core() == {"no-a", "b-after-a", "c-after-b", "d-after-c", "cap-d"}
-    assert max(sizes) <= 5
-    monkeypatch.setattr(properties, "_shown_directed", lambda sub, focus, cache: None)
-    sizes.clear()
-    assert core() == {"no-a", "b-after-a", "c-after-b", "d-after-c", "cap-d"}
-    assert max(sizes) > 5
+    found, directed_most, blind_most = _directed_or_not(monkeypatch, core)
+    assert found == {"no-a", "b-after-a", "c-after-b", "d-after-c", "cap-d"}
+    assert directed_most <= 5 < blind_most
 
 
 def test_a_directed_search_shows_a_requirement_live_only_where_it_is() -> None:
@@ -319,11 +332,9 @@ def test_a_budget_core_grows_from_the_histories_a_directed_search_finds(
     # At 50 tools no breadth-first search reaches a history as long as the budget: here
     # the short and the longer searches see the first state only. A budget question's
     # directed search (`seek`) finds one on each pool, without the engine; the growth
-    # follows it, and every question stays about a system no larger than the core. (Before,
-    # the growth gave up there, and QuickXplain asked about all 25 requirements: on
-    # random conditionals at 50 tools, 91 questions and 30 s for a budget core, 5.6 s now.)
-    monkeypatch.setattr(properties, "QUICK_STATES", 1)
-    monkeypatch.setattr(properties, "REFUTE_STATES", 1)
+    # follows it, and every question stays about a system no larger than the core. Without
+    # it, the growth gives up, and QuickXplain asks about all 25 requirements.
+    _blind(monkeypatch)
     links = ["b", "c", "d", "e"]
     reqs: list[Any] = [C("final_answer", only_after=["e"], name="finish-after-e")]
     reqs += [
@@ -342,18 +353,16 @@ def test_a_budget_core_grows_from_the_histories_a_directed_search_finds(
         engined.append(focus)
         return _explicit(sub, focus)
 
-    sizes = _asked(monkeypatch)
-    core = requirement_core(system, fails, engine, "finish:3")
+    def core() -> set[str]:
+        return {r.name for r in requirement_core(system, fails, engine, "finish:3")}
+
+    core()
+    assert not engined  # every question answered by the bounds and the directed searches
+    found, directed_most, blind_most = _directed_or_not(monkeypatch, core)
     # b, c, d and e before the stop: 4 steps. `b-after-a` is not needed (without it, still
     # 4), and with it alone the chain from `final_answer` is too short.
-    assert {r.name for r in core} == {"finish-after-e", "e-after-d", "d-after-c", "c-after-b"}
-    assert max(sizes) <= len(core)
-    assert not engined  # every question answered by the bounds and the directed searches
-    # The same core the search finds without growth, asking about larger systems.
-    sizes.clear()
-    monkeypatch.setattr(properties, "_guided", lambda system, focus: False)
-    assert requirement_core(system, fails, engine, "finish:3") == core
-    assert max(sizes) > len(core)
+    assert found == {"finish-after-e", "e-after-d", "d-after-c", "c-after-b"}
+    assert directed_most <= 4 < blind_most
 
 
 def test_both_engines_give_one_report_when_they_answer_every_core_question(
