@@ -89,7 +89,7 @@ def directed(
     others = sub.subsystem([r.name for r in sub.requirements if r.name != subject])
     mentioned = frozenset().union(*(c.mentions for c in own))
     watched = frozenset(t for c in own for t in c.watched)
-    for goal in [t for t in (*sub.tools, FINAL_ANSWER) if t in mentioned]:
+    for goal in [t for t in dict.fromkeys((*sub.tools, FINAL_ANSWER)) if t in mentioned]:
         avoid = watched if goal == FINAL_ANSWER else frozenset()
         found = seek(others, goal, bounds, limit=limit, deadline=deadline, avoid=avoid)
         if found is None:

@@ -18,7 +18,7 @@ import pytest
 
 from ruleengine import ConditionalRequirement as C
 from ruleengine import CycleGuard
-from ruleengine.check import check, properties
+from ruleengine.check import check, counterexamples, properties
 from ruleengine.check.analysis import Analysis
 from ruleengine.check.bounds import Remembered
 from ruleengine.check.counterexamples import directed
@@ -324,6 +324,29 @@ def test_a_directed_search_shows_a_requirement_live_only_where_it_is() -> None:
     stop = System(["a", "b"], [C("a", min_invocations=1, name="a-once")])
     found = directed(stop, "live:a-once", Remembered(stop.tools), limit=64, deadline=None)
     assert found == ()  # the others let the run stop at once; `a-once` keeps it going
+
+
+def test_a_directed_search_seeks_each_goal_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # `a-once` keeps the run from stopping until `a`; `never-stop` keeps it from stopping
+    # at all, so `a-once` is dead. Its goals: `a`, which it mentions, and the stop; each is
+    # sought once, and neither shows it live.
+    goals: list[str] = []
+    real = counterexamples.seek
+
+    def seek(system: Any, goal: str, *args: Any, **kwargs: Any) -> Any:
+        goals.append(goal)
+        return real(system, goal, *args, **kwargs)
+
+    monkeypatch.setattr(counterexamples, "seek", seek)
+    reqs = [
+        C("a", min_invocations=1, name="a-once"),
+        C("final_answer", max_invocations=0, name="never-stop"),
+    ]
+    system = System(["a", "b"], reqs)
+    assert (
+        directed(system, "live:a-once", Remembered(system.tools), limit=64, deadline=None) is None
+    )
+    assert sorted(goals) == ["a", "final_answer"]
 
 
 def test_a_budget_core_grows_from_the_histories_a_directed_search_finds(
