@@ -64,14 +64,12 @@ GLOBAL_BITS = 8
 """Bits of global views (see ``_variable_order``) past which CUDD's dynamic reordering is
 switched on."""
 
-REORDER_GROWTH = 1.0
+REORDER_GROWTH = 1.05
 """How much larger CUDD's sifting lets the diagrams grow while it moves one block (its
-default 1.2): with dynamic reordering on, moves that would grow them at all are not
-tried, so each reordering is shorter. On the `mixed` family, in process: 1.05 against 1.2
-took 50/100 seed 7 10.8 → 6.0 s, seed 9 19 → 15–17 s, seed 8 5.2 → 4.4 s, 20/40 seed 4
-3.0 → 2.2 s; 1.0 against 1.05, later, `mixed-20-40-5` (half a million states) 1.11–1.2 →
-0.78–0.84 s, four runs each, and the five families at 50/100 the same within noise
-(44.4 s against 43.9 s in all, the slowest 9.0 against 8.4 s)."""
+default 1.2): with dynamic reordering on, moves that would grow them by more are not
+tried, so each reordering is shorter. On the `mixed` family, in process, two runs each:
+50/100 seed 7 10.8 → 6.0 s, seed 9 19 → 15–17 s, seed 8 5.2 → 4.4 s, 20/40 seed 4 3.0 →
+2.2 s (1.1 and 1.02 were measured too: neither did better on all of them)."""
 
 SIFT_NODES = 12_000
 """Nodes of a reachable set, while it is being computed, past which the static variable
