@@ -69,7 +69,10 @@ REORDER_GROWTH = 1.05
 default 1.2): with dynamic reordering on, moves that would grow them by more are not
 tried, so each reordering is shorter. On the `mixed` family, in process, two runs each:
 50/100 seed 7 10.8 → 6.0 s, seed 9 19 → 15–17 s, seed 8 5.2 → 4.4 s, 20/40 seed 4 3.0 →
-2.2 s (1.1 and 1.02 were measured too: neither did better on all of them)."""
+2.2 s (1.1 and 1.02 were measured too: neither did better on all of them). 1.0 was
+measured later and dropped: `mixed-20-40-5` took 0.8 s instead of 1.1–1.2, but
+`conditionals-50-100-0`, complete in 13 s, left three verdicts undecided at the minute's
+limit, its one-by-one verdicts' diagrams slower under the shorter sifting."""
 
 SIFT_NODES = 12_000
 """Nodes of a reachable set, while it is being computed, past which the static variable
