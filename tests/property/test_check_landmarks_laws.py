@@ -99,14 +99,19 @@ def test_needed_tools_and_forced_calls_never_exceed_the_fewest_steps(case: Polic
     assert _bound(system) <= _fewest_steps(system)
 
 
+def _drawn(drawn: tuple[tuple[str, ...], list[Requirement]]) -> System:
+    """The system of a drawn forcing policy, its requirements noted for a failing example."""
+    tools, requirements = drawn
+    note(repr(requirements))
+    return System(list(tools), requirements)
+
+
 @settings(max_examples=FORCING_EXAMPLES)
 @given(forcing())
 def test_the_bound_holds_where_soft_forces_set_off_and_drop_one_another(
     drawn: tuple[tuple[str, ...], list[Requirement]],
 ) -> None:
-    tools, requirements = drawn
-    note(repr(requirements))
-    system = System(list(tools), requirements)
+    system = _drawn(drawn)
     assert _bound(system) <= _fewest_steps(system)
 
 
@@ -115,9 +120,7 @@ def test_the_bound_holds_where_soft_forces_set_off_and_drop_one_another(
 def test_a_bound_asked_only_to_exceed_a_number_exceeds_it_exactly_when_the_bound_does(
     drawn: tuple[tuple[str, ...], list[Requirement]],
 ) -> None:
-    tools, requirements = drawn
-    note(repr(requirements))
-    system = System(list(tools), requirements)
+    system = _drawn(drawn)
     whole, needed = least_steps(system)
     for beyond in range(-1, whole + 1):
         asked, same = least_steps(system, beyond=beyond)
