@@ -80,6 +80,11 @@ class CoreCache(dict[tuple[frozenset[str], str | None, bool], Analysis]):
         self.deadline = deadline
         self.cut = cut
         self._distances: Remembered | None = None
+        self.budgets: dict[
+            tuple[frozenset[str], int], tuple[bool, tuple[Event, ...] | None] | None
+        ] = {}
+        """``_budget_shown``'s answers, by the requirements kept and the budget: a core
+        search's growth asks first, and the same question's ``_holds`` then again."""
 
     def distances(self, tools: Sequence[str]) -> Remembered:
         """The components' relaxed distances over ``tools`` (the report's: its subsystems
@@ -876,7 +881,18 @@ def _budget_shown(
     tools and the calls soft forces cost besides do (at most ``BOUND_SECONDS``), no with a
     history a longer search finds (``BUDGET_STATES``). None where none of these shows it:
     the engine decides. On random conditionals at 50 tools a budget core's question took
-    the symbolic engine up to 300 s (its layers of a large subsystem), past the deadline."""
+    the symbolic engine up to 300 s (its layers of a large subsystem), past the deadline.
+    Remembered in ``cache`` (``CoreCache.budgets``)."""
+    key = (frozenset(r.name for r in sub.requirements), steps)
+    if key not in cache.budgets:
+        cache.budgets[key] = _budget_answer(sub, steps, cache)
+    return cache.budgets[key]
+
+
+def _budget_answer(
+    sub: System, steps: int, cache: CoreCache
+) -> tuple[bool, tuple[Event, ...] | None] | None:
+    """``_budget_shown``, computed."""
     if least_steps(sub, forced=False)[0] > steps:
         return True, None
     refuted = _history_within(sub, steps, cache, searched(sub, SEEK_STATES))
