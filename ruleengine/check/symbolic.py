@@ -494,10 +494,10 @@ class _Symbolic(Verdicts):
                 self.enc.settle_order(reach)
                 if not changed:
                     return reach
-                if nodes is not None and len(reach) > SWEEP_GROWTH * nodes:
+                before, nodes = nodes, len(reach)
+                if before is not None and nodes > SWEEP_GROWTH * before:
                     reach = start  # a chain the sweeps follow in ever larger diagrams
                     break
-                nodes = len(reach)
             pending = [reach] * len(groups)
             heap = list(range(len(groups)))
             queued = set(heap)
