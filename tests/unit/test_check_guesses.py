@@ -561,6 +561,46 @@ def test_dynamic_reordering_only_with_many_bits_of_global_views() -> None:
         assert plain.bdd.configure()["max_growth"] == pytest.approx(1.2)
 
 
+def test_the_reachable_set_search_sifts_shortest_and_puts_the_growth_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    six = [f"t{i}" for i in range(6)]
+    system = System(six, _global_views(six))
+    if not hasattr(Encoding(system).bdd, "group"):  # not CUDD: no reordering to bound
+        return
+    growths: list[float] = []
+    after: list[float] = []
+    search, liveness = symbolic._Symbolic._reach, symbolic._Symbolic._universal
+
+    def reach(self: Any) -> Any:
+        growths.append(self.bdd.configure()["max_growth"])
+        return search(self)
+
+    def universal(self: Any, **kw: Any) -> Any:
+        after.append(self.bdd.configure()["max_growth"])
+        return liveness(self, **kw)
+
+    monkeypatch.setattr(symbolic._Symbolic, "_reach", reach)
+    monkeypatch.setattr(symbolic._Symbolic, "_universal", universal)
+    monkeypatch.setattr(symbolic, "SHALLOW_NODES", 0)  # no layers first: reordering stays on
+    plain = analyse_symbolic(system, encoding=Encoding(system))
+    monkeypatch.setattr(symbolic, "REACH_GROWTH", 1.2)
+    assert analyse_symbolic(system, encoding=Encoding(system)) == plain  # only the speed
+    assert growths == [pytest.approx(1.0), pytest.approx(1.2)]
+    # The questions after the search sift as before.
+    assert after == [pytest.approx(symbolic.REORDER_GROWTH)] * 2
+    # So does the encoding after a block that fails.
+    enc = Encoding(system)
+    with pytest.raises(KeyError), enc.growth(1.0):
+        assert enc.bdd.configure()["max_growth"] == pytest.approx(1.0)
+        raise KeyError("the search failed")
+    assert enc.bdd.configure()["max_growth"] == pytest.approx(symbolic.REORDER_GROWTH)
+    # Without dynamic reordering the bound is left alone.
+    plain_enc = Encoding(System(six, [C(t, max_invocations=2) for t in six]))
+    with plain_enc.growth(1.0):
+        assert plain_enc.bdd.configure()["max_growth"] == pytest.approx(1.2)
+
+
 def test_the_variables_are_sifted_once_when_a_reachable_set_passes_sift_nodes(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
