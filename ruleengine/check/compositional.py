@@ -38,18 +38,19 @@ from functools import cached_property
 from typing import Any
 
 from ruleengine.check.analysis import Analysis, Witness, listed
-from ruleengine.check.bounds import UNREACHABLE
+from ruleengine.check.bounds import UNREACHABLE, Distances, Remembered
 from ruleengine.check.explicit import Outcome, _Explorer
 from ruleengine.check.followed import Followed
 from ruleengine.check.histories import (
     LIVE_STATES,
     Finishing,
     along,
+    gated,
     shortened,
     toward,
 )
 from ruleengine.check.histories import Late as _Late
-from ruleengine.check.landmarks import least_steps
+from ruleengine.check.landmarks import least_steps, told_apart
 from ruleengine.check.projections import Projections
 from ruleengine.check.seek import SEEK_STATES, Estimates, searched, seek
 from ruleengine.check.symbolic_encoding import EncodingBase
@@ -61,7 +62,7 @@ from ruleengine.check.symbolic_verdicts import (
     _has_pass,
     _has_tie,
 )
-from ruleengine.check.system import Event, State, System
+from ruleengine.check.system import Component, Event, State, System
 from ruleengine.check.unrolled import GaveUp, Unrolled
 from ruleengine.ir import FINAL_ANSWER
 from ruleengine.rules import lower
@@ -141,6 +142,10 @@ dead by what the others need (``_live_waiting``), and the searches for histories
 avoid a requirement's tools (``_live_without``). At 50 tools each decides what it can in
 well under a second; at 200 each question takes half a second or more where it decides
 nothing (`conditionals-200-400-0`: none of 285 open requirements in 10 s each)."""
+
+TRIGGERS = 4
+"""Tools a requirement tells apart from most, per requirement, that ``_live_triggered``
+searches for a call of (the first, in name order)."""
 
 UNROLL_STEPS = 64
 """Steps up to which a history to ``final_answer`` is looked for in them."""
@@ -403,6 +408,7 @@ class _Decider:
         self._live_searched(directed=False)
         self._live_waiting()
         self._live_without()
+        self._live_triggered()
         self._unroll(UNROLL_DEPTHS[:UNROLL_FIRST])
         self._live_never()
         self._live_searched()
@@ -794,6 +800,71 @@ class _Decider:
                 self.narrowed.pop(key, None)
                 self.result.live.add(name)
                 self.result.firsts.setdefault(key, found)
+
+    def _live_triggered(self) -> None:
+        """Open requirements that act right after a call of a tool they tell apart (a force
+        after it), shown live where that call comes when the others may be done: per such
+        tool (at most ``TRIGGERS``), a directed search of the system without the
+        requirement and kept from stopping until that tool is called (``gated``), its
+        finishing history replayed in the whole system up to a state where the
+        requirement is live. No finishing history need call the tool, and where other
+        rules hold it back until late, neither do the searches toward it
+        (`conditionals-50-100-9`: "`t43` after `t21`", live 51 steps in, right after
+        `t21`, which only comes after `t8`, `t28` and `t13`, and `t28` only before `t3`).
+        At most ``WITHOUT_SHARE`` of the time left."""
+        decided = self.result.decided
+        assert decided is not None
+        system, enc, comps = self.system, self.enc, self.system.components
+        until = None
+        if self.deadline is not None:
+            until = time.monotonic() + WITHOUT_SHARE * (self.deadline - time.monotonic())
+        own = {id(c) for c in comps}
+        asked: list[tuple[int, str, list[str]]] = []
+        for key in self.open:
+            if key.startswith("live:"):
+                told: set[str] = set()
+                for c in comps:
+                    if c.requirement.name == key[5:]:
+                        told |= told_apart(c)
+                if told:
+                    asked.append((len(told), key, sorted(told)[:TRIGGERS]))
+        # The fewest tools first: a force after one or two tools acts right after them.
+        for _, key, tools in sorted(asked):
+            name, where = key[5:], self.open[key]
+            for tool in tools:
+                self._on_time()
+                if until is not None and time.monotonic() >= until:
+                    return
+                # The gate's component is new: its distances are remembered apart, and
+                # only while it lives (the encoding's are keyed by the identity of the
+                # components, which a new one may reuse once this one is gone).
+                fresh = Remembered(system.tools)
+
+                def bounds(comp: Component, goal: str, fresh: Remembered = fresh) -> Distances:
+                    return enc.distances(comp, goal) if id(comp) in own else fresh(comp, goal)
+
+                history = seek(
+                    gated(system, name, tool),
+                    FINAL_ANSWER,
+                    bounds,
+                    limit=searched(system, SEEK_STATES),
+                    deadline=until,
+                )
+                if history is None:
+                    continue
+                calls = [history[: i + 1] for i, (t, _) in enumerate(history) if t == tool]
+
+                def goal(state: State, where: Node = where) -> bool:
+                    return bool(enc.holds_at(where, comps, state))
+
+                found = along(system, calls, set(), goal)
+                if found is not None:
+                    decided.add(key)
+                    del self.open[key]
+                    self.narrowed.pop(key, None)
+                    self.result.live.add(name)
+                    self.result.firsts.setdefault(key, found)
+                    break
 
     def _keeps_stop(self, name: str) -> bool:
         """Whether requirement ``name`` denies ``final_answer`` before any call of a tool

@@ -19,8 +19,9 @@ from ruleengine.check.symbolic_encoding import EncodingBase
 from ruleengine.check.system import Component, Event, State, System
 from ruleengine.ir import FINAL_ANSWER
 from ruleengine.passes import Pass
+from ruleengine.requirements import ConditionalRequirement
 
-__all__ = ["Finishing", "Late", "along", "shortened", "toward"]
+__all__ = ["Finishing", "Late", "along", "gated", "shortened", "toward"]
 
 Node = Any
 """A BDD node of the encoding's manager."""
@@ -206,6 +207,32 @@ def shortened(system: System, history: Sequence[Event]) -> tuple[Event, ...]:
 def _failed(event: Event) -> Event:
     """The same call, failing."""
     return (event[0], "error")
+
+
+def gated(system: System, without: str, tool: str) -> System:
+    """``system`` without requirement ``without`` and with one more, which keeps the run
+    from stopping until ``tool`` is called (with any status). Its finishing histories each
+    call ``tool`` where the others may be done, so a requirement that acts right after
+    ``tool`` (a force after it) may be live there, in ``system``: no finishing history of
+    ``system`` need call ``tool`` at all. The components and the reasoner are
+    ``system``'s (the reasoner decides any records of the same tools), the new
+    requirement's own; its name is none of ``system``'s."""
+    names = {c.requirement.name for c in system.components}
+    name = f"{without} waits for {tool}"
+    while name in names:
+        name += "'"
+    gate = ConditionalRequirement(
+        tool, min_invocations=1, only_success_invocations=False, name=name
+    )
+    own = System(system.tools, [gate], mode=system.mode).components
+    kept = [c for c in system.components if c.requirement.name != without]
+    return System(
+        system.tools,
+        [*(c.requirement for c in kept), gate],
+        mode=system.mode,
+        components=[*kept, *own],
+        reasoner=system.reasoner,
+    )
 
 
 def along(

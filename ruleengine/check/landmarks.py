@@ -58,7 +58,7 @@ from ruleengine.ir import FINAL_ANSWER
 from ruleengine.rules import Lowered, literals_of
 from ruleengine.state import STATUSES
 
-__all__ = ["GROUP_STATES", "extra_calls", "least_steps"]
+__all__ = ["GROUP_STATES", "extra_calls", "least_steps", "told_apart"]
 
 GROUP_STATES = 20_000
 """States one group's search may visit before it gives up (and bounds nothing)."""
@@ -298,7 +298,7 @@ def _groups(
         sees the call that must count)."""
         forced = frozenset().union(*facts[i].may_force)
         members = {i} | {j for t in forced for j in deniers.get(t, ())}
-        for t in _apart(comps[i]) & needed:
+        for t in told_apart(comps[i]) & needed:
             members.update(j for j in stoppers if t in watched[j])
         return members
 
@@ -323,7 +323,7 @@ def _groups(
             members = more
         # And, room permitting, what forces its triggers (with what may deny those): a
         # chain of forces costs a call at each link.
-        triggers = _apart(comps[i])
+        triggers = told_apart(comps[i])
         more = set(members)
         for t in sorted(triggers - forced):
             for j in forcers.get(t, ()):
@@ -389,10 +389,10 @@ def _told_apart(comps: Sequence[Component], facts: Sequence[_Facts]) -> frozense
         for part in (*f.may_force, *f.maybe_denied):
             mentioned |= part
     mentioned.discard(FINAL_ANSWER)
-    return frozenset(mentioned).union(*map(_apart, comps))
+    return frozenset(mentioned).union(*map(told_apart, comps))
 
 
-def _apart(comp: Component) -> frozenset[str]:
+def told_apart(comp: Component) -> frozenset[str]:
     """The tools ``comp`` tells apart from most: outside the class that holds more tools
     than any other (every tool, when no class does)."""
     counts: dict[int, int] = {}

@@ -17,7 +17,7 @@ from ruleengine.check import compositional, landmarks
 from ruleengine.check.analysis import Analysis
 from ruleengine.check.compositional import PROBE_STATES, _Decider, analyse_compositional
 from ruleengine.check.explicit import _Explorer, analyse, asking_of, decide, live_at, reaches, walk
-from ruleengine.check.histories import Late
+from ruleengine.check.histories import Late, gated
 from ruleengine.check.properties import findings
 from ruleengine.check.relaxed import Relaxed
 from ruleengine.check.report import Finding
@@ -244,6 +244,81 @@ def test_a_requirement_that_keeps_the_stop_closed_is_shown_live_by_a_history_wit
     assert live_at(system, records, outcome, {"r32-t7"}, asking_of(system)) == {"r32-t7"}
 
 
+def test_a_force_after_a_late_tool_is_shown_live_right_after_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Seed 9: "`t43` after `t21`" is live only right after `t21` where the others let the
+    # run stop (`t43` is allowed only before `t3`, which `t21` needs, so the force only
+    # keeps the stop closed). No finishing history calls `t21`, and the searches toward it
+    # arrive where the others keep the stop closed anyway; left undecided in the minute
+    # before. The others, kept from stopping until `t21` is called, finish right there.
+    decider = _decider(9)
+    decider._live()
+    key = "live:r91-t43"
+    assert key in decider.open
+    decider._live_without()
+    assert key in decider.open  # not a requirement that waits for a tool
+
+    def directed(*args: object, **kwargs: object) -> None:
+        raise AssertionError("no directed search toward the projections' states here")
+
+    monkeypatch.setattr(compositional, "toward", directed)
+    shared = decider.enc.distances
+    asked: list[int] = []
+
+    def distances(comp: object, goal: str = FINAL_ANSWER) -> object:
+        asked.append(id(comp))
+        return shared(comp, goal)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(decider.enc, "distances", distances)
+    decider._live_triggered()
+    system, result = decider.system, decider.result
+    assert key not in decider.open
+    assert result.decided is not None and key in result.decided and "r91-t43" in result.live
+    witness = result.firsts[key]
+    assert witness[-1][0] == "t21"  # right after the trigger
+    state = walk(system, witness)
+    assert state is not None
+    ((records, _),) = system.variants(state)
+    outcome = decide(system, records)
+    assert live_at(system, records, outcome, {"r91-t43"}, asking_of(system)) == {"r91-t43"}
+    # The encoding's distances, remembered per component's identity, are asked about the
+    # system's own components only: a search's new requirement is gone after it, and a
+    # later component could take its identity.
+    assert set(asked) <= {id(c) for c in system.components}
+
+
+def test_a_gated_system_finishes_only_after_its_tool() -> None:
+    tools = ["a", "b", "w", "t"]
+    reqs: list[Requirement] = [
+        ConditionalRequirement("w", only_after=["a"], name="late"),
+        ConditionalRequirement("t", force_after=["w"], name="force"),
+        ConditionalRequirement("b", max_invocations=1, name="force waits for w"),
+    ]
+    system = System(tools, reqs)
+    gate = gated(system, "force", "w")
+    names = [c.requirement.name for c in gate.components]
+    assert "force" not in names and len(names) == len(set(names)) == 3
+    assert "force waits for w'" in names  # a name none of the system's has
+    assert gate.reasoner is system.reasoner
+    kept = {id(c) for c in system.components if c.requirement.name != "force"}
+    assert kept <= {id(c) for c in gate.components}
+    # Its finishing histories, and only those, call `w` (with any status).
+    result = analyse(gate)
+    assert FINAL_ANSWER in result.allowed_tools
+    for status in ("ok", "error", "denied"):
+        assert FINAL_ANSWER not in _allowed_after(gate, [("a", "ok")])
+        assert FINAL_ANSWER in _allowed_after(gate, [("a", "ok"), ("w", status)])
+
+
+def _allowed_after(system: System, trace: list[tuple[str, str]]) -> set[str]:
+    state = walk(system, trace)
+    assert state is not None
+    ((records, _),) = system.variants(state)
+    outcome = decide(system, records)
+    return set(getattr(outcome, "allowed", ()))
+
+
 def test_a_requirement_that_waits_for_a_tool_every_finish_calls_is_decided_dead_at_once() -> None:
     # Seed 3: "`final_answer` only after a call of `t33`", with `t33` forced after a tool
     # every finish calls; left undecided in the minute before (``followed.never_live``).
@@ -266,6 +341,7 @@ def test_the_searches_without_a_requirement_keep_to_their_share_of_the_time(
     monkeypatch.setattr(compositional, "WITHOUT_SHARE", 0.0)
     decider._live_waiting()
     decider._live_without()
+    decider._live_triggered()
     assert set(decider.open) == opened
 
 
