@@ -136,6 +136,16 @@ class Encoding(EncodingBase):
             self.bdd.configure(reordering=self.reordering)
             if self.reordering:
                 self.bdd.configure(max_growth=REORDER_GROWTH)
+            # Within a block, each bit's current and next variable stay side by side as
+            # well (a group of two inside it, in either order): the relations tie each
+            # bit's two variables together, and are smallest with the two adjacent, as
+            # declared. A sifting that parts them makes the relational products and the
+            # sifting itself slower: approvals-50-100-6, whose reachable set is sifted
+            # once, 9.4–9.7 s → 7.4–7.6 s in process (images 2.2 → 1.7 s, the sifting
+            # 1.9 → 1.5 s; the renamings the same); no family slower.
+            pairs = {x: 2 for comp in self.order for x in self.bits[id(comp)]}
+            if pairs:
+                self.bdd.group(pairs)
             if blocks:
                 self.bdd.group(blocks)
         self.settled = self.reordering or not hasattr(self.bdd, "group")

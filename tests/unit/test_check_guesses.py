@@ -601,6 +601,35 @@ def test_the_reachable_set_search_sifts_shortest_and_puts_the_growth_back(
         assert plain_enc.bdd.configure()["max_growth"] == pytest.approx(1.2)
 
 
+def test_sifting_keeps_each_bits_current_and_next_variable_side_by_side() -> None:
+    # Per-tool counters, some ordered: one sifting of their reachable set parted a third of
+    # the pairs before they were grouped.
+    tools = [f"t{i}" for i in range(8)]
+    reqs = [C(t, max_invocations=3, name=f"cap-{t}") for t in tools]
+    reqs += [C(tools[i], only_after=[tools[(i * 3 + 1) % 8]], name=f"after-{i}") for i in range(8)]
+    reqs += [C(t, min_invocations=1, name=f"need-{t}") for t in tools[::3]]
+    system = System(tools, reqs)
+    enc = Encoding(system)
+    if not hasattr(enc.bdd, "group"):  # not CUDD: nothing is ever sifted
+        return
+    plain = analyse_symbolic(system, encoding=Encoding(system))
+    assert analyse_symbolic(system, encoding=enc) == plain
+    enc.bdd.reorder()
+    level = enc.bdd.level_of_var
+    pairs = [
+        (x, y)
+        for c in enc.order
+        for x, y in zip(enc.bits[id(c)], enc.next_bits[id(c)], strict=True)
+    ]
+    assert pairs and all(abs(level(x) - level(y)) == 1 for x, y in pairs)
+    # And each component's variables still move as one block.
+    for c in enc.order:
+        own = sorted(
+            level(v) for v in (*enc.bits[id(c)], *enc.next_bits[id(c)], *enc.check_bits[id(c)])
+        )
+        assert own == list(range(own[0], own[0] + len(own)))
+
+
 def test_the_variables_are_sifted_once_when_a_reachable_set_passes_sift_nodes(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
