@@ -50,7 +50,9 @@ class Projections:
     """An over-approximation of the reachable states of ``system`` (strict mode, literal
     rules) over ``enc``'s current-state bits, refined on demand (see the module's
     docstring). ``never(where)`` is a proof that no reachable state is in ``where`` when it
-    says True; False means only that the projections could not show it."""
+    says True; False means only that the projections could not show it. ``never``: tools
+    shown never allowed in a reachable state, whose steps every projection leaves out (no
+    history takes one)."""
 
     _kept: list[int]
     callable: frozenset[str]
@@ -70,6 +72,7 @@ class Projections:
         start: State | None = None,
         *,
         like: Projections | None = None,
+        never: frozenset[str] = frozenset(),
     ) -> None:
         self.system = system
         self.start = system.initial if start is None else start
@@ -84,7 +87,7 @@ class Projections:
             self._restricting, self._owner = like._restricting, like._owner
         else:
             self._kept = [i for i, c in enumerate(comps) if not c.requirement.yielding]
-            self.callable = Relaxed(comps, system.tools).callable()
+            self.callable = Relaxed(comps, system.tools).callable(never=never)
             self._open = {i: self._open_at(comps[i]) for i in self._kept}
             self._moving = {i: self._moving_tools(comps[i]) for i in self._kept}
             self._blocks = {}

@@ -210,11 +210,16 @@ class Relaxed:
         self._kept = [i for i, c in enumerate(components) if not c.requirement.yielding]
         self._tables = {i: _Table(components[i], self._bit) for i in self._kept}
 
-    def callable(self, members: Sequence[int] | None = None) -> frozenset[str]:
+    def callable(
+        self, members: Sequence[int] | None = None, *, never: Iterable[str] = ()
+    ) -> frozenset[str]:
         """The tools the relaxed product of the components at indices ``members`` (None:
         all of them; yielding ones are always left out) counts callable: a superset of the
-        tools the real system allows in some reachable state, in strict mode."""
-        mask = self._callable(self._kept if members is None else members)
+        tools the real system allows in some reachable state, in strict mode. ``never``:
+        tools shown never allowed in any reachable state (no history calls them), left out
+        from the start, and with them what only they would open."""
+        closed = sum(self._bit.get(t, 0) for t in set(never))
+        mask = self._callable(self._kept if members is None else members, closed)
         return frozenset(t for t, b in self._bit.items() if mask & b)
 
     def closing(
@@ -379,9 +384,9 @@ class Relaxed:
         wanted = set(tools)
         return [(t, b) for t, b in self._bit.items() if t in wanted]
 
-    def _callable(self, members: Sequence[int]) -> int:
+    def _callable(self, members: Sequence[int], closed: int = 0) -> int:
         tables = [self._tables[i] for i in members if i in self._tables]
-        everything = sum(self._bit.values())
+        everything = sum(self._bit.values()) & ~closed
         found = self._unlayered(tables, everything)
         layered = self._layered(tables, everything)
         return found if layered is None else found & layered

@@ -18,6 +18,7 @@ from ruleengine.check.analysis import Analysis
 from ruleengine.check.compositional import PROBE_STATES, _Decider, analyse_compositional
 from ruleengine.check.explicit import _Explorer, analyse, asking_of, decide, live_at, reaches, walk
 from ruleengine.check.histories import Late, gated
+from ruleengine.check.projections import Projections
 from ruleengine.check.properties import findings
 from ruleengine.check.relaxed import Relaxed
 from ruleengine.check.report import Finding
@@ -242,6 +243,40 @@ def test_a_requirement_that_keeps_the_stop_closed_is_shown_live_by_a_history_wit
     ((records, _),) = system.variants(state)
     outcome = decide(system, records)
     assert live_at(system, records, outcome, {"r32-t7"}, asking_of(system)) == {"r32-t7"}
+
+
+def test_what_only_dead_tools_open_is_dead_too() -> None:
+    # Seed 2: `t47` is allowed only after a success of `t17` and only before one; `t26` only
+    # after a call of `t47`, `t8` only after a success of `t26`, `t42` only after a call of
+    # `t8`, `t45` only after a success of `t42`. The pairs of requirements show `t47` and
+    # `t26` never allowed; the others, each one link further, were left open in the minute.
+    decider = _decider(2)
+    plain = Projections(decider.system, decider.enc)
+    decider._tools()
+    result = decider.result
+    assert result.decided is not None
+    chain = ["t47", "t26", "t8", "t42", "t45"]
+    for tool in chain:
+        assert f"tool:{tool}" in result.decided and tool not in result.allowed_tools
+    assert {"t47", "t26"} <= decider.dead and not {"t47", "t26"} & decider.projections.callable
+    # The projections without their steps rule out what those without them could not.
+    p, some = decider.verdicts.pass_, decider.verdicts.some
+    for tool in chain[2:]:
+        assert not plain.never(some(p.allowed[tool]))
+        assert decider.projections.never(some(p.allowed[tool]))
+
+
+def test_the_relaxed_product_leaves_out_what_only_dead_tools_open() -> None:
+    tools = ["a", "b", "c", "d"]
+    reqs = [
+        ConditionalRequirement("b", only_after=["a"], name="b after a"),
+        ConditionalRequirement("c", only_after=["b"], name="c after b"),
+    ]
+    system = System(tools, reqs)
+    relaxed = Relaxed(system.components, system.tools)
+    assert relaxed.callable() == {"a", "b", "c", "d"}
+    assert relaxed.callable(never={"a"}) == {"d"}
+    assert relaxed.callable(never={"b", "unknown"}) == {"a", "d"}
 
 
 def test_a_force_after_a_late_tool_is_shown_live_right_after_it(
