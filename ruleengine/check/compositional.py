@@ -51,7 +51,7 @@ from ruleengine.check.histories import (
 )
 from ruleengine.check.histories import Late as _Late
 from ruleengine.check.landmarks import least_steps, told_apart
-from ruleengine.check.projections import Projections
+from ruleengine.check.projections import Projections, without_dead
 from ruleengine.check.seek import SEEK_STATES, Estimates, searched, seek
 from ruleengine.check.symbolic_encoding import EncodingBase
 from ruleengine.check.symbolic_layers import _OutOfTime
@@ -299,8 +299,6 @@ class _Decider:
         )
         v.begin()
         self.projections = Projections(system, enc)
-        self.dead: frozenset[str] = frozenset()
-        """The tools shown never allowed that ``projections`` leaves out (``_without_dead``)."""
         self.paths: list[tuple[Event, ...]] = []
         """Histories found so far (to tools, to a finish), for the liveness searches."""
         self.result = _from_probe(system, probe)
@@ -475,34 +473,36 @@ class _Decider:
 
     def _without_dead(self) -> bool:
         """The projections rebuilt without the steps of the tools shown never allowed (no
-        history calls them: ``Projections(never=…)``), and the open tools asked about
+        history calls them: ``projections.without_dead``), and the open tools asked about
         again: what only a dead tool opens is dead too, and what only that one opens, which
         no pair of requirements shows (`conditionals-50-100-2`: `t47` is allowed only after
         a success of `t17` and only before one, `t26` only after a call of `t47`, `t8`
         only after `t26`, `t42` only after `t8`, and `t45` only after `t42`; the pairs
-        show only the first two dead). Repeated while more are shown dead. The encoding's
-        steps in Z3 (``unrolled``) are made again from the new projections when next
-        asked for. Whether the projections were rebuilt."""
+        show only the first two dead). The encoding's steps in Z3 (``unrolled``) are made
+        again from the new projections when next asked for. Whether the projections were
+        rebuilt."""
         result = self.result
         decided = result.decided
         assert decided is not None
+        dead = frozenset(
+            t
+            for t in self.system.callable
+            if f"tool:{t}" in decided and t not in result.allowed_tools
+        )
+        if dead <= self.projections.dead:
+            return False
+        self._on_time()
         p, some = self.verdicts.pass_, self.verdicts.some
-        rebuilt = False
-        while True:
-            dead = frozenset(
-                t
-                for t in self.system.callable
-                if f"tool:{t}" in decided and t not in result.allowed_tools
-            )
-            if dead <= self.dead:
-                return rebuilt
-            self._on_time()
-            self.projections = Projections(self.system, self.enc, never=dead)
-            self.dead, self._unrolled, rebuilt = dead, None, True
-            for key in [k for k in self.open if k.startswith("tool:")]:
-                if self._never(some(p.allowed[key[5:]])):
-                    decided.add(key)
-                    del self.open[key]
+        open_tools = [k[5:] for k in self.open if k.startswith("tool:")]
+        self.projections, shown = without_dead(
+            self.projections, lambda t: some(p.allowed[t]), open_tools, dead, self.deadline
+        )
+        self._unrolled = None
+        for tool in shown:
+            if f"tool:{tool}" in self.open:
+                decided.add(f"tool:{tool}")
+                del self.open[f"tool:{tool}"]
+        return True
 
     def _finish(self) -> None:
         """``final_answer``: within the budget by some history, or never (projections), or

@@ -17,7 +17,7 @@ from __future__ import annotations
 import itertools
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from ruleengine.check._bdd import pick
@@ -25,7 +25,7 @@ from ruleengine.check.relaxed import Relaxed
 from ruleengine.check.symbolic_encoding import EncodingBase
 from ruleengine.check.system import Component, State, System
 
-__all__ = ["Projections"]
+__all__ = ["Projections", "without_dead"]
 
 Node = Any
 """A BDD node of the encoding's manager."""
@@ -93,6 +93,8 @@ class Projections:
             self._blocks = {}
             self._restricting = {i: self._restricted_tools(i) for i in self._kept}
             self._owner = {b: i for i, c in enumerate(comps) for b in enc.bits[id(c)]}
+        self.dead: frozenset[str] = like.dead if like is not None else never
+        """The tools whose steps it leaves out."""
         self.views: dict[int, frozenset[int]] = {}
         """Per component (not yielding), the views it reaches on its own."""
         self.reached = self.bdd.true
@@ -332,3 +334,34 @@ class Projections:
 
 class _TooLarge(Exception):
     """A pair's relaxed product passed ``PAIR_STATES``."""
+
+
+def without_dead(
+    projections: Projections,
+    allowed: Callable[[str], Node],
+    asked: Iterable[str],
+    dead: frozenset[str] = frozenset(),
+    deadline: float | None = None,
+) -> tuple[Projections, frozenset[str]]:
+    """``projections`` without the steps of the tools never allowed: ``dead`` (shown so
+    already) and those of ``asked`` the projections show never allowed (``allowed(tool)``:
+    the states where it is), rebuilt and asked again until they show no more (what only a
+    dead tool opens is dead too, and so on down a chain). The projections (``projections``
+    itself where nothing more is dead) and every dead tool. Deterministic (``asked`` in
+    its order); at ``deadline``, what was shown by then. Cost: a question per tool of
+    ``asked`` not yet dead per round, a round per link of the longest chain."""
+    system = projections.system
+    shown, asked = dead, list(asked)
+    while True:
+        if shown - projections.dead:
+            projections = Projections(system, projections.enc, never=shown | projections.dead)
+        more = frozenset(
+            t
+            for t in asked
+            if t not in shown
+            and not (deadline is not None and time.monotonic() > deadline)
+            and projections.never(allowed(t), deadline)
+        )
+        if not more:
+            return projections, shown
+        shown |= more

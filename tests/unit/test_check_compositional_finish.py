@@ -18,11 +18,12 @@ from ruleengine.check.analysis import Analysis
 from ruleengine.check.compositional import PROBE_STATES, _Decider, analyse_compositional
 from ruleengine.check.explicit import _Explorer, analyse, asking_of, decide, live_at, reaches, walk
 from ruleengine.check.histories import Late, gated
-from ruleengine.check.projections import Projections
+from ruleengine.check.projections import Projections, without_dead
 from ruleengine.check.properties import findings
 from ruleengine.check.relaxed import Relaxed
 from ruleengine.check.report import Finding
 from ruleengine.check.symbolic import Encoding
+from ruleengine.check.symbolic_verdicts import Verdicts
 from ruleengine.check.system import System
 from ruleengine.check.unrolled import Unrolled
 from ruleengine.ir import FINAL_ANSWER
@@ -258,7 +259,10 @@ def test_what_only_dead_tools_open_is_dead_too() -> None:
     chain = ["t47", "t26", "t8", "t42", "t45"]
     for tool in chain:
         assert f"tool:{tool}" in result.decided and tool not in result.allowed_tools
-    assert {"t47", "t26"} <= decider.dead and not {"t47", "t26"} & decider.projections.callable
+    assert {"t47", "t26"} <= decider.projections.dead and not {
+        "t47",
+        "t26",
+    } & decider.projections.callable
     # The projections without their steps rule out what those without them could not.
     p, some = decider.verdicts.pass_, decider.verdicts.some
     for tool in chain[2:]:
@@ -277,6 +281,45 @@ def test_the_relaxed_product_leaves_out_what_only_dead_tools_open() -> None:
     assert relaxed.callable() == {"a", "b", "c", "d"}
     assert relaxed.callable(never={"a"}) == {"d"}
     assert relaxed.callable(never={"b", "unknown"}) == {"a", "d"}
+
+
+def test_without_dead_follows_a_chain_the_pairs_cannot() -> None:
+    # `a` needs a success of `x` before it and none: dead, which a pair shows. `b` only after
+    # `a`, `c` only after `b`: dead too, which no pair shows (each needs the other two).
+    tools = ["x", "a", "b", "c", "d"]
+    reqs = [
+        ConditionalRequirement("a", only_after=["x"], name="a after x"),
+        ConditionalRequirement("a", only_before=["x"], name="a before x"),
+        ConditionalRequirement("b", only_after=["a"], name="b after a"),
+        ConditionalRequirement("c", only_after=["b"], name="c after b"),
+    ]
+    system = System(tools, reqs)
+    enc = Encoding(system)
+    verdicts = Verdicts(system, enc, None, None, None, 19, witness_states=16)
+    verdicts.begin()
+
+    def allowed(tool: str) -> object:
+        return verdicts.some(verdicts.pass_.allowed[tool])
+
+    plain = Projections(system, enc)
+    assert plain.never(allowed("a")) and not plain.never(allowed("b"))
+    rebuilt, dead = without_dead(plain, allowed, system.callable)
+    assert dead == {"a", "b", "c"} == rebuilt.dead
+    assert rebuilt.callable == {"x", "d"} and all(rebuilt.never(allowed(t)) for t in dead)
+    # What the explicit engine finds: every other tool allowed somewhere.
+    assert analyse(system).allowed_tools - {FINAL_ANSWER} == {"x", "d"}
+    # Only the tools asked about are shown dead, from those known dead already.
+    assert without_dead(plain, allowed, ["b"])[1] == frozenset()
+    assert without_dead(plain, allowed, ["c"], frozenset({"a"}))[1] == {"a", "c"}
+    # Nothing dead: the projections as they were.
+    alive = System(tools, reqs[2:])
+    alive_enc = Encoding(alive)
+    alive_verdicts = Verdicts(alive, alive_enc, None, None, None, 19, witness_states=16)
+    alive_verdicts.begin()
+    same = Projections(alive, alive_enc)
+    assert without_dead(
+        same, lambda t: alive_verdicts.some(alive_verdicts.pass_.allowed[t]), alive.callable
+    ) == (same, frozenset())
 
 
 def test_a_force_after_a_late_tool_is_shown_live_right_after_it(
