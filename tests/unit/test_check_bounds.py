@@ -340,3 +340,31 @@ def test_the_sum_of_needed_calls_proves_the_budget() -> None:
     assert len(sym.layers) == 1  # pruned at the start: no image was computed
     assert _finish(system, 9, pruned=True) == _finish(system, 9, pruned=False)
     assert _finish(system, 9, pruned=True)[0] == 9
+
+
+def test_a_small_systems_within_question_waits_less_for_bounded_model_checking(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # "`t` twice, only after `a`": no history of at most 2 steps stops. The directed search
+    # finds none, so Z3 is asked; on a system this small it gets its least time.
+    system = System(["t", "a"], [C("t", min_invocations=2, only_after=["a"], name="x")])
+    waited: list[float] = []
+    reaches = symbolic.Unrolled.reaches
+
+    def recorded(self: Any, *args: Any, **kwargs: Any) -> Any:
+        waited.append(kwargs["seconds"])
+        return reaches(self, *args, **kwargs)
+
+    monkeypatch.setattr(symbolic.Unrolled, "reaches", recorded)
+    monkeypatch.setattr(symbolic, "seek", lambda *args, **kwargs: None)
+    found = analyse_symbolic(system, focus="finish:2")
+    assert found.complete and found.finish_depth is None and found.depth_done == 2
+    assert waited == [symbolic.UNROLLED_LEAST]
+    # In proportion to the components up to UNROLLED_COMPONENTS, then all of it.
+    monkeypatch.setattr(symbolic, "UNROLLED_COMPONENTS", 1)
+    assert analyse_symbolic(system, focus="finish:2").depth_done == 2
+    assert waited[-1] == symbolic.UNROLLED_SECONDS
+    monkeypatch.setattr(symbolic, "UNROLLED_COMPONENTS", 4)
+    monkeypatch.setattr(symbolic, "UNROLLED_LEAST", 0.5)
+    analyse_symbolic(system, focus="finish:2")
+    assert waited[-1] == pytest.approx(symbolic.UNROLLED_SECONDS / 4)
