@@ -33,7 +33,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import cached_property
 from typing import Any
 
@@ -799,14 +799,12 @@ class _Decider:
         projections left seldom reach a stop that deep (`conditionals-50-100-9`: "`final_answer`
         only after a call of `t7`" is live some 40 steps in, where BMC and those searches
         had found nothing in the minute). At most ``WITHOUT_SHARE`` of the time left."""
-        decided = self.result.decided
-        assert decided is not None
         system, enc, comps = self.system, self.enc, self.system.components
         names = sorted({c.requirement.name for c in comps})
         until = None
         if self.deadline is not None:
             until = time.monotonic() + WITHOUT_SHARE * (self.deadline - time.monotonic())
-        for key, where in list(self.open.items()):
+        for key in list(self.open):
             name = key[5:]
             if not key.startswith("live:") or not self._keeps_stop(name):
                 continue
@@ -823,19 +821,28 @@ class _Decider:
                 deadline=until,
                 avoid=watched,
             )
-            if history is None:
-                continue
+            if history is not None:
+                self._shown_live(key, [history])
 
-            def goal(state: State, where: Node = where) -> bool:
-                return bool(enc.holds_at(where, comps, state))
+    def _shown_live(self, key: str, histories: Sequence[tuple[Event, ...]]) -> bool:
+        """Whether a prefix of one of ``histories``, replayed through the whole system
+        (``along``), ends where the requirement of ``key``, open, is live; it is then
+        decided so, with that prefix as its example."""
+        where, comps = self.open[key], self.system.components
 
-            found = along(system, [history], set(), goal)
-            if found is not None:
-                decided.add(key)
-                del self.open[key]
-                self.narrowed.pop(key, None)
-                self.result.live.add(name)
-                self.result.firsts.setdefault(key, found)
+        def goal(state: State) -> bool:
+            return bool(self.enc.holds_at(where, comps, state))
+
+        found = along(self.system, histories, set(), goal)
+        if found is None:
+            return False
+        assert self.result.decided is not None
+        self.result.decided.add(key)
+        del self.open[key]
+        self.narrowed.pop(key, None)
+        self.result.live.add(key[5:])
+        self.result.firsts.setdefault(key, found)
+        return True
 
     def _live_triggered(self) -> None:
         """Open requirements that act right after a call of a tool they tell apart (a force
@@ -848,8 +855,6 @@ class _Decider:
         (`conditionals-50-100-9`: "`t43` after `t21`", live 51 steps in, right after
         `t21`, which only comes after `t8`, `t28` and `t13`, and `t28` only before `t3`).
         At most ``WITHOUT_SHARE`` of the time left."""
-        decided = self.result.decided
-        assert decided is not None
         system, enc, comps = self.system, self.enc, self.system.components
         until = None
         if self.deadline is not None:
@@ -866,7 +871,7 @@ class _Decider:
                     asked.append((len(told), key, sorted(told)[:TRIGGERS]))
         # The fewest tools first: a force after one or two tools acts right after them.
         for _, key, tools in sorted(asked):
-            name, where = key[5:], self.open[key]
+            name = key[5:]
             for tool in tools:
                 self._on_time()
                 if until is not None and time.monotonic() >= until:
@@ -889,17 +894,7 @@ class _Decider:
                 if history is None:
                     continue
                 calls = [history[: i + 1] for i, (t, _) in enumerate(history) if t == tool]
-
-                def goal(state: State, where: Node = where) -> bool:
-                    return bool(enc.holds_at(where, comps, state))
-
-                found = along(system, calls, set(), goal)
-                if found is not None:
-                    decided.add(key)
-                    del self.open[key]
-                    self.narrowed.pop(key, None)
-                    self.result.live.add(name)
-                    self.result.firsts.setdefault(key, found)
+                if self._shown_live(key, calls):
                     break
 
     def _keeps_stop(self, name: str) -> bool:
