@@ -217,6 +217,39 @@ def test_requirements_live_along_a_finishing_history_are_shown_before_any_questi
         assert live_at(system, records, outcome, {name}, asking_of(system)) == {name}
 
 
+def _opened(seed: int, key: str) -> _Decider:
+    """Seed ``seed``'s analysis with its requirements asked about (``_live``), ``key``
+    among those left open."""
+    decider = _decider(seed)
+    decider._live()
+    assert key in decider.open
+    return decider
+
+
+def _without_projections_search(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No directed search toward the states the projections leave: what decides is the
+    step under test."""
+
+    def directed(*args: object, **kwargs: object) -> None:
+        raise AssertionError("no directed search toward the projections' states here")
+
+    monkeypatch.setattr(compositional, "toward", directed)
+
+
+def _shown_live(decider: _Decider, key: str) -> tuple[tuple[str, str], ...]:
+    """The example that decided ``key`` live, replayed to a state where it is."""
+    system, result, name = decider.system, decider.result, key[5:]
+    assert key not in decider.open
+    assert result.decided is not None and key in result.decided and name in result.live
+    witness = result.firsts[key]
+    state = walk(system, witness)
+    assert state is not None
+    ((records, _),) = system.variants(state)
+    outcome = decide(system, records)
+    assert live_at(system, records, outcome, {name}, asking_of(system)) == {name}
+    return witness
+
+
 def test_a_requirement_that_keeps_the_stop_closed_is_shown_live_by_a_history_without_its_tool(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -224,26 +257,11 @@ def test_a_requirement_that_keeps_the_stop_closed_is_shown_live_by_a_history_wit
     # requirement lets the run stop and `t7` was never called, deep in the run: no history up
     # to 64 steps in Z3 showed it within the minute, nor did the searches toward the states
     # the projections leave. A search without it that avoids `t7` does, at once.
-    decider = _decider(9)
-    decider._live()
     key = "live:r32-t7"
-    assert key in decider.open
-
-    def directed(*args: object, **kwargs: object) -> None:
-        raise AssertionError("no directed search toward the projections' states here")
-
-    monkeypatch.setattr(compositional, "toward", directed)
+    decider = _opened(9, key)
+    _without_projections_search(monkeypatch)
     decider._live_without()
-    system, result = decider.system, decider.result
-    assert key not in decider.open
-    assert result.decided is not None and key in result.decided and "r32-t7" in result.live
-    witness = result.firsts[key]
-    assert all(tool != "t7" for tool, _ in witness)
-    state = walk(system, witness)
-    assert state is not None
-    ((records, _),) = system.variants(state)
-    outcome = decide(system, records)
-    assert live_at(system, records, outcome, {"r32-t7"}, asking_of(system)) == {"r32-t7"}
+    assert all(tool != "t7" for tool, _ in _shown_live(decider, key))
 
 
 def test_what_only_dead_tools_open_is_dead_too() -> None:
@@ -330,17 +348,11 @@ def test_a_force_after_a_late_tool_is_shown_live_right_after_it(
     # keeps the stop closed). No finishing history calls `t21`, and the searches toward it
     # arrive where the others keep the stop closed anyway; left undecided in the minute
     # before. The others, kept from stopping until `t21` is called, finish right there.
-    decider = _decider(9)
-    decider._live()
     key = "live:r91-t43"
-    assert key in decider.open
+    decider = _opened(9, key)
     decider._live_without()
     assert key in decider.open  # not a requirement that waits for a tool
-
-    def directed(*args: object, **kwargs: object) -> None:
-        raise AssertionError("no directed search toward the projections' states here")
-
-    monkeypatch.setattr(compositional, "toward", directed)
+    _without_projections_search(monkeypatch)
     shared = decider.enc.distances
     asked: list[int] = []
 
@@ -350,16 +362,8 @@ def test_a_force_after_a_late_tool_is_shown_live_right_after_it(
 
     monkeypatch.setattr(decider.enc, "distances", distances)
     decider._live_triggered()
-    system, result = decider.system, decider.result
-    assert key not in decider.open
-    assert result.decided is not None and key in result.decided and "r91-t43" in result.live
-    witness = result.firsts[key]
-    assert witness[-1][0] == "t21"  # right after the trigger
-    state = walk(system, witness)
-    assert state is not None
-    ((records, _),) = system.variants(state)
-    outcome = decide(system, records)
-    assert live_at(system, records, outcome, {"r91-t43"}, asking_of(system)) == {"r91-t43"}
+    assert _shown_live(decider, key)[-1][0] == "t21"  # right after the trigger
+    system = decider.system
     # The encoding's distances, remembered per component's identity, are asked about the
     # system's own components only: a search's new requirement is gone after it, and a
     # later component could take its identity.
