@@ -324,7 +324,7 @@ def _raced(
     options: _Options,
     probe: Analysis | None,
 ) -> tuple[Analysis, list[Finding], list[str]] | None:
-    """``auto`` with a time limit, on a wide policy the symbolic engine takes: the engine's
+    """``auto`` on a wide policy the symbolic engine takes: the engine's
     whole path (``_engine_path``) runs in a forked child (``lanes.Aside``) and, after
     ``ASIDE_GRACE`` of the limit, the verdicts decided one at a time (``_one_by_one``) in a
     second one; this process only waits on both. The first complete report is the answer
@@ -333,14 +333,15 @@ def _raced(
     killed there, however deep in one BDD operation it is, and the other's report, whose
     cores it computes in the reserve, is the answer; should that one not come by the
     limit either (a step that does not stop when told), it is killed too, and the answer
-    is the analysis it last sent, with cores the limit cuts short (``_kept``). None where
-    this does not apply (no limit, a state limit, which bounds the engine's search alone,
+    is the analysis it last sent, with cores the limit cuts short (``_kept``). Without a
+    limit, both run until one is complete, or both have answered (the engine's answer
+    then). None where this does not apply (a state limit, which bounds the engine's search alone,
     the symbolic engine does not apply, no fork here, or the engine's child failed: the
     caller then runs the engine path itself, which repeats its error). Where the second
     child cannot start or fails, this process decides the verdicts itself
     (``_decided_here``)."""
     deadline, timeout = options.deadline, options.timeout
-    if deadline is None or timeout is None or symbolic_problem(system) is not None:
+    if symbolic_problem(system) is not None:
         return None
     if options.max_states is not None:
         return None  # a bound on the engine's search, which the other does not keep
@@ -353,10 +354,13 @@ def _raced(
     child = Aside.start(job)
     if child is None:
         return None
-    stop = deadline - _reserve(timeout) - _core_margin(timeout)
+    # Without a limit, both run until one is complete (or both have answered).
+    stop = None
+    if deadline is not None and timeout is not None:
+        stop = deadline - _reserve(timeout) - _core_margin(timeout)
     side: Aside[_Answer] | None = None
     try:
-        if child.wait(min(stop, time.monotonic() + ASIDE_GRACE * timeout)):
+        if child.wait(_sooner(stop, ASIDE_GRACE * (timeout or 0.0))):
             return _taken(child)
         note_progress(phase="deciding verdicts one by one")
 
@@ -374,8 +378,8 @@ def _raced(
                 waiting = [a for a in (child, side) if not a.ready()]
                 if not waiting:
                     break  # both in
-                if not Aside.either(waiting, min(stop, time.monotonic() + LOOK_SECONDS)):
-                    if time.monotonic() >= stop:
+                if not Aside.either(waiting, _sooner(stop, LOOK_SECONDS)):
+                    if stop is not None and time.monotonic() >= stop:
                         break  # the limit less the reserve
                     if not dropped and _settled(side.latest()):
                         # Every verdict decided one by one: only their cores are left,
@@ -398,19 +402,26 @@ def _raced(
                         return theirs
             if engine is not None:
                 return engine  # incomplete, as is the other's: the engine's, as ever
-            child.stop()  # the other's cores come next, in the reserve
-            if not side.wait(deadline - _core_margin(timeout) / 2):
-                # Deep in one step that does not stop when told (a BDD operation, CUDD's
-                # reordering): the limit is kept with what it last sent, if anything.
-                return _kept(system, run, options, side, probe)
-            ok, theirs = side.result()
-            if ok and theirs is not None:
-                return theirs
+            if deadline is not None and timeout is not None:  # the limit ended the wait
+                child.stop()  # the other's cores come next, in the reserve
+                if not side.wait(deadline - _core_margin(timeout) / 2):
+                    # Deep in one step that does not stop when told (a BDD operation,
+                    # CUDD's reordering): the limit is kept with what it last sent.
+                    return _kept(system, run, options, side, probe)
+                ok, theirs = side.result()
+                if ok and theirs is not None:
+                    return theirs
         return _decided_here(system, run, options, child, stop)
     finally:
         child.stop()
         if side is not None:
             side.stop()
+
+
+def _sooner(stop: float | None, seconds: float) -> float:
+    """The ``time.monotonic()`` value ``seconds`` from now, or ``stop`` if that is sooner."""
+    then = time.monotonic() + seconds
+    return then if stop is None else min(stop, then)
 
 
 LOOK_SECONDS = 0.25
@@ -481,7 +492,7 @@ def _one_by_one(
     system: System,
     run: Callable[[Any, str | None], Analysis],
     options: _Options,
-    stop: float,
+    stop: float | None,
     send: Callable[[object], None] | None = None,
 ) -> tuple[Analysis, list[Finding], list[str]]:
     """The verdicts decided one at a time until ``stop`` (``_decided``), with their
@@ -514,7 +525,7 @@ def _decided(
     system: System,
     run: Callable[[Any, str | None], Analysis],
     options: _Options,
-    stop: float,
+    stop: float | None,
     interrupt: Callable[[], bool] | None = None,
     progress: Callable[[Analysis], None] | None = None,
 ) -> Analysis:
@@ -549,7 +560,7 @@ def _decided_here(
     run: Callable[[Any, str | None], Analysis],
     options: _Options,
     child: Aside[_Answer],
-    stop: float,
+    stop: float | None,
 ) -> tuple[Analysis, list[Finding], list[str]] | None:
     """``_raced`` without its second child: this process decides the verdicts one by one,
     asking the engine's child between steps, and computes the cores of its own report once

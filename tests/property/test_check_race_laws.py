@@ -2,8 +2,8 @@
 decided one by one in another (``check/run._raced``), and takes the first complete report.
 Laws on random policies the symbolic engine takes (the race applies to no other), with the
 policy treated as wide (``_whole_if_small`` gives up at once, so the race runs however small
-it is): (1) the raced report, complete, is the report of the same check without a limit,
-which does not race, ``stats`` aside; (2) with the engine's child stuck, the one-by-one
+it is): (1) the raced report, complete, with a limit or without one, is the report of the
+same check where no child can be forked, which does not race, ``stats`` aside; (2) with the engine's child stuck, the one-by-one
 report is that same report, or an incomplete one whose findings are among it."""
 
 from __future__ import annotations
@@ -72,13 +72,21 @@ def _checked(case: PolicyCase, **limits: Any) -> Report:
     return check(list(case.tools), case.requirements(), **case.kwargs(), **limits)
 
 
-@given(case=policies(priority=False))
-def test_a_complete_raced_report_is_the_unraced_one(case: PolicyCase) -> None:
+def _alone(case: PolicyCase) -> Report:
+    """The check in this process alone: no child can be forked, so nothing races."""
+    with mock.patch.object(lanes, "forking_allowed", lambda: False):
+        return _checked(case)
+
+
+@given(case=policies(priority=False), timeout=st.sampled_from([None, 600]))
+def test_a_complete_raced_report_is_the_unraced_one(
+    case: PolicyCase, timeout: float | None
+) -> None:
     symbolic_system(case)
     with _wide() as started:
-        alone = _checked(case)
-        assert not started  # no limit, no race
-        raced = _checked(case, timeout=600)
+        alone = _alone(case)
+        assert not started  # no child, no race
+        raced = _checked(case, timeout=timeout)
         assert started  # the engine's child at least
     note(f"alone: {alone}\nraced: {raced}")
     assert raced.complete == alone.complete
@@ -93,7 +101,7 @@ def test_the_verdicts_one_by_one_claim_only_the_engines_findings(
     # may not decide everything: its report then waits for the limit, and is incomplete.
     symbolic_system(case)
     with _wide() as started:
-        alone = _checked(case)
+        alone = _alone(case)
         with _engine_stuck(), mock.patch.object(compositional, "PROBE_STATES", probe):
             raced = _checked(case, timeout=5)
         assert len(started) == 2  # the engine's child, stuck, and the other

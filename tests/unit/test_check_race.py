@@ -103,9 +103,17 @@ def _shape(report: Any) -> dict[str, Any]:
     return out
 
 
+def _alone(policy: Policy) -> Any:
+    """``policy``'s report from its engine alone, in this process: no child can be forked,
+    so nothing races."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(lanes, "forking_allowed", lambda: False)
+        return check_policy(policy)
+
+
 def _raced_as_alone(policy: Policy, alone: Any) -> None:
     """Raced under a far limit, ``policy``'s report is complete and ``alone``'s (the
-    report of a check without a limit, which does not race), ``stats`` aside."""
+    engine's alone, ``_alone``), ``stats`` aside."""
     raced = check_policy(policy, timeout=600)
     assert raced.complete and _shape(raced) == _shape(alone)
 
@@ -115,7 +123,7 @@ def test_the_engines_report_is_taken_when_it_comes_in_time() -> None:
     policy = wide()
     system = System(policy.tools, policy.requirements)
     assert _whole_if_small(system, max_states=None, deadline=None)[0] is None  # it races
-    alone = check_policy(policy)  # no limit: no race
+    alone = _alone(policy)
     _raced_as_alone(policy, alone)
 
 
@@ -126,7 +134,7 @@ def test_an_engine_stuck_past_the_limit_is_stopped_and_verdicts_decided_one_by_o
     from ruleengine.check import compositional
 
     policy = wide()
-    alone = check_policy(policy)
+    alone = _alone(policy)
     _stuck_in_the_child(monkeypatch)
     # A probe far smaller than the reachable set: the verdicts are decided one by one.
     monkeypatch.setattr(compositional, "PROBE_STATES", 64)
@@ -173,7 +181,7 @@ def test_what_is_left_undecided_is_named(monkeypatch: pytest.MonkeyPatch) -> Non
 @needs_fork
 def test_a_child_that_fails_changes_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     policy = wide()
-    alone = check_policy(policy)
+    alone = _alone(policy)
     monkeypatch.setattr(_SymbolicEngine, "__call__", _failing_in_the_child(os.getpid()))
     raced = check_policy(policy, timeout=600)
     assert _shape(raced) == _shape(alone)
@@ -277,7 +285,7 @@ def test_a_fault_beside_the_engine_does_not_cost_its_answer(
     from ruleengine.check import compositional
 
     policy = wide()
-    alone = check_policy(policy)
+    alone = _alone(policy)
 
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("a fault beside the engine")
@@ -291,7 +299,7 @@ def test_a_fault_beside_the_engine_does_not_cost_its_answer(
 def test_a_huge_time_limit_is_waited_on_in_pieces() -> None:
     # select() refuses a wait past the platform's time_t: the race waits a day at a time.
     policy = wide()
-    assert _shape(check_policy(policy, timeout=1e308)) == _shape(check_policy(policy))
+    assert _shape(check_policy(policy, timeout=1e308)) == _shape(_alone(policy))
 
 
 @needs_fork
@@ -312,13 +320,31 @@ def test_either_ends_when_one_of_two_children_answers() -> None:
 
 
 @needs_fork
+def test_without_a_limit_the_engine_races_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    # No limit: the engine never ends in its child, and must not run in this process at
+    # all; the verdicts one by one give the complete report, which is the engine's.
+    policy = wide()
+    alone = _alone(policy)
+    parent, real = os.getpid(), run_module._engine_path
+
+    def elsewhere(*args: Any, **kwargs: Any) -> Any:
+        assert os.getpid() != parent, "the engine ran in this process: no race"
+        time.sleep(600)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(run_module, "_engine_path", elsewhere)
+    raced = check_policy(policy)
+    assert raced.complete and _shape(raced) == _shape(alone)
+
+
+@needs_fork
 def test_the_verdicts_one_by_one_answer_while_the_engine_is_stuck(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # The engine never ends and the limit is far: the other child's complete report (its
     # probe reaches every state) is the answer, the engine's child is not waited on.
     policy = wide()
-    alone = check_policy(policy)
+    alone = _alone(policy)
     _stuck_in_the_child(monkeypatch)
     _raced_as_alone(policy, alone)
 
@@ -333,7 +359,7 @@ def test_the_engines_answer_is_taken_while_the_verdicts_one_by_one_are_busy(
     from ruleengine.check import compositional
 
     policy = wide()
-    alone = check_policy(policy)
+    alone = _alone(policy)
 
     def busy(*args: Any, **kwargs: Any) -> Any:
         time.sleep(600)
@@ -382,7 +408,7 @@ def test_an_incomplete_engine_report_waits_for_a_complete_one(
     # The engine's child answers at once but incomplete: the other's complete report, which
     # comes later, is the answer (the first complete one, whichever child gives it).
     policy = wide()
-    alone = check_policy(policy)
+    alone = _alone(policy)
     parent, real = os.getpid(), run_module._engine_path
 
     def cut_short(*args: Any, **kwargs: Any) -> Any:
@@ -415,7 +441,7 @@ def test_both_children_past_the_limit_keep_what_the_probe_decided(
     # least the core of the report without a limit) and names the rest undecided. (Waited
     # on to its end, the other child would answer 30 s later with a report it made up.)
     policy = wide()
-    alone = check_policy(policy)
+    alone = _alone(policy)
     parent, real = os.getpid(), run_module._one_by_one
     made_up = Analysis(states=1, complete=True)
 
@@ -478,7 +504,7 @@ def test_one_by_one_deaf_in_its_cores_gives_the_analysis_it_sent(
     # and are then deaf in their cores past the limit. The report is that analysis, each
     # finding with its trace, and cores the limit cut short: each holds the minimal one.
     policy = wide()
-    alone = check_policy(policy)
+    alone = _alone(policy)
     _stuck_in_the_child(monkeypatch)
     _deaf_in_children(monkeypatch, "_found")  # the engine's child is stuck before it
     raced = check_policy(policy, timeout=10)
@@ -502,7 +528,7 @@ def test_one_by_one_deaf_in_its_analysis_gives_what_it_last_sent(
     from ruleengine.check import compositional
 
     policy = wide()
-    alone = check_policy(policy)
+    alone = _alone(policy)
     parent, real = os.getpid(), compositional.analyse_compositional
 
     def deaf(*args: Any, deadline: float, **kwargs: Any) -> Any:
@@ -539,7 +565,7 @@ def test_one_by_one_deaf_before_its_diagrams_gives_what_the_probe_decided(
     from ruleengine.check import compositional
 
     policy = wide()
-    alone = check_policy(policy)
+    alone = _alone(policy)
     parent = os.getpid()
 
     def deaf(self: Any, *args: Any, **kwargs: Any) -> None:
@@ -567,7 +593,7 @@ def test_the_engines_child_is_stopped_once_every_verdict_is_decided_one_by_one(
     # stops the engine's child as soon as the analysis comes in complete (the cores then
     # get the CPU). Without that, the wait runs out with the process alive.
     policy = wide()
-    alone = check_policy(policy)
+    alone = _alone(policy)
     parent, seen = os.getpid(), tmp_path / "seen"
     reader, writer = os.pipe()
 
