@@ -3,8 +3,9 @@ decided one by one in another (``check/run._raced``), and takes the first comple
 Laws on random policies the symbolic engine takes (the race applies to no other), with the
 policy treated as wide (``_whole_if_small`` gives up at once, so the race runs however small
 it is): (1) the raced report, complete, with a limit or without one, is the report of the
-same check where no child can be forked, which does not race, ``stats`` aside; (2) with the engine's child stuck, the one-by-one
-report is that same report, or an incomplete one whose findings are among it."""
+same check where no child can be forked, which does not race, ``stats`` aside; (2) with
+the engine's child stuck, the one-by-one report is that same report, or an incomplete one
+whose findings are among it."""
 
 from __future__ import annotations
 
