@@ -297,7 +297,7 @@ class Unrolled:
                     self.solver.add(z3.Implies(flag, z3.PbLe([(p, 1) for p in spare], bound)))
         else:
             flag = known[1]
-        self.solver.set("timeout", _milliseconds(seconds, deadline))
+        _bound(self.solver, seconds, deadline)
         # Within: steps may keep the state, so the target is met after at most ``steps``.
         assumed = [flag] if within else [flag, *self.moves[:steps]]
         answer = self._watched(lambda: self.solver.check(*assumed))
@@ -324,7 +324,7 @@ class Unrolled:
         free.push()
         try:
             free.add(self._translate(target, 0))
-            free.set("timeout", _milliseconds(seconds, deadline))
+            _bound(free, seconds, deadline)
             answer = self._watched(free.check)
         finally:
             free.pop()
@@ -343,7 +343,7 @@ class Unrolled:
         # A fixedpoint of its own per question: one that gave up on an earlier question
         # was measured slower on the next than a fresh one.
         fp, reach = self._fixedpoint()
-        fp.set("timeout", _milliseconds(seconds, deadline))
+        _bound(fp, seconds, deadline)
         now = [self._bits(0)[x] for x in self.names]
         query = z3.And(reach(*now), self._held, self._translate(target, 0))
         answer = self._watched(lambda: _query(fp, query))
@@ -450,16 +450,35 @@ def _query(fp: z3.Fixedpoint, query: z3.BoolRef) -> z3.CheckSatResult:
 NO_LIMIT = 4_294_967_295
 """Z3's ``timeout`` that means none (the largest unsigned 32-bit value)."""
 
+UNITS_PER_SECOND = 5_000_000
+"""Z3 resource units (``rlimit``) that stand for a second of a question's own budget:
+measured on these questions at 50 tools, 4 to 11 million a second (`conditionals-50-100-1`).
+A budget counted in units cuts a question at the same point on a loaded machine as on an
+idle one, so what the questions decide, and the state the incremental solver keeps for the
+next, do not depend on the machine's speed; only the deadline is kept by the clock."""
 
-def _milliseconds(seconds: float | None, deadline: float | None) -> int:
-    """Z3's ``timeout`` for a question of at most ``seconds`` that must end by
-    ``deadline`` (both optional); ``GaveUp`` when the deadline has passed."""
-    limit = seconds
-    if deadline is not None:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise GaveUp
-        limit = left if limit is None else min(limit, left)
-    if limit is None:
+
+def _bound(
+    solver: z3.Solver | z3.Fixedpoint, seconds: float | None, deadline: float | None
+) -> None:
+    """Bound ``solver``'s next question: its own budget of ``seconds``, counted in Z3's
+    resource units (``UNITS_PER_SECOND``, deterministic), and ``deadline`` by the clock
+    (both optional; none: unbounded); ``GaveUp`` when the deadline has passed."""
+    solver.set("rlimit", 0 if seconds is None else _units(seconds))
+    solver.set("timeout", _milliseconds(deadline))
+
+
+def _units(seconds: float) -> int:
+    """The resource units of a budget of ``seconds`` (at least one, at most Z3's largest)."""
+    return max(1, int(min(float(NO_LIMIT - 1), seconds * UNITS_PER_SECOND)))
+
+
+def _milliseconds(deadline: float | None) -> int:
+    """Z3's ``timeout`` for a question that must end by ``deadline`` (none: no limit);
+    ``GaveUp`` when the deadline has passed."""
+    if deadline is None:
         return NO_LIMIT
-    return max(1, int(min(float(NO_LIMIT - 1), limit * 1000)))
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise GaveUp
+    return max(1, int(min(float(NO_LIMIT - 1), left * 1000)))

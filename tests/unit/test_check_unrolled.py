@@ -23,7 +23,16 @@ from ruleengine.check.relaxed import Relaxed
 from ruleengine.check.symbolic import Encoding
 from ruleengine.check.symbolic_verdicts import Verdicts
 from ruleengine.check.system import System
-from ruleengine.check.unrolled import NO_LIMIT, WATCHER, GaveUp, Unrolled, _milliseconds
+from ruleengine.check.unrolled import (
+    NO_LIMIT,
+    UNITS_PER_SECOND,
+    WATCHER,
+    GaveUp,
+    Unrolled,
+    _bound,
+    _milliseconds,
+    _units,
+)
 from ruleengine.ir import FINAL_ANSWER
 
 
@@ -138,18 +147,55 @@ def test_told_to_stop_it_gives_up() -> None:
     assert not any(t.name == WATCHER for t in threading.enumerate())
 
 
-def test_each_question_sets_its_own_time_limit() -> None:
-    assert _milliseconds(None, None) == NO_LIMIT
-    assert _milliseconds(2.0, None) == 2000
-    assert _milliseconds(1e308, None) == NO_LIMIT - 1
-    assert _milliseconds(0.0, None) == 1
+def test_a_question_is_bounded_by_its_budget_in_units_and_by_the_deadline_on_the_clock() -> None:
+    assert _units(2.0) == 2 * UNITS_PER_SECOND
+    assert _units(1e308) == NO_LIMIT - 1
+    assert _units(0.0) == 1
+    assert _milliseconds(None) == NO_LIMIT
     with pytest.raises(GaveUp):
-        _milliseconds(None, time.monotonic() - 1)
+        _milliseconds(time.monotonic() - 1)
+    assert 3_500_000 < _milliseconds(time.monotonic() + 3600) <= 3_600_000
+
+    class Asked:
+        def __init__(self) -> None:
+            self.params: dict[str, int] = {}
+
+        def set(self, key: str, value: int) -> None:
+            self.params[key] = value
+
+    solver = Asked()
+    _bound(solver, 2.0, None)  # type: ignore[arg-type]
+    assert solver.params == {"rlimit": 2 * UNITS_PER_SECOND, "timeout": NO_LIMIT}
+    _bound(solver, None, None)  # type: ignore[arg-type]
+    assert solver.params == {"rlimit": 0, "timeout": NO_LIMIT}  # none left behind
+    with pytest.raises(GaveUp):
+        _bound(solver, 2.0, time.monotonic() - 1)
     _, _, v, unrolled = _unrolled()
     # A question cut short leaves no limit behind for the next one, which has none.
     with pytest.raises(GaveUp):
         unrolled.reaches(v.pass_.can_stop, 19, seconds=0.001)
     assert unrolled.reaches(v.pass_.can_stop, 2) is None
+
+
+def test_questions_cut_by_their_budget_are_cut_alike_on_every_run() -> None:
+    # Counted in Z3's resource units, a budget cuts a question at the same point however
+    # fast the machine runs: the same questions on two fresh copies of the steps give the
+    # same answers, those cut short included, and the histories found after them.
+    def answers() -> list[object]:
+        _, _, v, unrolled = _unrolled()
+        got: list[object] = []
+        for tool in sorted(unrolled.system.callable)[:12]:
+            where = v.some(v.pass_.allowed[tool])
+            for steps in (4, 12):
+                try:
+                    got.append(unrolled.reaches(where, steps, within=True, seconds=0.4))
+                except GaveUp:
+                    got.append("cut")
+        return got
+
+    first = answers()
+    assert "cut" in first and any(isinstance(a, tuple) for a in first)
+    assert answers() == first
 
 
 def test_a_negative_number_of_steps_is_refused() -> None:
