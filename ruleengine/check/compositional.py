@@ -115,8 +115,8 @@ UNROLL_FIRST = 5
 between a first, short try at those proofs (``PROVE_FIRST``) and a longer one."""
 
 UNROLL_SECONDS = 2.0
-"""The longest one of those questions may take (a harder one is left for the next
-depth)."""
+"""The budget of one of those questions (a harder one is left for the next depth), counted
+in Z3's resource units (``unrolled.UNITS_PER_SECOND``), as are the proofs' below."""
 
 PROVE_SECONDS = 10.0
 """The longest one proof that a set of states is never reached may take; with a deadline,

@@ -256,7 +256,8 @@ class Unrolled:
         history into ``target`` to call (``Relaxed.needed``); asserted with the target,
         they change no answer but prune the search (with as many of them as steps, every
         step must be one). Raises ``GaveUp`` when the solver stopped first: after
-        ``seconds``, at the deadline, or told to by ``interrupt``."""
+        ``seconds`` (a budget in Z3's resource units, ``UNITS_PER_SECOND``: the same cut on
+        every run), at the deadline, or told to by ``interrupt``."""
         if steps < 0:
             raise ValueError(f"a history has at least 0 steps, not {steps}")
         while len(self.picks) < steps:
@@ -314,7 +315,8 @@ class Unrolled:
         (``held``): True is a proof that no reachable state is in it, for histories of any
         length; one copy of the view bits and no steps, so a question of a few milliseconds
         where ``Projections.narrowed`` gives up on the diagram of the same conjunction.
-        False when some state is, or the solver gave up within ``seconds``; ``GaveUp`` when
+        False when some state is, or the solver gave up within ``seconds`` (in units, as
+        ``reaches``); ``GaveUp`` when
         ``deadline`` passed or ``interrupt`` said to stop."""
         target = self.layers.some(target)
         if self._free is None:
@@ -337,7 +339,7 @@ class Unrolled:
         """Whether no reachable state is in ``target`` (a set over view bits), proved by
         Z3's property-directed reachability engine (Spacer: inductive invariants, for
         histories of any length) over the same steps; False when it found none within
-        ``seconds`` or found such a state. Raises ``GaveUp`` when ``deadline`` passed or
+        ``seconds`` (in units, as ``reaches``) or found such a state. Raises ``GaveUp`` when ``deadline`` passed or
         ``interrupt`` said to stop."""
         target = self.layers.some(target)
         # A fixedpoint of its own per question: one that gave up on an earlier question
