@@ -339,8 +339,8 @@ class Unrolled:
         """Whether no reachable state is in ``target`` (a set over view bits), proved by
         Z3's property-directed reachability engine (Spacer: inductive invariants, for
         histories of any length) over the same steps; False when it found none within
-        ``seconds`` (in units, as ``reaches``) or found such a state. Raises ``GaveUp`` when ``deadline`` passed or
-        ``interrupt`` said to stop."""
+        ``seconds`` (in units, as ``reaches``) or found such a state. Raises ``GaveUp``
+        when ``deadline`` passed or ``interrupt`` said to stop."""
         target = self.layers.some(target)
         # A fixedpoint of its own per question: one that gave up on an earlier question
         # was measured slower on the next than a fresh one.
