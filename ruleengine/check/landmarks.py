@@ -39,7 +39,11 @@ A group's search is a 0-1 breadth-first search over those states, at most
 ``GROUP_STATES`` of them. The tools a group does not tell apart are pooled: by class alone
 in a first pass (fast), then also by what they set off outside (tighter); each pass is a
 bound, and the larger one is kept. Deterministic: groups in component order, each keeping
-(QuickXplain) only the costly tools its bound needs of those a later group may count.
+(QuickXplain) only the costly tools its bound needs of those a later group may count. A
+state's steps do not depend on the needed tools called, nor on which tools are costly: a
+group remembers them per state without those (for every search QuickXplain asks of it), and
+the statuses of a call that lead to the same state are one step (on the benchmark's random
+conditionals at 50 tools, a third of the time it took).
 """
 
 from __future__ import annotations
@@ -76,6 +80,11 @@ of the trigger, say), so the group sees which calls the run must make."""
 NEEDED_BITS = 8
 """Needed tools a group's search tracks at most; the others are left out of its goal,
 which only lowers its bound."""
+
+REMEMBERED_STEPS = 300_000
+"""Steps from search states a group remembers at most (``_Group._successors``), some 100
+bytes each: at 50 tools a group's searches take a few hundred thousand steps, at 200 tools
+millions (a gigabyte, if all were kept)."""
 
 _OK = STATUSES.index("ok")
 
@@ -414,6 +423,11 @@ components outside it that may be at a view where they force, those that surely 
 view where they surely force (``_Facts.forces_surely``), and tools surely not allowed."""
 
 
+_Successor = tuple[int, int, tuple[int, ...], frozenset[int], frozenset[int], frozenset[str]]
+"""A step from a search state (``_Group._successors``): its index, the needed bit it sets,
+and the state after it but for the needed tools called."""
+
+
 @dataclass(frozen=True, slots=True)
 class _Step:
     """A step of a group's search: a tool told apart, or one for a pool of others."""
@@ -568,6 +582,12 @@ class _Group:
             )
 
         self.every_step = list(range(len(self.steps)))
+        self._chosen: dict[frozenset[str], list[int]] = {}
+        """Per set of tools denied, the steps left (``_choices``)."""
+        self._steps_from: dict[object, tuple[_Successor, ...]] = {}
+        """Per search state but for its needed bits, its steps (``_successors``)."""
+        self._remembered = 0
+        """The steps ``_steps_from`` holds (at most about ``REMEMBERED_STEPS``)."""
         self.hard_pool = [any(t in self.hard for t in self.pools[st.tool]) for st in self.steps]
         """Per step, whether some tool of its pool may be hard-forced (it shows nothing)."""
         self.unlocked: list[list[frozenset[str]]] = []
@@ -583,12 +603,30 @@ class _Group:
                     for status in STATUSES
                 ]
             )
+        self.alike: list[tuple[int, ...]] = []
+        """Per step and status, the first status whose call the search cannot tell apart
+        from it but by the group's views: it sets the same needed bit, sets off and keeps
+        the same components outside, and may lift the same denials."""
+        for k, st in enumerate(self.steps):
+            effects = [
+                (
+                    s == _OK or not st.ok_only,
+                    st.entering[s],
+                    st.staying[s],
+                    st.sure_enter[s],
+                    st.sure_keep[s],
+                    self.unlocked[k][s],
+                )
+                for s in range(len(STATUSES))
+            ]
+            self.alike.append(tuple(effects.index(e) for e in effects))
 
     def least(self, costly: frozenset[str]) -> int:
         """The fewest calls of ``costly`` tools (a needed one's calls after its first) on a
         path of the group to a state where the run may stop with every tracked needed tool
         called; 0 where there is none within ``GROUP_STATES`` states (no bound)."""
         start: _Node = (self.start_views, 0, self.start_pending, self.start_sure, frozenset())
+        charged = frozenset(k for k, st in enumerate(self.steps) if st.apart and st.tool in costly)
         dist = {start: 0}
         queue: deque[_Node] = deque([start])
         done: set[_Node] = set()
@@ -606,34 +644,63 @@ class _Group:
             here = self._at(views)
             if FINAL_ANSWER not in here.denied and called == self.full:
                 return d
-            candidates, surely_forced = self._forces(here, pending, sure_out)
-            choices = self._choices(here, candidates, surely_forced, here.denied | blocked)
-            if choices is None:
-                continue  # a clash: no pass, no step
-            sure_key = frozenset(surely_forced.items()) if surely_forced else frozenset()
-            for k in choices:
-                step = self.steps[k]
-                costs = step.apart and step.tool in costly
-                # A step shows which surely forced tools were not allowed (``_lost``); they
-                # stay so until a step may lift a denial of theirs (``_next``).
-                lost = blocked
-                if sure_key and not self.hard_pool[k]:
-                    lost = blocked | self._lost(k, candidates, sure_key)
-                for s, moved in enumerate(self._moved(views, k)):
-                    sets_bit = s == _OK or not step.ok_only
-                    # The call of a needed tool counted with the needed ones is free: its
-                    # first, or its first success where it is needed so.
-                    cost = int(costs and not (step.bit and sets_bit and not called & step.bit))
-                    nd = d + cost
-                    after, surely, held = self._next(k, s, pending, sure_out, lost)
-                    nxt = (moved, called | step.bit if sets_bit else called, after, surely, held)
-                    if nd < dist.get(nxt, nd + 1):
-                        dist[nxt] = nd
-                        if cost:
-                            queue.append(nxt)
-                        else:
-                            queue.appendleft(nxt)
+            for k, bit, moved, after, surely, held in self._successors(
+                views, pending, sure_out, blocked
+            ):
+                # The call of a needed tool counted with the needed ones is free: its
+                # first, or its first success where it is needed so.
+                cost = int(k in charged and not (bit and not called & bit))
+                nd = d + cost
+                nxt = (moved, called | bit, after, surely, held)
+                if nd < dist.get(nxt, nd + 1):
+                    dist[nxt] = nd
+                    if cost:
+                        queue.append(nxt)
+                    else:
+                        queue.appendleft(nxt)
         return 0
+
+    def _successors(
+        self,
+        views: tuple[int, ...],
+        pending: frozenset[int],
+        sure_out: frozenset[int],
+        blocked: frozenset[str],
+    ) -> tuple[_Successor, ...]:
+        """The steps from a search state, whatever its needed tools called (remembered: the
+        same views, forces and denials recur with each set of them, and in each ``least``
+        of the group): per step and status that leads elsewhere, the step's index, the
+        needed bit its call sets (0: none), and the state after it but for those bits
+        (empty on a clash: no pass, no step)."""
+        key = (views, pending, sure_out, blocked)
+        found = self._steps_from.get(key)
+        if found is not None:
+            return found
+        here = self._at(views)
+        candidates, surely_forced = self._forces(here, pending, sure_out)
+        choices = self._choices(here, candidates, surely_forced, here.denied | blocked)
+        out: list[_Successor] = []
+        sure_key = frozenset(surely_forced.items()) if surely_forced else frozenset()
+        for k in choices or ():
+            step = self.steps[k]
+            # A step shows which surely forced tools were not allowed (``_lost``); they stay
+            # so until a step may lift a denial of theirs (``_next``).
+            lost = blocked
+            if sure_key and not self.hard_pool[k]:
+                lost = blocked | self._lost(k, candidates, sure_key)
+            alike = self.alike[k]
+            moves = self._moved(views, k)
+            for s, moved in enumerate(moves):
+                first = alike[s]
+                if first != s and moves[first] == moved:
+                    continue  # the same successor as the status before
+                bit = step.bit if s == _OK or not step.ok_only else 0
+                out.append((k, bit, moved, *self._next(k, s, pending, sure_out, lost)))
+        found = tuple(out)
+        if self._remembered < REMEMBERED_STEPS:
+            self._remembered += len(found)
+            self._steps_from[key] = found
+        return found
 
     def _forces(
         self, here: _Here, pending: frozenset[int], sure_out: frozenset[int]
@@ -758,8 +825,11 @@ class _Group:
             return sorted({self.of_tool[t] for t in may - denied if t in self.of_tool})
         if not denied:
             return self.every_step
-        return [
-            k
-            for k, step in enumerate(self.steps)
-            if any(t not in denied for t in self.pools[step.tool])
-        ]
+        found = self._chosen.get(denied)
+        if found is None:
+            found = self._chosen[denied] = [
+                k
+                for k, step in enumerate(self.steps)
+                if any(t not in denied for t in self.pools[step.tool])
+            ]
+        return found

@@ -11,16 +11,22 @@ set off and drop one another, as on the benchmark's wide policies."""
 
 from __future__ import annotations
 
+import random
+
+import pytest
 from hypothesis import assume, given, note, settings
 from hypothesis import strategies as st
 from policy_strategies import PolicyCase, UserParams, policies
 from stopping import assert_never_stops
 
+from benchmarks._policies import conditionals
+from ruleengine.check import landmarks
 from ruleengine.check.explicit import analyse
 from ruleengine.check.landmarks import least_steps
 from ruleengine.check.relaxed import Relaxed
 from ruleengine.check.system import System
 from ruleengine.requirements import ConditionalRequirement, Requirement
+from ruleengine.state import STATUSES
 
 MAX_STATES = 3000
 """States of the explicit search; a case it does not finish is skipped."""
@@ -147,3 +153,84 @@ def test_no_run_stops_without_a_successful_call_of_a_tool_needed_so(
         assert_never_stops(
             system, lambda t, status, tool=tool: t == tool and status == "ok", MAX_STATES, tool
         )
+
+
+def _searches(system: System) -> list[tuple[landmarks._Group, landmarks._Group]]:
+    """Per group of ``system``'s soft forces, its search twice: as ``extra_calls`` makes it,
+    and one that remembers no step and takes every status's call as a step of its own."""
+    facts = [landmarks._facts(c, system.tools) for c in system.components]
+    relaxed = Relaxed(system.components, system.tools)
+    needed, needed_ok = relaxed.needed(), relaxed.needed_ok()
+    unlocks = landmarks._unlocks(system.components, facts, system.tools)
+    out = []
+    for group in landmarks._groups(system.components, facts, needed):
+        for fine in (False, True):
+            search, plain = (
+                landmarks._Group(system, facts, group, needed, needed_ok, unlocks, fine)
+                for _ in range(2)
+            )
+            plain.alike = [tuple(range(len(STATUSES)))] * len(plain.steps)
+            plain._remembered = landmarks.REMEMBERED_STEPS  # full: it keeps no more
+            out.append((search, plain))
+    return out
+
+
+SEARCH_STATES = 300
+"""States of a group's search whose steps are compared, at most."""
+
+
+def _assert_steps_alike(system: System) -> None:
+    """From every state of each group's search (whatever the needed tools called, up to
+    ``SEARCH_STATES``), the steps it takes, asked twice (the second time remembered), lead
+    to the same states with the same needed bits as those of a search that remembers
+    nothing and takes each status's call as a step of its own."""
+    for search, plain in _searches(system):
+        start = (search.start_views, search.start_pending, search.start_sure, frozenset())
+        order, seen = [start], {start}
+        for key in order:
+            if len(seen) >= SEARCH_STATES:
+                break
+            expected = set(plain._successors(*key))
+            for _ in range(2):
+                assert set(search._successors(*key)) == expected, key
+            for _, _, moved, after, surely, held in sorted(expected, key=repr):
+                if (moved, after, surely, held) not in seen:
+                    seen.add((moved, after, surely, held))
+                    order.append((moved, after, surely, held))
+        assert not plain._steps_from
+
+
+@settings(max_examples=FORCING_EXAMPLES)
+@given(forcing())
+def test_a_group_steps_alike_whether_it_remembers_and_merges_statuses_or_not(
+    drawn: tuple[tuple[str, ...], list[Requirement]],
+) -> None:
+    # Merging statuses drops only steps that lead to the same state, and a remembered
+    # state's steps are those it had.
+    _assert_steps_alike(_drawn(drawn))
+
+
+@settings(max_examples=FORCING_EXAMPLES)
+@given(forcing(), st.randoms(use_true_random=False))
+def test_a_group_remembers_its_steps_and_merges_statuses_without_changing_its_bound(
+    drawn: tuple[tuple[str, ...], list[Requirement]], rng: random.Random
+) -> None:
+    # The same searches, one after another with costly tools drawn at random (as the
+    # shrinking of the costly tools asks them), give the same fewest calls as a search that
+    # remembers nothing and steps through every status.
+    system = _drawn(drawn)
+    for search, plain in _searches(system):
+        apart = sorted(search.apart)
+        for _ in range(4):
+            costly = frozenset(t for t in apart if rng.random() < 0.6)
+            expected = plain.least(costly)
+            assert search.least(costly) == expected, sorted(costly)
+        assert not plain._steps_from
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_group_steps_alike_on_wide_random_conditionals(seed: int) -> None:
+    # Wider policies, where a group leaves forces outside it that a call sets off only when
+    # it succeeds: a status merged with another must set off the same ones.
+    policy = conditionals(16, 32, seed)
+    _assert_steps_alike(System(list(policy.tools), list(policy.requirements)))
