@@ -20,7 +20,7 @@ from __future__ import annotations
 import heapq
 import time
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Protocol
@@ -38,6 +38,7 @@ from ruleengine.state import STATUSES
 
 __all__ = [
     "Outcome",
+    "Stopped",
     "allows",
     "analyse",
     "asking_of",
@@ -116,10 +117,13 @@ def live_at(
     outcome: Outcome,
     candidates: AbstractSet[str],
     asking: Mapping[str, AskPermissionRequirement],
+    stop: Callable[[], bool] | None = None,
 ) -> set[str]:
     """Which of ``candidates`` are live at a state that emits ``records``, decided to
     ``outcome``: their records change the decision (SPEC §8), or they ask permission for a
-    tool it allows (SPEC §11; ``asking``: the ask-permission requirements by name)."""
+    tool it allows (SPEC §11; ``asking``: the ask-permission requirements by name). With
+    ``stop``, asked before each decision: once it says so, ``Stopped`` (the requirements
+    found live so far in ``found`` of the exception)."""
     live: set[str] = set()
     if isinstance(outcome, Pass):
         for name, req in asking.items():
@@ -132,10 +136,20 @@ def live_at(
         # final core), so only a requirement with a record in the core can change it.
         deciding &= {e.requirement for e in outcome.core}
     for name in sorted(deciding - live):
+        if stop is not None and stop():
+            raise Stopped(live)
         rest = tuple(e for e in records if e.requirement != name)
         if not same_pass(outcome, decide(system, rest)):
             live.add(name)
     return live
+
+
+class Stopped(Exception):
+    """``live_at`` told to stop before it decided every candidate."""
+
+    def __init__(self, found: set[str]) -> None:
+        super().__init__("stopped")
+        self.found = found
 
 
 def asking_of(system: System) -> dict[str, AskPermissionRequirement]:
@@ -232,7 +246,14 @@ class _Explorer:
                 continue  # found again by a shorter path, and expanded then
             if self._out_of_time(i):
                 break
-            self._expand(i, queue)
+            try:
+                self._expand(i, queue)
+            except _Late:
+                # Within one state, whose opaque checks' values and requirements' liveness
+                # take many decisions: what it found stays (each fact holds at a state
+                # reached), and it counts as not expanded.
+                self._stop(i, "the time limit ran out")
+                break
             if result.reason is not None:
                 break
             if self.until is not None and self.until in self.firsts:
@@ -251,12 +272,17 @@ class _Explorer:
         return result
 
     def _out_of_time(self, i: int) -> bool:
+        """Whether the deadline has passed (asked before each state: one state may take
+        a second, under every value of eight opaque checks), the search then stopped."""
         if i % 64 == 0:
             note_progress(states=len(self.nodes), layers=self.nodes[i].depth, engine="explicit")
-        if self.deadline is not None and i % 64 == 0 and time.monotonic() > self.deadline:
+        if self._late():
             self._stop(i, "the time limit ran out")
             return True
         return False
+
+    def _late(self) -> bool:
+        return self.deadline is not None and time.monotonic() > self.deadline
 
     def _stop(self, i: int, reason: str) -> None:
         self.result.reason = f"{reason} after {self._states()} states"
@@ -271,9 +297,11 @@ class _Explorer:
 
     def _expand(self, i: int, queue: _Queue) -> None:
         system, node = self.system, self.nodes[i]
-        outcomes = [
-            (records, decide(system, records)) for records, _ in system.variants(node.state)
-        ]
+        outcomes = []
+        for records, _ in system.variants(node.state):
+            if self._late():
+                raise _Late
+            outcomes.append((records, decide(system, records)))
         callable_by_all: set[str] | None = None
         callable_by_some: set[str] = set()
         finishing = deciding = False
@@ -384,10 +412,20 @@ class _Explorer:
         """Mark the requirements whose records change ``outcome`` (SPEC §8), and the
         ask-permission ones that cover a tool it allows (SPEC §11), at node ``i``."""
         live = self.result.live
-        found = live_at(self.system, records, outcome, self.candidates - live, self.asking)
+        try:
+            found = live_at(
+                self.system, records, outcome, self.candidates - live, self.asking, self._late
+            )
+        except Stopped as stopped:
+            self._live(i, stopped.found)  # shown live all the same
+            raise _Late from None
+        self._live(i, found)
+
+    def _live(self, i: int, found: set[str]) -> None:
+        """Mark ``found`` live, first at node ``i``."""
         for name in found:
             self.firsts[f"live:{name}"] = i
-        live |= found
+        self.result.live |= found
 
     def _no_finish(self) -> None:
         """The first state (breadth-first) from which no path reaches a finishing state."""
@@ -415,6 +453,10 @@ class _Explorer:
                 # conflict) only for some check values when not every value decides it.
                 self.result.no_finish = self._witness(node, (), not self.always_deciding[i])
                 return
+
+
+class _Late(Exception):
+    """The deadline passed within a state's expansion (``_Explorer._expand``)."""
 
 
 class _Queue(Protocol):

@@ -83,8 +83,8 @@ which only lowers its bound."""
 
 REMEMBERED_STEPS = 300_000
 """Steps from search states a group remembers at most (``_Group._successors``), some 100
-bytes each: at 50 tools a group's searches take a few hundred thousand steps, at 200 tools
-millions (a gigabyte, if all were kept)."""
+bytes each. At 50 tools a group's searches take up to about 150,000; at 200 tools one group
+took 2.4 million (the process at 469 MB, where it stays at 258 MB with this bound)."""
 
 _OK = STATUSES.index("ok")
 

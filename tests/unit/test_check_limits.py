@@ -483,3 +483,50 @@ def test_a_symbolic_step_looks_at_the_clock_between_its_parts() -> None:
         late.image(start)
     with pytest.raises(_OutOfTime):
         late.preimage(layers.image(start), enc.bdd.true)
+
+
+def test_the_explicit_search_looks_at_the_clock_within_a_state(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Past the first step, three cycle guards' opaque checks give every state 8 sets of
+    # records, each decided and each asked which requirements it makes live: one state can
+    # take longer than the limit leaves. The clock is looked at within it (here it is past
+    # the deadline from the second state's expansion on), and the search ends there with
+    # what it found, not after 63 more states.
+    from ruleengine.check.system import System
+    from ruleengine.requirements import CycleGuard
+
+    reqs = [CycleGuard(max_strike_length=n, name=f"guard{n}") for n in (2, 3, 4)]
+    system = System(["a", "b"], [*reqs, C("a", max_invocations=3, name="cap")])
+    after_a = explicit_engine.walk(system, [("a", "ok")])
+    assert after_a is not None and len(list(system.variants(after_a))) == 8
+    whole = explicit_engine.analyse(system)
+    assert whole.complete and whole.states > 2
+    now = [0.0]
+    real = explicit_engine._Explorer._expand
+
+    def expand(self: Any, i: int, queue: Any) -> None:
+        if i == 1:
+            now[0] = 10.0  # the deadline passes as the second state is expanded
+        real(self, i, queue)
+
+    monkeypatch.setattr(explicit_engine.time, "monotonic", lambda: now[0])
+    monkeypatch.setattr(explicit_engine._Explorer, "_expand", expand)
+    cut = explicit_engine.analyse(system, deadline=5.0)
+    assert not cut.complete
+    assert cut.reason is not None and cut.reason.startswith("the time limit ran out after ")
+    assert cut.depth_done == 0  # the second state, one step deep, was not expanded
+    assert 1 < cut.states < whole.states
+
+
+def test_live_at_stops_when_told_with_what_it_found() -> None:
+    from ruleengine.check.explicit import Stopped, decide, live_at
+    from ruleengine.check.system import System
+
+    system = System(["a", "b"], [C("b", only_after=["a"], name="gate"), C("a", name="plain")])
+    records = next(iter(system.variants(system.initial)))[0]
+    outcome = decide(system, records)
+    assert live_at(system, records, outcome, {"gate", "plain"}, {}) == {"gate"}
+    with pytest.raises(Stopped) as stopped:
+        live_at(system, records, outcome, {"gate", "plain"}, {}, lambda: True)
+    assert stopped.value.found == set()
