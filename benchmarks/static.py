@@ -16,6 +16,8 @@ states, how many verdicts were complete, and how many policies had findings.
     python -m benchmarks.static --runs 1    # one process per policy
     python -m benchmarks.static --families tallies --sizes 50/100,200/400 --seeds 30
     python -m benchmarks.static --quick     # 10/20, 3 seeds, one run: a smoke test
+    python -m benchmarks.static --families indep-chains,indep-forced --runs 1
+                                            # an independent generator's (``_independent``)
 
 Targets: p95 ≤ 1 s at 20 tools / 40 requirements, ≤ 10 s at 50 / 100, ≤ 60 s at 200 / 400.
 """
@@ -35,10 +37,19 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from benchmarks import _independent
 from benchmarks._policies import FAMILIES, make_policy, policy_file
 from benchmarks._report import Column, format_table, met
 
-__all__ = ["StaticRow", "check_runs", "compile_package", "main", "measure", "speed"]
+__all__ = [
+    "StaticRow",
+    "check_runs",
+    "compile_package",
+    "main",
+    "measure",
+    "policy_entries",
+    "speed",
+]
 
 _N = TypeVar("_N", int, float)
 
@@ -50,6 +61,17 @@ SIZES = ((20, 40), (50, 100))
 
 LARGE = {"conditionals": ((200, 400),), "tallies": ((200, 400),)}
 """The families also measured at a larger size by default."""
+
+KNOWN = [*FAMILIES, *_independent.SHAPES]
+"""Every family ``--families`` may name: ``_policies``' (the default plan's) and the
+independent generator's (``_independent``: named ``indep-…``, measured when named)."""
+
+
+def policy_entries(family: str, tools: int, reqs: int, seed: int) -> dict[str, object]:
+    """The keys of the policy file of ``family`` at a size and seed (deterministic)."""
+    if family in _independent.SHAPES:
+        return _independent.make(family, tools, reqs, seed)
+    return policy_file(make_policy(family, tools, reqs, seed))
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,9 +258,9 @@ def measure(
     None; ``seeds`` policies each, each timed as the median of ``runs`` processes
     (``check_runs``; ``own_limit``: the command keeps the limit itself)."""
     chosen = list(FAMILIES) if families is None else list(families)
-    unknown = [f for f in chosen if f not in FAMILIES]
+    unknown = [f for f in chosen if f not in KNOWN]
     if unknown:
-        raise ValueError(f"unknown family `{unknown[0]}` (known: {', '.join(FAMILIES)})")
+        raise ValueError(f"unknown family `{unknown[0]}` (known: {', '.join(KNOWN)})")
     plan = (
         default_plan()
         if sizes is None
@@ -251,10 +273,9 @@ def measure(
             seconds, states, undecided = [], [], []
             complete = with_findings = timed_out = 0
             for seed in range(seeds):
-                policy = make_policy(family, tools, reqs, seed)
                 path = os.path.join(tmp, f"{family}-{tools}-{reqs}-{seed}.json")
                 with open(path, "w", encoding="utf-8") as f:
-                    json.dump(policy_file(policy), f)
+                    json.dump(policy_entries(family, tools, reqs, seed), f)
                 took, report = check_runs(path, timeout, runs, own_limit=own_limit)
                 seconds.append(took)
                 if report is None or (took >= timeout and not own_limit):
@@ -354,10 +375,10 @@ def _positive(kind: Callable[[str], _N]) -> Callable[[str], _N]:
 def _families(text: str) -> list[str]:
     """An argparse type: comma-separated family names."""
     names = [n.strip() for n in text.split(",") if n.strip()]
-    unknown = [n for n in names if n not in FAMILIES]
+    unknown = [n for n in names if n not in KNOWN]
     if not names or unknown:
         culprit = f"unknown family `{unknown[0]}`" if unknown else "no family named"
-        raise argparse.ArgumentTypeError(f"{culprit} (known: {', '.join(FAMILIES)})")
+        raise argparse.ArgumentTypeError(f"{culprit} (known: {', '.join(KNOWN)})")
     return names
 
 
@@ -417,7 +438,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--families",
         type=_families,
         default=None,
-        help=f"comma-separated, of {', '.join(FAMILIES)} (default: all)",
+        help=f"comma-separated, of {', '.join(KNOWN)} (default: all but the indep- ones)",
     )
     parser.add_argument(
         "--sizes",

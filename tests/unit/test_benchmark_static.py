@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import ruleengine
-from benchmarks import static
+from benchmarks import _independent, static
 from benchmarks._policies import FAMILIES, make_policy, policy_file
 
 
@@ -196,7 +196,7 @@ def test_the_machine_speed_refuses_counts_out_of_range(samples: object, addition
 def _shape(family: str, seed: int) -> frozenset[tuple[object, ...]]:
     """What a generated policy declares, names aside: its budget and the kinds of its
     requirements' parameters, with their values where they are numbers."""
-    entries = policy_file(make_policy(family, 20, 40, seed))
+    entries = static.policy_entries(family, 20, 40, seed)
     out: set[tuple[object, ...]] = {("budget", entries["max_iterations"])}
     requirements = entries["requirements"]
     assert isinstance(requirements, list)
@@ -208,18 +208,31 @@ def _shape(family: str, seed: int) -> frozenset[tuple[object, ...]]:
     return frozenset(out)
 
 
-@pytest.mark.parametrize("family", list(FAMILIES))
+@pytest.mark.parametrize("family", static.KNOWN)
 def test_every_family_draws_its_knobs_per_seed(family: str) -> None:
     # Ten seeds of a family are not one shape reshuffled: their parameters differ.
     assert len({_shape(family, seed) for seed in range(10)}) >= 3
 
 
-@pytest.mark.parametrize("family", list(FAMILIES))
+@pytest.mark.parametrize("family", static.KNOWN)
 def test_every_family_is_deterministic_and_sized(family: str) -> None:
-    first = policy_file(make_policy(family, 20, 40, 7))
-    assert policy_file(make_policy(family, 20, 40, 7)) == first
+    first = static.policy_entries(family, 20, 40, 7)
+    assert static.policy_entries(family, 20, 40, 7) == first
     requirements = first["requirements"]
     assert isinstance(requirements, list) and 1 <= len(requirements) <= 40
+
+
+@pytest.mark.parametrize("family", sorted(_independent.SHAPES))
+def test_the_independent_families_are_policy_files_that_load(family: str, tmp_path: Path) -> None:
+    # Written as a user would write them, from the documentation: every seed loads, with
+    # the requirements asked for, and the command checks the first one.
+    for seed in range(5):
+        path = tmp_path / f"{family}-{seed}.json"
+        path.write_text(json.dumps(static.policy_entries(family, 12, 24, seed)), "utf-8")
+        policy = ruleengine.Policy.load(path)
+        assert len(policy.requirements) == 24 and len(policy.tools) == 12
+    took, report = static.check_runs(str(tmp_path / f"{family}-0.json"), 60.0, 1)
+    assert report is not None and took > 0
 
 
 def test_the_default_plan_measures_the_new_families_large_too() -> None:
