@@ -68,7 +68,12 @@ independent generator's (``_independent``: named ``indep-…``, measured when na
 
 
 def policy_entries(family: str, tools: int, reqs: int, seed: int) -> dict[str, object]:
-    """The keys of the policy file of ``family`` at a size and seed (deterministic)."""
+    """The keys of the policy file of ``family`` at a size and seed (deterministic);
+    ``ValueError`` for a family not in ``KNOWN`` or fewer than 4 tools or 1 requirement."""
+    if family not in KNOWN:
+        raise ValueError(f"unknown family `{family}` (known: {', '.join(KNOWN)})")
+    if not (isinstance(tools, int) and isinstance(reqs, int) and tools >= 4 and reqs >= 1):
+        raise ValueError(f"a size is at least 4 tools and 1 requirement, not {tools}/{reqs}")
     if family in _independent.SHAPES:
         return _independent.make(family, tools, reqs, seed)
     return policy_file(make_policy(family, tools, reqs, seed))

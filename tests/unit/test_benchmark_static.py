@@ -222,6 +222,21 @@ def test_every_family_is_deterministic_and_sized(family: str) -> None:
     assert isinstance(requirements, list) and 1 <= len(requirements) <= 40
 
 
+@pytest.mark.parametrize(
+    ("family", "tools", "reqs", "match"),
+    [
+        ("nope", 20, 40, "unknown family `nope`"),
+        ("indep-chains", 1, 40, "at least 4 tools and 1 requirement, not 1/40"),
+        ("chain", 20, 0, "not 20/0"),
+    ],
+)
+def test_a_policy_of_an_unknown_family_or_size_is_refused(
+    family: str, tools: int, reqs: int, match: str
+) -> None:
+    with pytest.raises(ValueError, match=match):
+        static.policy_entries(family, tools, reqs, 0)
+
+
 @pytest.mark.parametrize("family", sorted(_independent.SHAPES))
 def test_the_independent_families_are_policy_files_that_load(family: str, tmp_path: Path) -> None:
     # Written as a user would write them, from the documentation: every seed loads, with
