@@ -372,21 +372,16 @@ SHAPES: dict[str, Callable[[random.Random, list[str], int], list[Entry]]] = {
 """The families, by the name ``benchmarks.static`` knows them by."""
 
 
-_SEEDED = {
-    "indep-chains": "chains",
-    "indep-counters": "counters",
-    "indep-forced": "forced",
-    "indep-approvals": "approvals",
-    "indep-mixes": "mixes",
-    "indep-conditionals": "randcond",
-}
-"""Each family's name in its random seed (the generator's first runs named them so)."""
+_SEEDED = {"indep-conditionals": "randcond"}
+"""Names in the random seed other than the family's without ``indep-`` (the generator's
+first runs named them so)."""
 
 
 def make(family: str, tools: int, reqs: int, seed: int) -> dict[str, Any]:
     """The keys of one policy file of ``family`` (deterministic per family, size and seed);
     a quarter of the mixes in priority mode."""
-    rng = random.Random(f"{_SEEDED[family]}-{tools}-{seed}")
+    seeded = _SEEDED.get(family, family.removeprefix("indep-"))
+    rng = random.Random(f"{seeded}-{tools}-{seed}")
     names = _tools(rng, tools)
     if family == "indep-forced":
         names[0] = "think"
