@@ -72,8 +72,11 @@ def policy_entries(family: str, tools: int, reqs: int, seed: int) -> dict[str, o
     ``ValueError`` for a family not in ``KNOWN`` or fewer than 4 tools or 1 requirement."""
     if family not in KNOWN:
         raise ValueError(f"unknown family `{family}` (known: {', '.join(KNOWN)})")
-    if not (isinstance(tools, int) and isinstance(reqs, int) and tools >= 4 and reqs >= 1):
-        raise ValueError(f"a size is at least 4 tools and 1 requirement, not {tools}/{reqs}")
+    counts = all(type(n) is int for n in (tools, reqs))
+    if not (counts and tools >= 4 and reqs >= 1):
+        raise ValueError(
+            f"a size is whole numbers, at least 4 tools and 1 requirement, not {tools!r}/{reqs!r}"
+        )
     if family in _independent.SHAPES:
         return _independent.make(family, tools, reqs, seed)
     return policy_file(make_policy(family, tools, reqs, seed))
