@@ -147,19 +147,31 @@ def _best_first(
 @dataclass(slots=True)
 class Finishing:
     """Histories known to reach a state that may stop, tried again from other states
-    before a new search (replaying one costs a few cached decisions)."""
+    before a new search (replaying one costs a few cached decisions). The states a
+    replay passed through on its way to a stop are remembered, and a replay that meets
+    one has arrived; so are the steps open at each state replayed through, up to
+    ``REMEMBERED_STATES`` of each (past that, those of the next ones are not kept)."""
 
     system: System
     enc: EncodingBase
     paths: list[tuple[Event, ...]] = field(default_factory=list)
+    finishing: set[State] = field(default_factory=set)
+    """States from which a real history was shown to reach one that may stop."""
+    opens: dict[State, tuple[frozenset[str], bool]] = field(default_factory=dict)
+    """Per state replayed through, the tools some check values allow and whether some
+    let the run stop."""
 
-    def can_finish(self, state: State) -> bool | None:
+    def can_finish(self, state: State, *, search: bool = True) -> bool | None:
         """True when a real history from ``state`` reaches a state that may stop; None
-        when none was found."""
+        when none was found (without ``search``, only the histories known are tried)."""
+        if state in self.finishing:
+            return True
         for path in reversed(self.paths[-8:]):
             for begin in range(len(path) + 1):
-                if _replays(self.system, state, path[begin:]):
+                if self._replays(state, path[begin:]):
                     return True
+        if not search:
+            return None
         found = seek(
             self.system,
             FINAL_ANSWER,
@@ -170,7 +182,50 @@ class Finishing:
         if found is None:
             return None
         self.paths.append(found)
+        self._replays(state, found)  # remembers the states along it
         return True
+
+    def _replays(self, state: State, path: Sequence[Event]) -> bool:
+        """``_replays``, stopping early at a state known to finish, and remembering the
+        states of a replay that arrives."""
+        system, finishing = self.system, self.finishing
+        passed: list[State] = []
+        arrived = False
+        for event in (*path, None):
+            if state in finishing:
+                arrived = True
+                break
+            allowed, stops = self._open(state)
+            passed.append(state)
+            if event is None:
+                arrived = stops
+                break
+            if event[0] not in allowed:
+                break
+            state = system.successor(state, event)
+        if arrived and len(finishing) < REMEMBERED_STATES:
+            finishing.update(passed)
+        return arrived
+
+    def _open(self, state: State) -> tuple[frozenset[str], bool]:
+        known = self.opens.get(state)
+        if known is None:
+            tools: set[str] = set()
+            stops = False
+            for records, _ in self.system.variants(state):
+                outcome = decide(self.system, records)
+                if isinstance(outcome, Pass):
+                    tools.update(outcome.allowed)
+                    stops = stops or outcome.can_stop
+            known = (frozenset(tools), stops)
+            if len(self.opens) < REMEMBERED_STATES:
+                self.opens[state] = known
+        return known
+
+
+REMEMBERED_STATES = 100_000
+"""States ``Finishing`` remembers as finishing, and (apart) with their open steps: about a
+kilobyte each at 100 requirements."""
 
 
 def _replays(system: System, state: State, path: Sequence[Event]) -> bool:

@@ -15,7 +15,7 @@ from collections.abc import Hashable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
-from itertools import product
+from itertools import chain, product
 from typing import Any, Protocol
 
 from ruleengine.check import skipping
@@ -371,6 +371,10 @@ class System:
         self._effects: dict[Event, tuple[tuple[int, tuple[int, ...]], ...]] = {
             event: tuple(moved) for event, moved in effects.items()
         }
+        # For ``variants``: the components some view of which emits more than one way, and
+        # per component and view, its first variant's records.
+        self._opaque = tuple(i for i, c in enumerate(self.components) if c.opaque)
+        self._singles = tuple(tuple(vs[0].records for vs in c.variants) for c in self.components)
         counted: dict[Event, list[int]] = {}
         for i, comp in enumerate(self.components):
             for event in comp.counting:
@@ -504,18 +508,14 @@ class System:
         combination of the components' variants (the static checker explores every value
         of every opaque check).
         """
-        per_component = [self.components[i].variants[v] for i, v in enumerate(state)]
-        if all(len(vs) == 1 for vs in per_component):
-            records: tuple[Emitted, ...] = ()
-            for vs in per_component:
-                records += vs[0].records
-            yield records, True
+        opaque = self._opaque
+        if not opaque or all(len(self.components[i].variants[state[i]]) == 1 for i in opaque):
+            singles = self._singles
+            yield tuple(chain.from_iterable([singles[i][v] for i, v in enumerate(state)])), True
             return
+        per_component = [self.components[i].variants[v] for i, v in enumerate(state)]
         for combination in product(*per_component):
-            records = ()
-            for variant in combination:
-                records += variant.records
-            yield records, False
+            yield tuple(chain.from_iterable([v.records for v in combination])), False
 
     def views(self, state: State) -> dict[str, Hashable]:
         """Per requirement name, its monitor's view at ``state`` (for messages and tests); a
