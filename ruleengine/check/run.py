@@ -29,6 +29,7 @@ from ruleengine.check.progress import note as note_progress
 from ruleengine.check.properties import findings
 from ruleengine.check.report import Finding, Report, Stats
 from ruleengine.check.skipping import Impure, expand
+from ruleengine.check.supervise import memory_share
 from ruleengine.check.system import Checked, System, Unexplorable, symbolic_problem
 from ruleengine.errors import PolicyError
 from ruleengine.passes import Mode
@@ -374,6 +375,7 @@ def _raced(
         if side is not None:
             engine: _Answer | None = None
             dropped = False  # the engine's child stopped: the other's verdicts are all in
+            crowd = _Crowd()
             while True:
                 waiting = [a for a in (child, side) if not a.ready()]
                 if not waiting:
@@ -381,11 +383,19 @@ def _raced(
                 if not Aside.either(waiting, _sooner(stop, LOOK_SECONDS)):
                     if stop is not None and time.monotonic() >= stop:
                         break  # the limit less the reserve
-                    if not dropped and _settled(side.latest()):
+                    share = crowd.share()
+                    if dropped and share >= SIDE_MEMORY:
+                        # Near the memory limit with the engine's child gone: what the
+                        # other sent so far is the answer, before the supervisor stops all.
+                        return _kept(system, run, options, side, probe, crowd.why())
+                    if not dropped and (_settled(side.latest()) or share >= ENGINE_MEMORY):
                         # Every verdict decided one by one: only their cores are left,
-                        # which take the CPU the engine's child would hold.
+                        # which take the CPU the engine's child would hold. Or the two
+                        # near the memory limit: the engine's child, which holds the most
+                        # (its diagrams), gives way to the one that reports as it goes.
                         child.stop()
                         dropped = True
+                        crowd.dropped = share >= ENGINE_MEMORY
                     continue
                 if child.ready() and not dropped:
                     engine = _taken(child)
@@ -407,10 +417,10 @@ def _raced(
                 if not side.wait(deadline - _core_margin(timeout) / 2):
                     # Deep in one step that does not stop when told (a BDD operation,
                     # CUDD's reordering): the limit is kept with what it last sent.
-                    return _kept(system, run, options, side, probe)
+                    return crowd.noted(_kept(system, run, options, side, probe))
                 ok, theirs = side.result()
                 if ok and theirs is not None:
-                    return theirs
+                    return crowd.noted(theirs)
         return _decided_here(system, run, options, child, stop)
     finally:
         child.stop()
@@ -427,6 +437,20 @@ def _sooner(stop: float | None, seconds: float) -> float:
 LOOK_SECONDS = 0.25
 """How often ``_raced`` looks at what the verdicts one by one last sent."""
 
+MEMORY_LOOK = 0.5
+"""How often, at most, ``_raced`` looks at the memory its processes hold."""
+
+ENGINE_MEMORY = 0.6
+"""The share of the supervisor's memory limit at which ``_raced`` stops the engine's child
+while the verdicts decided one by one go on: the engine's diagrams grow in bursts (on
+`indep-counters-50-100-5` its process came near a gigabyte within the minute), and with the
+other process the two passed the 2 GiB limit, so the supervisor stopped the check with a
+report that claimed nothing."""
+
+SIDE_MEMORY = 0.85
+"""The share at which, the engine's child gone, the verdicts decided one by one are stopped
+too, and what they sent so far is the answer (``_kept``)."""
+
 
 def _settled(sent: object) -> bool:
     """Whether what the verdicts one by one last sent is their whole analysis, complete
@@ -436,14 +460,59 @@ def _settled(sent: object) -> bool:
     return isinstance(sent, Analysis) and sent.complete
 
 
+class _Crowd:
+    """How near the supervisor's memory limit (``supervise.memory_share``) ``_raced``'s
+    processes are, looked at every ``MEMORY_LOOK`` seconds at most."""
+
+    def __init__(self) -> None:
+        self.last = 0.0
+        self.held = 0.0
+        self.looked = -MEMORY_LOOK
+        self.dropped = False
+        """Whether the engine's child was stopped for the memory it held."""
+
+    def share(self) -> float:
+        """The share of the memory limit held now (0 without a limit)."""
+        now = time.monotonic()
+        if now - self.looked >= MEMORY_LOOK:
+            self.looked = now
+            self.last = memory_share() or 0.0
+            self.held = max(self.held, self.last)
+        return self.last
+
+    def why(self) -> str:
+        """Why an answer was taken early for memory."""
+        engine = " (the engine's process stopped first)" if self.dropped else ""
+        return (
+            f"the check's processes came to {self.held:.0%} of the memory limit{engine}; "
+            "the verdicts decided one by one were stopped there"
+        )
+
+    def noted(self, answer: _Answer) -> _Answer:
+        """``answer`` (the verdicts decided one by one), its reason saying that the engine
+        was stopped for memory, not time, where it was and the answer is incomplete."""
+        analysis = answer[0]
+        reason = analysis.reason
+        if not self.dropped or analysis.complete or not reason:
+            return answer
+        engine = f"the engine was stopped at {self.held:.0%} of the memory limit"
+        if reason.startswith(UNFINISHED):
+            reason = engine + reason[len(UNFINISHED) :]
+        else:
+            reason = f"{engine}; {reason}"
+        return replace(analysis, reason=reason), answer[1], answer[2]
+
+
 def _kept(
     system: System,
     run: Callable[[Any, str | None], Analysis],
     options: _Options,
     side: Aside[_Answer],
     probe: Analysis | None,
+    why: str | None = None,
 ) -> tuple[Analysis, list[Finding], list[str]]:
-    """The answer of a race whose second child is still at work at the limit: that child
+    """The answer of a race whose second child is still at work at the limit (or near the
+    memory limit: ``why`` says so, in the reason of an analysis it cut short): that child
     stopped, the analysis it last sent (``_one_by_one``) with its findings: the cores it
     sent are kept, the others the limit cuts short (each keeps every requirement it might
     need); else what this process's probe decided (``_lost``)."""
@@ -458,34 +527,37 @@ def _kept(
         known = sent.findings  # the cores it found are kept
         sent = sent.analysis
     if not isinstance(sent, Analysis):
-        sent = _lost(system, probe)
+        sent = _lost(system, probe, why)
+    elif why is not None and not sent.complete:
+        reason = sent.reason or ""
+        if reason.startswith(UNFINISHED):  # it did not finish for memory, not time
+            reason = reason[len(UNFINISHED) + 2 :]
+        sent = replace(sent, reason=f"{why}; {reason}" if reason else why)
     return sent, *_found(system, sent, run, options, known=known)
 
 
-def _lost(system: System, probe: Analysis | None) -> Analysis:
-    """The analysis of a race whose children both outlasted the limit, the second before
-    it sent anything (starved of the CPUs behind its niceness, or stuck in one step): what
-    this process's own probe (``_whole_if_small``) decided, the other verdicts named
-    undecided; without a probe, nothing decided."""
+def _lost(system: System, probe: Analysis | None, why: str | None = None) -> Analysis:
+    """The analysis of a race whose children both outlasted the limit (or came near the
+    memory limit: ``why`` says so), the second before it sent anything (starved of the
+    CPUs behind its niceness, or stuck in one step): what this process's own probe
+    (``_whole_if_small``) decided, the other verdicts named undecided; without a probe,
+    nothing decided."""
+    if why is None:
+        why = (
+            "the time limit ran out with the engine and the verdicts decided one by one both "
+            "still at work"
+        )
     if probe is not None:
         from ruleengine.check.compositional import decided_by_probe
 
         kept = decided_by_probe(system, probe)
         n = len(kept.undecided)
         kept.reason = (
-            "the time limit ran out with the engine and the verdicts decided one by one both "
-            f"still at work: only what the first {probe.states:,} states showed is decided; "
+            f"{why}: only what the first {probe.states:,} states showed is decided; "
             f"{n} verdict{'' if n == 1 else 's'} left undecided: {listed(kept.undecided)}"
         )
         return kept
-    return Analysis(
-        states=0,
-        complete=False,
-        reason=(
-            "the time limit ran out with the engine and the verdicts decided one by one "
-            "both still at work: nothing is decided"
-        ),
-    )
+    return Analysis(states=0, complete=False, reason=f"{why}: nothing is decided")
 
 
 def _one_by_one(
@@ -547,11 +619,15 @@ def _decided(
     )
 
 
+UNFINISHED = "the engine did not finish within the time limit"
+"""How the reason of an incomplete one-by-one analysis begins (``_unfinished``)."""
+
+
 def _unfinished(analysis: Analysis) -> Analysis:
     """A compositional analysis, its reason saying that the engine did not finish where it
     is incomplete."""
     if not analysis.complete:
-        analysis.reason = f"the engine did not finish within the time limit; {analysis.reason}"
+        analysis.reason = f"{UNFINISHED}; {analysis.reason}"
     return analysis
 
 

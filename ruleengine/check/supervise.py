@@ -39,7 +39,15 @@ from ruleengine.check.progress import Status, watching
 from ruleengine.check.report import DiffReport, Report, Stats
 from ruleengine.errors import PolicyError, RuleEngineError
 
-__all__ = ["GRACE", "SENDING_GRACE", "WorkerError", "stopped_check", "stopped_diff", "supervised"]
+__all__ = [
+    "GRACE",
+    "SENDING_GRACE",
+    "WorkerError",
+    "memory_share",
+    "stopped_check",
+    "stopped_diff",
+    "supervised",
+]
 
 GRACE = 0.5
 """Seconds past the time limit the worker is given to send its own (incomplete) report
@@ -91,7 +99,7 @@ def supervised(
     pid = os.fork()
     if pid == 0:  # the worker
         os.close(read)
-        _work(work, model, write)
+        _work(work, model, write, max_memory)
     os.close(write)
     with contextlib.suppress(OSError):  # the worker does it too: whichever comes first
         os.setpgid(pid, pid)
@@ -171,9 +179,37 @@ def _can_fork() -> bool:
 # -- the worker ----------------------------------------------------------------------------------
 
 
-def _work(work: Callable[[], BaseModel], model: type[BaseModel], fd: int) -> NoReturn:
+_limit_here: int | None = None
+"""In a worker, the memory limit its supervisor keeps (``memory_share``)."""
+
+
+def memory_share() -> float | None:
+    """In a worker that ``supervised`` runs with a memory limit, the share of that limit
+    its process group (this process and its children) holds now, as the supervisor counts
+    it (``_over``: the resident sizes, or the proportional shares where the resident sizes
+    pass half the limit); None elsewhere. For the work itself to give up memory before the
+    supervisor stops it all. Cost: a look at each process in ``/proc`` (about a
+    millisecond)."""
+    limit = _limit_here
+    if limit is None:
+        return None
+    members = _group(os.getpgid(0))
+    held = sum(_sized(entry) for entry in members)
+    if held > limit / 2:
+        held = 0
+        for entry in members:
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                held += _proportional(entry)
+    return held / limit
+
+
+def _work(
+    work: Callable[[], BaseModel], model: type[BaseModel], fd: int, max_memory: int | None
+) -> NoReturn:
     """Run ``work`` and send what happens on ``fd``; never returns."""
+    global _limit_here
     code = 0
+    _limit_here = max_memory
     try:
         with contextlib.suppress(OSError):  # a group of its own: stopping it stops the lanes'
             os.setpgid(0, 0)  # child too (the supervisor may have set it already)

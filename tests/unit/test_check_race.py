@@ -619,6 +619,63 @@ def test_the_engines_child_is_stopped_once_every_verdict_is_decided_one_by_one(
     assert seen.exists(), "the engine's child was still running during the cores"
 
 
+@needs_fork
+def test_near_the_memory_limit_the_engines_child_gives_way(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    # The engine's child sends its pid down a pipe and never ends; the processes hold 70%
+    # of the supervisor's memory limit. The verdicts one by one wait for that process to
+    # end before they start: it does, because this process stops the engine's child (its
+    # diagrams hold the most), and their report is the answer. Without that, the wait runs
+    # out with the process alive.
+    policy = wide()
+    alone = _alone(policy)
+    parent, seen = os.getpid(), tmp_path / "seen"
+    reader, writer = os.pipe()
+
+    def engine_path(*args: Any, **kwargs: Any) -> Any:
+        os.write(writer, f"{os.getpid()}\n".encode())
+        time.sleep(600)
+
+    real_decided = run_module._decided
+
+    def decided(*args: Any, **kwargs: Any) -> Any:
+        if os.getpid() != parent and _ended(reader):
+            seen.write_text("gone")
+        return real_decided(*args, **kwargs)
+
+    monkeypatch.setattr(run_module, "_engine_path", engine_path)
+    monkeypatch.setattr(run_module, "_decided", decided)
+    monkeypatch.setattr(run_module, "memory_share", lambda: 0.7)
+    try:
+        raced = check_policy(policy, timeout=600)
+    finally:
+        os.close(reader)
+        os.close(writer)
+    assert raced.complete and _shape(raced) == _shape(alone)
+    assert seen.exists(), "the engine's child was still running near the memory limit"
+
+
+@needs_fork
+def test_nearer_the_memory_limit_what_is_decided_so_far_is_the_answer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Both children never end, at 90% of the memory limit: the engine's child is stopped
+    # first, then the other, and the report is what this process's probe decided, saying
+    # why, long before the time limit.
+    policy = wide()
+    _stuck_in_the_child(monkeypatch)
+    _deaf_in_children(monkeypatch, "_decided")
+    monkeypatch.setattr(run_module, "memory_share", lambda: 0.9)
+    raced = check_policy(policy, timeout=120)
+    assert not raced.complete and raced.undecided
+    assert (raced.reason or "").startswith(
+        "the check's processes came to 90% of the memory limit (the engine's process "
+        "stopped first); the verdicts decided one by one were stopped there: only what the "
+        "first "
+    )
+
+
 def _ended(reader: int) -> bool:
     """Whether the process whose pid comes down ``reader`` ends: waits on its pidfd (the
     bounds are for the failing case, not timing assertions)."""
@@ -686,3 +743,15 @@ def test_a_late_second_child_keeps_the_cores_it_sent(monkeypatch: pytest.MonkeyP
     assert cores[("dead-tool", "b")] == cores[("dead-tool", "c")] == {"b-after-c", "c-after-b"}
     dead = {f.requirement: {c.requirement for c in f.core} for f in found if f.requirement}
     assert dead == {"cap-b": {r.name for r in requirements}}  # not sent: cut by the limit
+
+
+def test_an_engine_stopped_for_memory_is_named_so_in_an_incomplete_report() -> None:
+    crowd = run_module._Crowd()
+    cut = Analysis(states=9, complete=False, reason=f"{run_module.UNFINISHED}; 2 left undecided")
+    done = Analysis(states=9, complete=True)
+    assert crowd.noted((cut, [], [])) == (cut, [], [])  # not stopped for memory: as it is
+    crowd.dropped, crowd.held = True, 0.7
+    noted, found, short = crowd.noted((cut, [], ["x"]))
+    assert noted.reason == "the engine was stopped at 70% of the memory limit; 2 left undecided"
+    assert (found, short) == ([], ["x"])
+    assert crowd.noted((done, [], [])) == (done, [], [])  # complete: no reason to give

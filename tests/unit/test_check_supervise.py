@@ -114,6 +114,31 @@ def test_a_worker_past_its_memory_limit_is_stopped() -> None:
     )
 
 
+@needs_fork
+@pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="reads /proc")
+def test_a_worker_knows_how_much_of_its_memory_limit_it_holds() -> None:
+    # Outside a worker there is no limit to hold a share of; inside, the share grows with
+    # what the work holds (the reason carries it back, as text).
+    assert supervise.memory_share() is None
+
+    def work() -> Report:
+        before = supervise.memory_share()
+        hoard = bytearray(64 << 20)  # 64 MiB, touched
+        hoard[::4096] = b"x" * len(hoard[::4096])
+        after = supervise.memory_share()
+        return Report(
+            policy="p",
+            complete=False,
+            reason=f"{before} {after}",
+            stats=Stats(states=0, seconds=0.0),
+        )
+
+    got = run(work, max_memory=512 * 2**20)
+    before, after = (float(x) for x in (got.reason or "").split())
+    assert 0 < before < after < 1
+    assert after - before >= 0.1  # 64 of 512 MiB is an eighth
+
+
 @pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="reads /proc")
 def test_memory_is_weighed_by_share_only_past_the_resident_sizes(
     monkeypatch: pytest.MonkeyPatch,
