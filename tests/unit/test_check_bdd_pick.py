@@ -45,3 +45,18 @@ def test_the_projections_leave_reordering_on() -> None:
     for name in sorted({c.requirement.name for c in system.components})[:20]:
         projections.narrowed(v._live_at(name))  # picks states to exclude
     assert enc.reordering_now()
+
+
+def test_narrowing_gives_up_past_its_size_or_its_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Asked after each pair conjoined, not only at each round's start: within one round,
+    # ten conjunctions once took a question's states to six million nodes and 50 s.
+    from ruleengine.check import projections
+
+    bdd = _bdd.dd.BDD()
+    bdd.declare("x", "y", "z")
+    u = bdd.add_expr(r"(x /\ y) \/ z")
+    monkeypatch.setattr(projections, "NARROW_NODES", u.dag_size)
+    assert not projections._given_up(u, None)
+    assert projections._given_up(bdd.add_expr(r"(x /\ ~ y) \/ (~ x /\ y) \/ z"), None)
+    assert not projections._given_up(u, float("inf"))
+    assert projections._given_up(u, float("-inf"))
