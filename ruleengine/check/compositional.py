@@ -459,9 +459,12 @@ class _Decider:
         p, some = self.verdicts.pass_, self.verdicts.some
         for tool in self.system.callable:
             key = f"tool:{tool}"
-            if tool in result.allowed_tools or self._never(some(p.allowed[tool])):
+            if tool in result.allowed_tools:
                 decided.add(key)
                 continue
+            self._on_time()
+            # A directed search first: where it finds a history (most tools), it is far
+            # cheaper than refining the projections until they give up.
             found = seek(
                 self.system, tool, self.enc.distances, limit=searched(self.system, SEEK_STATES)
             )
@@ -469,6 +472,8 @@ class _Decider:
                 decided.add(key)
                 result.allowed_tools.add(tool)
                 result.firsts.setdefault(f"tool:{tool}", found)
+            elif self._never(some(p.allowed[tool])):
+                decided.add(key)
             else:
                 self.open[key] = some(p.callable[tool])
         self._without_dead()
@@ -665,13 +670,16 @@ class _Decider:
         def stuck_alone(state: State) -> bool:
             return any(d.steps[state[k]] >= UNREACHABLE for k, d in kept)
 
+        searched = False
         for i in reversed(range(len(nodes))):
             if reaches[i] or not deciding.get(i) or stuck_alone(nodes[i].state):
                 continue
             self._on_time()
-            if finishing.can_finish(nodes[i].state, search=False):
+            # One search, from the deepest state left, gives the replays a history to try.
+            if finishing.can_finish(nodes[i].state, search=not searched):
                 reaches[i] = True
                 spread(reaches, [i], back)
+            searched = True
         for i, node in enumerate(nodes):
             if i not in deciding:
                 return False  # not expanded: the probe stopped before it
