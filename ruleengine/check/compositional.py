@@ -648,11 +648,12 @@ class _Decider:
         """Look for the witness in the probe (see ``_no_finish``): whether it decided.
 
         First, deepest first, the states the histories known so far (replayed from
-        them) show can finish: each also shows every state behind it on the probe's
-        steps (``spread``). Then, in breadth-first order, each state left is searched
-        from, and the first not shown to finish must be shown stuck. (A search from a
-        stuck state fails only once it has seen all it may: deepest first, every state
-        behind the first stuck one would pay for one.)"""
+        them; one search, from the deepest state left, gives them a first one) show can
+        finish: each also shows every state behind it on the probe's steps (``spread``).
+        Then, in breadth-first order, each state left is searched from, and the first
+        not shown to finish must be shown stuck. (A search from a stuck state fails only
+        once it has seen all it may: deepest first, every state behind the first stuck
+        one would pay for one.)"""
         result, explorer, system = self.result, self.explorer, self.system
         decided = result.decided
         assert decided is not None
