@@ -39,7 +39,7 @@ from typing import Any
 
 from ruleengine.check.analysis import Analysis, Witness, listed
 from ruleengine.check.bounds import UNREACHABLE, Distances, Remembered
-from ruleengine.check.explicit import Outcome, _Explorer, spread
+from ruleengine.check.explicit import Outcome, _Explorer
 from ruleengine.check.followed import Followed
 from ruleengine.check.histories import (
     LIVE_STATES,
@@ -647,13 +647,13 @@ class _Decider:
     def _first_stuck(self) -> bool:
         """Look for the witness in the probe (see ``_no_finish``): whether it decided.
 
-        First, deepest first, the states the histories known so far (replayed from
-        them; one search, from the deepest state left, gives them a first one) show can
-        finish: each also shows every state behind it on the probe's steps (``spread``).
-        Then, in breadth-first order, each state left is searched from, and the first
-        not shown to finish must be shown stuck. (A search from a stuck state fails only
-        once it has seen all it may: deepest first, every state behind the first stuck
-        one would pay for one.)"""
+        In breadth-first order, each state not shown to finish is searched from (the
+        histories known replayed first, ``Finishing``), and the first not shown to finish
+        must be shown stuck. A state the probe's steps lead from to one that finishes
+        (``_Explorer.reaching_finish``) finishes too. (Tried and dropped: deepest first,
+        each state shown to finish showing those behind it. Replays from deep
+        states mostly fail where they have only a shallow state's history to follow, and a
+        search from a stuck state fails only once it has seen all it may.)"""
         result, explorer, system = self.result, self.explorer, self.system
         decided = result.decided
         assert decided is not None
@@ -664,35 +664,18 @@ class _Decider:
         ]
         stop = self.verdicts.some(self.verdicts.pass_.can_stop)
         finishing = Finishing(system, self.enc)
-        back = explorer.backward()
-        reaches = explorer.reaching_finish(back)
-        nodes, deciding = explorer.nodes, explorer.deciding
-
-        def stuck_alone(state: State) -> bool:
-            return any(d.steps[state[k]] >= UNREACHABLE for k, d in kept)
-
-        searched = False
-        for i in reversed(range(len(nodes))):
-            if reaches[i] or not deciding.get(i) or stuck_alone(nodes[i].state):
-                continue
-            self._on_time()
-            # One search, from the deepest state left, gives the replays a history to try.
-            if finishing.can_finish(nodes[i].state, search=not searched):
-                reaches[i] = True
-                spread(reaches, [i], back)
-            searched = True
-        for i, node in enumerate(nodes):
-            if i not in deciding:
+        reaches = explorer.reaching_finish()
+        for i, node in enumerate(explorer.nodes):
+            if i not in explorer.deciding:
                 return False  # not expanded: the probe stopped before it
-            if not deciding[i] or reaches[i]:
+            if not explorer.deciding[i] or reaches[i]:
                 continue
             self._on_time()
-            stuck = stuck_alone(node.state)
-            if not stuck and finishing.can_finish(node.state):
-                reaches[i] = True
-                spread(reaches, [i], back)
-                continue
-            stuck = stuck or self.projections.at(node.state).never(stop, self.deadline)
+            stuck = any(d.steps[node.state[k]] >= UNREACHABLE for k, d in kept)
+            if not stuck:
+                if finishing.can_finish(node.state):
+                    continue
+                stuck = self.projections.at(node.state).never(stop, self.deadline)
             if not stuck:
                 return False  # neither shown: undecided
             result.no_finish = explorer._witness(node, (), not explorer.always_deciding[i])

@@ -427,23 +427,24 @@ class _Explorer:
             self.firsts[f"live:{name}"] = i
         self.result.live |= found
 
-    def backward(self) -> list[list[int]]:
-        """Per node, the expanded nodes one step leads to it from."""
+    def reaching_finish(self) -> list[bool]:
+        """Per node, whether a path along the edges found (each step allowed under some
+        check values) leads from it to a finishing node. Cost: linear in the nodes and
+        edges."""
         back: list[list[int]] = [[] for _ in self.nodes]
         for i, successors in self.edges.items():
             for j in successors:
                 back[j].append(i)
-        return back
-
-    def reaching_finish(self, back: list[list[int]] | None = None) -> list[bool]:
-        """Per node, whether a path along the edges found (each step allowed under some
-        check values) leads from it to a finishing node; ``back`` is ``backward()``, if
-        already made. Cost: linear in the nodes and edges."""
         reaches = [False] * len(self.nodes)
         todo = [i for i, f in self.finishing.items() if f]
         for i in todo:
             reaches[i] = True
-        spread(reaches, todo, self.backward() if back is None else back)
+        while todo:
+            j = todo.pop()
+            for i in back[j]:
+                if not reaches[i]:
+                    reaches[i] = True
+                    todo.append(i)
         return reaches
 
     def _no_finish(self) -> None:
@@ -459,17 +460,6 @@ class _Explorer:
                 # conflict) only for some check values when not every value decides it.
                 self.result.no_finish = self._witness(node, (), not self.always_deciding[i])
                 return
-
-
-def spread(marked: list[bool], todo: list[int], back: list[list[int]]) -> None:
-    """Mark every node from which a path along ``back``'s edges (reversed) leads to a node
-    of ``todo`` (marked already): those nodes reach what they do."""
-    while todo:
-        j = todo.pop()
-        for i in back[j]:
-            if not marked[i]:
-                marked[i] = True
-                todo.append(i)
 
 
 class _Late(Exception):
