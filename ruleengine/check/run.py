@@ -496,10 +496,7 @@ class _Crowd:
         if not self.dropped or analysis.complete or not reason:
             return answer
         engine = f"the engine was stopped at {self.held:.0%} of the memory limit"
-        if reason.startswith(UNFINISHED):
-            reason = engine + reason[len(UNFINISHED) :]
-        else:
-            reason = f"{engine}; {reason}"
+        reason = _instead(engine, reason)
         return replace(analysis, reason=reason), answer[1], answer[2]
 
 
@@ -529,10 +526,7 @@ def _kept(
     if not isinstance(sent, Analysis):
         sent = _lost(system, probe, why)
     elif why is not None and not sent.complete:
-        reason = sent.reason or ""
-        if reason.startswith(UNFINISHED):  # it did not finish for memory, not time
-            reason = reason[len(UNFINISHED) + 2 :]
-        sent = replace(sent, reason=f"{why}; {reason}" if reason else why)
+        sent = replace(sent, reason=_instead(why, sent.reason or ""))
     return sent, *_found(system, sent, run, options, known=known)
 
 
@@ -621,6 +615,14 @@ def _decided(
 
 UNFINISHED = "the engine did not finish within the time limit"
 """How the reason of an incomplete one-by-one analysis begins (``_unfinished``)."""
+
+
+def _instead(why: str, reason: str) -> str:
+    """``reason`` (an incomplete one-by-one analysis's) led by ``why`` in place of its
+    ``UNFINISHED`` (the engine stopped for memory, not time), or before it."""
+    if reason.startswith(UNFINISHED):
+        reason = reason[len(UNFINISHED) :].removeprefix("; ")
+    return f"{why}; {reason}" if reason else why
 
 
 def _unfinished(analysis: Analysis) -> Analysis:

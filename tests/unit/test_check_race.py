@@ -582,78 +582,63 @@ def test_one_by_one_deaf_before_its_diagrams_gives_what_the_probe_decided(
     assert _found_by_subject(raced).keys() <= _found_by_subject(alone).keys()
 
 
+def _seen_gone(monkeypatch: pytest.MonkeyPatch, tmp_path: Any, waiting: str) -> bool:
+    """Race ``wide()`` under a far limit, its engine's child sending its pid down a pipe
+    and never ending, the other child's ``waiting`` (a function of ``run_module``) waiting
+    for that process to end first (on its pidfd, which turns readable when the process
+    ends). The report must be the engine's alone; whether the other child saw it end."""
+    policy = wide()
+    alone = _alone(policy)
+    parent, seen = os.getpid(), tmp_path / "seen"
+    reader, writer = os.pipe()
+
+    def engine_path(*args: Any, **kwargs: Any) -> Any:
+        os.write(writer, f"{os.getpid()}\n".encode())
+        time.sleep(600)
+
+    real = getattr(run_module, waiting)
+
+    def waited(*args: Any, **kwargs: Any) -> Any:
+        if os.getpid() != parent and _ended(reader):
+            seen.write_text("gone")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(run_module, "_engine_path", engine_path)
+    monkeypatch.setattr(run_module, waiting, waited)
+    try:
+        raced = check_policy(policy, timeout=600)
+    finally:
+        os.close(reader)
+        os.close(writer)
+    assert raced.complete and _shape(raced) == _shape(alone)
+    return seen.exists()
+
+
 @needs_fork
 @pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="waits on the engine's exit")
 def test_the_engines_child_is_stopped_once_every_verdict_is_decided_one_by_one(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Any
 ) -> None:
-    # The engine's child sends its pid down a pipe and never ends; the other child, its
-    # verdicts all decided, waits for that process to end before it seeks the cores (on its
-    # pidfd, which turns readable when the process ends): it does, because this process
-    # stops the engine's child as soon as the analysis comes in complete (the cores then
-    # get the CPU). Without that, the wait runs out with the process alive.
-    policy = wide()
-    alone = _alone(policy)
-    parent, seen = os.getpid(), tmp_path / "seen"
-    reader, writer = os.pipe()
-
-    def engine_path(*args: Any, **kwargs: Any) -> Any:
-        os.write(writer, f"{os.getpid()}\n".encode())
-        time.sleep(600)
-
-    real_found = run_module._found
-
-    def found(*args: Any, **kwargs: Any) -> Any:
-        if os.getpid() != parent and _ended(reader):
-            seen.write_text("gone")
-        return real_found(*args, **kwargs)
-
-    monkeypatch.setattr(run_module, "_engine_path", engine_path)
-    monkeypatch.setattr(run_module, "_found", found)
-    try:
-        raced = check_policy(policy, timeout=600)
-    finally:
-        os.close(reader)
-        os.close(writer)
-    assert raced.complete and _shape(raced) == _shape(alone)
-    assert seen.exists(), "the engine's child was still running during the cores"
+    # The other child, its verdicts all decided, waits for the engine's child to end before
+    # it seeks the cores: it does, because this process stops the engine's child as soon
+    # as the analysis comes in complete (the cores then get the CPU). Without that, the
+    # wait runs out with the process alive.
+    gone = _seen_gone(monkeypatch, tmp_path, "_found")
+    assert gone, "the engine's child was still running during the cores"
 
 
 @needs_fork
+@pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="waits on the engine's exit")
 def test_near_the_memory_limit_the_engines_child_gives_way(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Any
 ) -> None:
-    # The engine's child sends its pid down a pipe and never ends; the processes hold 70%
-    # of the supervisor's memory limit. The verdicts one by one wait for that process to
-    # end before they start: it does, because this process stops the engine's child (its
-    # diagrams hold the most), and their report is the answer. Without that, the wait runs
-    # out with the process alive.
-    policy = wide()
-    alone = _alone(policy)
-    parent, seen = os.getpid(), tmp_path / "seen"
-    reader, writer = os.pipe()
-
-    def engine_path(*args: Any, **kwargs: Any) -> Any:
-        os.write(writer, f"{os.getpid()}\n".encode())
-        time.sleep(600)
-
-    real_decided = run_module._decided
-
-    def decided(*args: Any, **kwargs: Any) -> Any:
-        if os.getpid() != parent and _ended(reader):
-            seen.write_text("gone")
-        return real_decided(*args, **kwargs)
-
-    monkeypatch.setattr(run_module, "_engine_path", engine_path)
-    monkeypatch.setattr(run_module, "_decided", decided)
+    # The processes hold 70% of the supervisor's memory limit. The verdicts one by one
+    # wait for the engine's child to end before they start: it does, because this process
+    # stops it (its diagrams hold the most), and their report is the answer. Without that,
+    # the wait runs out with the process alive.
     monkeypatch.setattr(run_module, "memory_share", lambda: 0.7)
-    try:
-        raced = check_policy(policy, timeout=600)
-    finally:
-        os.close(reader)
-        os.close(writer)
-    assert raced.complete and _shape(raced) == _shape(alone)
-    assert seen.exists(), "the engine's child was still running near the memory limit"
+    gone = _seen_gone(monkeypatch, tmp_path, "_decided")
+    assert gone, "the engine's child was still running near the memory limit"
 
 
 @needs_fork
