@@ -105,6 +105,11 @@ FORCED_SECONDS = 5.0
 """The longest the calls that soft forces cost (``landmarks.extra_calls``) are sought, for
 the budget's lower bound: a few seconds at 50 tools, more at 200 (it keeps what it found)."""
 
+QUICK_NEVER = 0.25
+"""The seconds the projections are given to show a tool never allowed before a directed
+search for a history that calls it (they are asked again, without that bound, where the
+search finds none)."""
+
 UNROLL_DEPTHS = (2, 4, 8, 12, 16, 24, 32, 48, 64)
 """The numbers of steps within which the open "sometimes" verdicts are asked of the
 unrolled steps, in turn (the easy ones first, each question costs more the deeper it
@@ -338,6 +343,11 @@ class _Decider:
         except GaveUp:
             raise _Late from None  # the deadline, or told to stop
 
+    def _soon(self, seconds: float) -> float:
+        """The deadline ``seconds`` from now, or the analysis's own if sooner."""
+        soon = time.monotonic() + seconds
+        return soon if self.deadline is None else min(soon, self.deadline)
+
     def _on_time(self) -> None:
         """Raise ``_Late`` past the deadline or when told to stop; else give ``progress``
         what is decided, when it is due. (The result is whole wherever this is asked: the
@@ -463,8 +473,15 @@ class _Decider:
                 decided.add(key)
                 continue
             self._on_time()
-            # A directed search first: where it finds a history (most tools), it is far
-            # cheaper than refining the projections until they give up.
+            # The projections' proof that it is never allowed for a moment first (a dead
+            # tool's is mostly quick, and a search for it fails only at its whole budget),
+            # then a directed search (where it finds a history, far cheaper than refining
+            # the projections until they give up: 2-5 s a tool on
+            # `indep-counters-50-100-3`), then the proof with the time left.
+            where = some(p.allowed[tool])
+            if self.projections.never(where, self._soon(QUICK_NEVER)):
+                decided.add(key)
+                continue
             found = seek(
                 self.system, tool, self.enc.distances, limit=searched(self.system, SEEK_STATES)
             )
@@ -472,7 +489,7 @@ class _Decider:
                 decided.add(key)
                 result.allowed_tools.add(tool)
                 result.firsts.setdefault(f"tool:{tool}", found)
-            elif self._never(some(p.allowed[tool])):
+            elif self._never(where):
                 decided.add(key)
             else:
                 self.open[key] = some(p.callable[tool])

@@ -45,6 +45,10 @@ STOP_EVERY = 256
 NARROW_NODES = 20_000
 """BDD nodes past which a question's states are given up as too large to narrow."""
 
+GROWN_NODES = 200_000
+"""BDD nodes past which a question's states, conjoined with the pairs one by one within a
+round, are given up (``_given_up``)."""
+
 
 class Projections:
     """An over-approximation of the reachable states of ``system`` (strict mode, literal
@@ -335,13 +339,14 @@ class Projections:
 
 
 def _given_up(u: Node, deadline: float | None) -> bool:
-    """Whether ``narrowed`` gives up on ``u``, conjoined with one pair more: past the
-    deadline, or past ``NARROW_NODES`` (a pair can multiply the states' diagram: on
-    `indep-counters-50-100-3` ten conjunctions within one round took it to six million
-    nodes and 50 s, none of them looking at the clock)."""
+    """Whether ``narrowed`` gives up on ``u``, conjoined with one pair more within a
+    round: past the deadline, or past ``GROWN_NODES`` (a pair can multiply the states'
+    diagram: on `indep-counters-50-100-3` ten conjunctions within one round took it to six
+    million nodes and 50 s, none of them looking at the clock; the next ones may shrink it
+    again, so the bound is looser than the rounds' ``NARROW_NODES``)."""
     if deadline is not None and time.monotonic() > deadline:
         return True
-    return bool(u.dag_size > NARROW_NODES)
+    return bool(u.dag_size > GROWN_NODES)
 
 
 class _TooLarge(Exception):

@@ -55,7 +55,7 @@ def test_narrowing_gives_up_past_its_size_or_its_deadline(monkeypatch: pytest.Mo
     bdd = _bdd.dd.BDD()
     bdd.declare("x", "y", "z")
     u = bdd.add_expr(r"(x /\ y) \/ z")
-    monkeypatch.setattr(projections, "NARROW_NODES", u.dag_size)
+    monkeypatch.setattr(projections, "GROWN_NODES", u.dag_size)
     assert not projections._given_up(u, None)
     assert projections._given_up(bdd.add_expr(r"(x /\ ~ y) \/ (~ x /\ y) \/ z"), None)
     assert not projections._given_up(u, float("inf"))
