@@ -193,14 +193,7 @@ def memory_share() -> float | None:
     limit = _limit_here
     if limit is None:
         return None
-    members = _group(os.getpgid(0))
-    held = sum(_sized(entry) for entry in members)
-    if held > limit / 2:
-        held = 0
-        for entry in members:
-            with contextlib.suppress(OSError, ValueError, IndexError):
-                held += _proportional(entry)
-    return held / limit
+    return _held(os.getpgid(0), limit // 2) / limit
 
 
 def _work(
@@ -341,14 +334,21 @@ def _over(pid: int, limit: int) -> bool:
     resident sizes are added first: a share is never more, and reading them costs far
     less (the kernel walks a process's page tables for its share: at every look, the
     supervisor of a check at 50 tools took an eighth of a CPU from the check)."""
-    members = _group(pid)
-    if sum(_sized(entry) for entry in members) <= limit:
-        return False
+    return _held(pid, limit) > limit
+
+
+def _held(group: int, past: int) -> int:
+    """The bytes of resident memory process group ``group`` holds: the resident sizes
+    added, or, where those pass ``past`` bytes, the proportional shares (``_over``)."""
+    members = _group(group)
+    held = sum(_sized(entry) for entry in members)
+    if held <= past:
+        return held
     total = 0
     for entry in members:
         with contextlib.suppress(OSError, ValueError, IndexError):
             total += _proportional(entry)
-    return total > limit
+    return total
 
 
 def _group(pid: int) -> list[str]:
