@@ -13,7 +13,7 @@ lexicographic preference search), ``explain`` (explanations, built when read).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from functools import partial, reduce
 from itertools import chain
 from operator import getitem, or_
@@ -30,7 +30,7 @@ from ruleengine._resolve import (
     forced_tie,
     soft_forced,
 )
-from ruleengine._units import Compiler
+from ruleengine._units import Compiler, Unit
 from ruleengine.encode import Vocabulary
 from ruleengine.explain import canonical, explained, no_notes, no_tie, tie_model
 from ruleengine.ir import FINAL_ANSWER
@@ -133,6 +133,72 @@ class Aggregator:
             self._rank_of[e] = canonical(e)
         return word
 
+    def unmoved(self, records: tuple[Emitted, ...], names: Collection[str]) -> set[str]:
+        """Those of ``names`` without whose records the aggregate of ``records`` keeps its
+        allowed, hidden and forced tools and whether the run may stop (its reasons aside),
+        or stays a clash. A sufficient test, without a decision, for a requirement none of
+        whose records soft-forces (the soft forcers are read in order):
+
+        - strict mode decides from the union of the records' words: the requirement's
+          every bit is set by another's records too;
+        - priority mode decides tier by tier, unit by unit: each of its records has a twin
+          in another requirement's, with the same priority and units (a unit survives its
+          tier exactly when its twin does).
+
+        The reasoner's retries (yielding requirements, checks of arguments) are the
+        caller's to rule out. Cost: one lookup per record, and in strict mode two or-folds
+        over the requirements. Deterministic."""
+        if not names:
+            return set()
+        words, _ = self._words(records)  # checks and compiles records seen for the first time
+        if self.mode == "priority":
+            return self._twinned(records, names)
+        flag = self.layout.force_flag
+        owners: list[str] = []
+        unions: list[int] = []
+        where: dict[str, int] = {}
+        for e, w in zip(records, words, strict=True):
+            i = where.get(e.requirement)
+            if i is None:
+                where[e.requirement] = len(owners)
+                owners.append(e.requirement)
+                unions.append(w)
+            else:
+                unions[i] |= w
+        # The union of every requirement's words but one, for each: a prefix and a suffix fold.
+        before = [0]
+        for w in unions:
+            before.append(before[-1] | w)
+        after = 0
+        out: set[str] = set()
+        for i in range(len(unions) - 1, -1, -1):
+            w = unions[i]
+            if owners[i] in names and not w & flag:
+                others = before[i] | after
+                if w | others == others:
+                    out.add(owners[i])
+            after |= w
+        return out
+
+    def _twinned(self, records: tuple[Emitted, ...], names: Collection[str]) -> set[str]:
+        """``unmoved`` in priority mode: the requirements whose every record has a twin."""
+        compiled = self._compiler.compiled
+        owners: dict[_TierKey, set[str]] = {}
+        keys: list[_TierKey] = []
+        forcing: set[str] = set()
+        for e in records:
+            c = compiled(e)
+            if c.forces:
+                forcing.add(e.requirement)
+            key: _TierKey = (e.priority, _unit_key(c.restrict), _unit_key(c.permit))
+            keys.append(key)
+            owners.setdefault(key, set()).add(e.requirement)
+        out = {e.requirement for e in records if e.requirement in names} - forcing
+        for e, key in zip(records, keys, strict=True):
+            if e.requirement in out and len(owners[key]) < 2:
+                out.discard(e.requirement)
+        return out
+
     # -- deciding ------------------------------------------------------------------------
 
     def begin(self) -> None:
@@ -233,6 +299,15 @@ class Aggregator:
                 self._tuples.clear()
             self._tuples[mask] = names
         return names
+
+
+_TierKey = tuple[int, tuple[int, int] | None, tuple[int, int] | None]
+"""What priority mode's tiers read of a record: its priority and its units (``_unit_key``)."""
+
+
+def _unit_key(unit: Unit | None) -> tuple[int, int] | None:
+    """What a tier reads of a unit: its literals and its masks."""
+    return None if unit is None else (unit.lits, unit.packed)
 
 
 class _Forcing:

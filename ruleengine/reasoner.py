@@ -255,6 +255,40 @@ class Reasoner:
                         cache.popitem(last=False)
         return result
 
+    def unmoved(self, emitted: Iterable[Emitted], names: Iterable[str]) -> frozenset[str]:
+        """Those of ``names`` (requirement names) whose records in ``emitted`` provably leave
+        its decision as it is: ``settle`` on the records without theirs gives the same
+        allowed, hidden and forced tools and the same ``can_stop`` (reasons aside), or the
+        same kind of outcome, a pass or a clash. A sufficient test, from the records'
+        compiled units (``Aggregator.unmoved``): a name left out may or may not change it.
+        Where records check a call's arguments, or yielding requirements' records clash,
+        nothing is returned. Cost: a lookup per record (new records are checked and
+        compiled, as ``settle`` would), and one decision without the cache where yielding
+        requirements have records. The static checker asks it before deciding a step
+        without a requirement (its liveness)."""
+        if type(emitted) is not list and type(emitted) is not tuple:
+            emitted = list(_validate.sequence(emitted, name="emitted"))
+        wanted = frozenset(_validate.sequence(names, name="names"))
+        for name in wanted:
+            _validate.text(name, name="names")
+        records = tuple(emitted)
+        if not wanted:
+            return frozenset()
+        with self._lock:
+            if not set(map(type, records)) <= {Emitted}:
+                for e in records:
+                    check_record(e)
+            if self._argument_checks or any(type(e.item) is ArgCheck for e in records):
+                return frozenset()
+            aggregator = self._aggregator
+            if self._yielding and any(e.requirement in self._yielding for e in records):
+                # Requirements give way only where the records clash: where they do not,
+                # neither do they without a requirement the aggregate leaves as it is.
+                aggregator.begin()
+                if isinstance(aggregator.aggregate(records), Clash):
+                    return frozenset()
+            return frozenset(aggregator.unmoved(records, wanted))
+
     def _decided(self, emitted: Sequence[Emitted]) -> Pass | Clash:
         """The decision on a set of records not in the cache (checks of a call's arguments,
         ``ArgCheck``, decided apart: ``_with_checks``)."""

@@ -135,7 +135,10 @@ def live_at(
         # added never mends a clash, and a yielding requirement's records are never in the
         # final core), so only a requirement with a record in the core can change it.
         deciding &= {e.requirement for e in outcome.core}
-    for name in sorted(deciding - live):
+    # Most requirements' records are covered by others' (``Reasoner.unmoved``): no decision.
+    deciding -= live
+    deciding -= system.reasoner.unmoved(records, deciding)
+    for name in sorted(deciding):
         if stop is not None and stop():
             raise Stopped(live)
         rest = tuple(e for e in records if e.requirement != name)
