@@ -130,12 +130,14 @@ the time left is shared among those still open, at least ``PROVE_LEAST`` each.""
 PROVE_LEAST = 2.0
 """The least time one proof is given, however much is open."""
 
-PROVE_FIRST = 2.0
-"""The longest one proof may take on the first try, before the deeper questions: a set
-that is never reached is mostly proved so within a second or two (0.7 s a requirement on
+PROVE_FIRST = 0.5
+"""The longest one proof may take on the first try, before the deeper questions; each try
+after one of those gets twice the last (up to ``PROVE_SECONDS``). A set that is never
+reached is mostly proved so within a second or two (0.7 s a requirement on
 `conditionals-50-100-8`), while one reached only by a long history holds Spacer to its
 whole limit (10 s each of three on seed 7, which the deeper questions then show reached
-in 10 s for all three)."""
+in 10 s for all three; 2 s each of five on `indep-chains-50-100-5`, reached 24 and 32 steps
+in, which took the unrolled steps 0.3 s each)."""
 
 ALONG_SHARE = 0.03
 """The share of the time left that the quick pass along known histories may take, before
@@ -314,6 +316,9 @@ class _Decider:
         """Tools every finishing history calls (``Relaxed.needed``), once asked."""
         self.narrowed: dict[str, Node] = {}
         """Per open requirement, the states where it is live that the projections left."""
+        self.spent: dict[str, list[float]] = {}
+        """Per open verdict, the seconds its questions to the unrolled steps took so far,
+        and its proofs (``_prove``'s balance)."""
         self.unproven: dict[str, Node] = {}
         """Findings neither shown nor ruled out (``_first``): their states, for a proof
         that none is reachable (``_prove``)."""
@@ -428,7 +433,13 @@ class _Decider:
         if self._without_dead():  # tools the proofs showed never allowed
             self._live_never()
         self._no_finish(again=True)
-        self._unroll(UNROLL_DEPTHS[UNROLL_FIRST:])
+        # Deeper histories and proofs in turn, the proofs of each set taking about as long
+        # as its histories took: a set reached only deep costs its proofs about what its
+        # histories cost, and one never reached its histories about what its proof costs.
+        for depth in UNROLL_DEPTHS[UNROLL_FIRST:-1]:
+            self._unroll((depth,))
+            self._prove(PROVE_SECONDS, balanced=True)
+        self._unroll(UNROLL_DEPTHS[-1:])
         self._prove(PROVE_SECONDS)
         self._finish_unrolled()
 
@@ -567,12 +578,14 @@ class _Decider:
             decided.add("budget")  # never: ``finish_depth`` stays None
         else:
             # Undecided; but the components' relaxed distances bound it from below.
-            least = Estimates(self.system, FINAL_ANSWER, self.enc.distances).bound(
+            bounds = Estimates(self.system, FINAL_ANSWER, self.enc.distances).least(
                 self.system.initial
             )
-            if least is None:
+            if bounds is None:
                 decided.add("budget")  # some component alone never lets the run stop
             else:
+                own, calls = bounds
+                least = max(own, sum(calls.values()))
                 # Each tool every finishing history calls costs a step of its own, and so
                 # do the calls that the soft forces they set off cost besides.
                 until = time.monotonic() + FORCED_SECONDS
@@ -582,7 +595,11 @@ class _Decider:
                 # sought only until they show that much.
                 known = None if self.finished is None else len(self.finished) - 1
                 steps, self.needed = least_steps(self.system, until, beyond=known)
-                result.finish_after = max(result.finish_after, least - 1, steps - 1)
+                # Calls of different tools are different steps: each tool at least as often
+                # as a component needs it called, and once if every finishing history calls it.
+                each = sum(calls.get(t, 0) or 1 for t in self.needed if t != FINAL_ANSWER)
+                each += sum(n for t, n in calls.items() if t not in self.needed)
+                result.finish_after = max(result.finish_after, least - 1, steps - 1, each - 1)
                 if self.finished is not None and len(self.finished) <= result.finish_after + 1:
                     self._exact(self.finished)  # a history as short as the bound
 
@@ -987,6 +1004,8 @@ class _Decider:
                 if key not in self.open:
                     continue  # met along an earlier one's history
                 self._on_time()
+                spent = self.spent.setdefault(key, [0.0, 0.0])
+                began = time.monotonic()
                 try:
                     found = self.unrolled.reaches(
                         where, k, self.deadline, within=True, seconds=UNROLL_SECONDS
@@ -994,6 +1013,8 @@ class _Decider:
                 except GaveUp:
                     self._on_time()  # the deadline, or told to stop: else only too hard
                     continue
+                finally:
+                    spent[0] += time.monotonic() - began
                 if found is not None:
                     self._met(found)
 
@@ -1018,24 +1039,35 @@ class _Decider:
                 else:
                     result.live.add(key[5:])
 
-    def _prove(self, most: float) -> None:
+    def _prove(self, most: float, *, balanced: bool = False) -> None:
         """What is still open, proved never by property-directed reachability over the
         same steps (``Unrolled.never``), at most ``most`` seconds each: a finding shown
-        unreachable (then it is none), a tool never allowed, a requirement never live."""
+        unreachable (then it is none), a tool never allowed, a requirement never live.
+        ``balanced``: an open verdict's proofs take no more time in all than its questions
+        to the unrolled steps took (``spent``), at least ``PROVE_FIRST`` a try; one whose
+        proofs took as long already waits for the next depth."""
         decided = self.result.decided
         assert decided is not None
         for table in (self.unproven, self.open):
             for key, where in list(table.items()):
                 self._on_time()
                 seconds = most
+                spent = self.spent.setdefault(key, [0.0, 0.0])
+                if balanced and table is self.open:
+                    if spent[1] >= spent[0]:
+                        continue
+                    seconds = min(most, max(PROVE_FIRST, spent[0] - spent[1]))
                 if self.deadline is not None:  # the time left, shared among what is open
                     left = self.deadline - time.monotonic()
                     waiting = len(self.unproven) + len(self.open)
                     seconds = min(seconds, max(PROVE_LEAST, left / max(1, waiting)))
+                began = time.monotonic()
                 try:
                     proved = self.unrolled.never(where, seconds, self.deadline)
                 except GaveUp:
                     raise _Late from None
+                finally:
+                    spent[1] += time.monotonic() - began
                 if proved:
                     del table[key]
                     decided.add(key)

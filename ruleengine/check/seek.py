@@ -68,6 +68,16 @@ class Estimates:
         largest component's own distance, and the calls of each tool the components need,
         added up over the tools), or None when some component never opens it again, or only
         after calls of a tool to avoid."""
+        found = self.least(state)
+        if found is None:
+            return None
+        steps, calls = found
+        return max(steps, sum(calls.values()))
+
+    def least(self, state: State) -> tuple[int, dict[str, int]] | None:
+        """What ``bound`` adds up: the largest component's own distance from ``state``, and
+        per tool some component needs called, the most calls of it one needs (every history
+        from ``state`` to ``goal`` makes at least that many); None as ``bound``."""
         steps = 0
         calls: dict[str, int] = {}
         for i, dist in self._own:
@@ -81,7 +91,7 @@ class Estimates:
                     if tool in self.avoid:
                         return None
                     calls[tool] = table[view]
-        return max(steps, sum(calls.values()))
+        return steps, calls
 
     def guide(self, state: State) -> tuple[int, frozenset[str]]:
         """How far ``goal`` looks from ``state``, and the *helpful* tools: over the

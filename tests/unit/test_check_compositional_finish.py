@@ -15,7 +15,12 @@ from benchmarks._policies import conditionals
 from ruleengine import ConditionalRequirement, CycleGuard, Policy, Requirement
 from ruleengine.check import compositional, landmarks
 from ruleengine.check.analysis import Analysis
-from ruleengine.check.compositional import PROBE_STATES, _Decider, analyse_compositional
+from ruleengine.check.compositional import (
+    PROBE_STATES,
+    PROVE_FIRST,
+    _Decider,
+    analyse_compositional,
+)
 from ruleengine.check.explicit import _Explorer, analyse, asking_of, decide, live_at, reaches, walk
 from ruleengine.check.histories import Late, gated
 from ruleengine.check.projections import Projections, without_dead
@@ -188,6 +193,62 @@ def test_the_calls_a_force_costs_decide_the_budget_without_a_question(
     assert "budget" not in result.undecided
     assert (result.finish_after, result.finish_depth) == (2, 3)
     assert budget.min_steps == 3
+
+
+def test_calls_of_each_tool_add_up_to_the_budget_without_a_question(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # `c` after `b` after `a`, and `a` twice before the run may stop: every finish calls
+    # the three tools (3 steps), and `a` twice (2 of them), but the two bounds alone say 3.
+    # Calls of different tools are different steps: `a` twice, `b` and `c` once, 4 in all,
+    # as long as the history found, so the budget is decided with no "within" question.
+    def cut(self: _Decider, target: object, steps: int) -> None:
+        raise Late
+
+    monkeypatch.setattr(_Decider, "_finish_within", cut)
+    policy = Policy(
+        ["a", "b", "c"],
+        [
+            ConditionalRequirement("a", min_invocations=2, name="a-twice"),
+            ConditionalRequirement("b", only_after=["a"], name="b-after-a"),
+            ConditionalRequirement("c", only_after=["b"], name="c-after-b"),
+            ConditionalRequirement("c", min_invocations=1, name="needs-c"),
+        ],
+        max_iterations=3,
+    )
+    system = System(policy.tools, policy.requirements, mode=policy.mode)
+    result = analyse_compositional(system, Encoding(system), budget=2, probe_states=1)
+    assert "budget" not in result.undecided
+    assert (result.finish_after, result.finish_depth) == (3, 4)
+    assert reaches(system, result.firsts["finish"], FINAL_ANSWER)
+    assert analyse(system).finish_depth == 4  # the explicit engine agrees
+
+
+def test_balanced_proofs_take_no_more_than_the_histories_took() -> None:
+    # Between deeper questions to the unrolled steps, an open verdict's proof gets the
+    # time its questions took beyond its proofs so far (at least `PROVE_FIRST`), and none
+    # where its proofs took as long already; a finding still unproven is not held back.
+    policy = Policy(["a", "b"], [ConditionalRequirement("b", only_after=["a"], name="b-after-a")])
+    system = System(policy.tools, policy.requirements, mode=policy.mode)
+    explorer = _Explorer(system, 1, None, True)
+    decider = _Decider(system, Encoding(system), explorer, explorer.run(), 9, None)
+    nowhere = decider.enc.bdd.false
+    asked: list[float] = []
+
+    class Steps:
+        def never(self, where: object, seconds: float, deadline: float | None) -> bool:
+            asked.append(seconds)
+            return False
+
+    decider._unrolled = Steps()  # type: ignore[assignment]
+    decider.unproven = {"deadlock": nowhere}
+    decider.open = {"live:x": nowhere, "live:y": nowhere, "live:z": nowhere}
+    decider.spent = {"live:x": [3.0, 1.0], "live:y": [1.0, 1.0], "live:z": [0.1, 0.0]}
+    decider._prove(10.0, balanced=True)
+    # The unproven finding first (its whole budget), then x (3 - 1 s) and z (the least).
+    assert asked == [10.0, 2.0, PROVE_FIRST]
+    assert decider.spent["live:y"] == [1.0, 1.0]  # not asked: its proofs took as long
+    assert decider.spent["live:x"][1] > 1.0  # the proof's time is counted
 
 
 def test_requirements_live_along_a_finishing_history_are_shown_before_any_question(
