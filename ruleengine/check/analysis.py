@@ -73,7 +73,8 @@ class Analysis:
     """Whether some component has opaque checks (requirement-level findings may need them)."""
     partial: bool = False
     """The analysis stopped once its focused question was answered (a requirement found
-    live, a tool found allowed): the other verdicts were not computed."""
+    live, a tool found allowed, or either shown never so): the other verdicts were not
+    computed."""
     example: tuple[Event, ...] | None = None
     """For a focused question whose "never" it refuted (the tool allowed, the requirement
     live, ``final_answer`` allowed within the budget): a history showing it, when the engine

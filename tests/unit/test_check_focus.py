@@ -64,7 +64,29 @@ def test_a_tool_allowed_early_stops_the_analysis_there() -> None:
     assert "b" in whole.allowed_tools and not whole.partial
 
 
-def test_a_dead_tool_gets_a_whole_analysis() -> None:
+def test_a_dead_tool_the_projections_show_never_allowed_stops_there(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # `a` is blocked, so nothing of the chain runs: the projections show `x` never allowed,
+    # and the question is answered without the reachable set (a partial analysis: the
+    # other tools are not decided, so a core search does not reuse it for them).
+    whole = analyse_symbolic(_system(True))
+    assert "x" not in whole.allowed_tools
+
+    def no_reach(self: Any) -> Any:
+        raise AssertionError("the reachable set was computed")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(symbolic._Symbolic, "_reach", no_reach)
+        focused = analyse_symbolic(_system(True), focus="tool:x")
+    assert focused.partial and focused.complete
+    assert "x" not in focused.allowed_tools
+
+
+def test_a_dead_tool_the_projections_leave_open_gets_a_whole_analysis(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(symbolic._Symbolic, "_projected_never", lambda self, where: False)
     whole = analyse_symbolic(_system(True))
     focused = analyse_symbolic(_system(True), focus="tool:x")
     assert not focused.partial and focused.complete
@@ -76,9 +98,10 @@ def test_a_live_requirement_found_early_stops_the_analysis_there() -> None:
     focused = analyse_symbolic(_system(False), focus="live:b-after-a")
     assert focused.partial and focused.live == {"b-after-a"}
     # `b` never runs once `a` is blocked, so its cap never restricts anything.
+    # The projections show it: the question is answered there.
     dead = analyse_symbolic(_system(True), focus="live:cap-b")
     whole = analyse_symbolic(_system(True))
-    assert not dead.partial and dead.complete
+    assert dead.partial and dead.complete
     assert "cap-b" not in dead.live and "cap-b" not in whole.live
 
 
