@@ -268,9 +268,9 @@ class Reasoner:
         without a requirement (its liveness)."""
         if type(emitted) is not list and type(emitted) is not tuple:
             emitted = list(_validate.sequence(emitted, name="emitted"))
-        wanted = frozenset(_validate.sequence(names, name="names"))
-        for name in wanted:
-            _validate.text(name, name="names")
+        wanted = frozenset(
+            _validate.text(name, name="names") for name in _validate.sequence(names, name="names")
+        )
         records = tuple(emitted)
         if not wanted:
             return frozenset()

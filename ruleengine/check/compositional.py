@@ -131,8 +131,8 @@ PROVE_LEAST = 2.0
 """The least time one proof is given, however much is open."""
 
 PROVE_FIRST = 0.5
-"""The longest one proof may take on the first try, before the deeper questions; each try
-after one of those gets twice the last (up to ``PROVE_SECONDS``). A set that is never
+"""The longest one proof may take on the first try, before the deeper questions, and the
+least a later try between them gets (``_prove``'s balance). A set that is never
 reached is mostly proved so within a second or two (0.7 s a requirement on
 `conditionals-50-100-8`), while one reached only by a long history holds Spacer to its
 whole limit (10 s each of three on seed 7, which the deeper questions then show reached

@@ -191,6 +191,7 @@ def test_yielding_records_that_clash_name_nothing() -> None:
         ([object()], ["p"], None),
         ([], "p", "names"),
         ([], [3], "names"),
+        ([], [["p"]], "names"),
     ],
 )
 def test_bad_input_is_a_policy_error(emitted: object, names: object, culprit: str | None) -> None:
