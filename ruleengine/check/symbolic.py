@@ -44,6 +44,7 @@ from ruleengine.check.analysis import Analysis
 from ruleengine.check.explicit import asking_of, callable_at, decide, live_at
 from ruleengine.check.landmarks import least_steps
 from ruleengine.check.lanes import run_beside
+from ruleengine.check.projections import Projections
 from ruleengine.check.seek import seek
 from ruleengine.check.symbolic_encoding import EncodingBase, Node
 from ruleengine.check.symbolic_encoding import _variable_order as _variable_order
@@ -434,8 +435,6 @@ class _Symbolic(Verdicts):
     def _projected_never(self, where: Node) -> bool:
         """Whether the projections show that no reachable state is in ``where`` within
         ``PROJECTED_SECONDS`` (True is a proof; False shows nothing)."""
-        from ruleengine.check.projections import Projections
-
         soon = time.monotonic() + PROJECTED_SECONDS
         if self.deadline is not None:
             soon = min(soon, self.deadline)
