@@ -49,7 +49,7 @@ from ruleengine.check.seek import seek
 from ruleengine.check.symbolic_encoding import EncodingBase, Node
 from ruleengine.check.symbolic_encoding import _variable_order as _variable_order
 from ruleengine.check.symbolic_layers import EARLY_LAYERS, _Cluster, _OutOfTime
-from ruleengine.check.symbolic_verdicts import Verdicts
+from ruleengine.check.symbolic_verdicts import SEEK_STATES, Verdicts
 from ruleengine.check.system import Event, State, System, symbolic_problem
 from ruleengine.check.unrolled import GaveUp, Unrolled
 from ruleengine.ir import FINAL_ANSWER
@@ -259,11 +259,6 @@ WALK = 16
 
 PROBES = 4
 """States decided where a requirement alone denies a tool, before its liveness BDD."""
-
-SEEK_STATES = 256
-"""States a directed search (``seek``) decides for a tool allowed, or a stop within the
-budget, before the breadth-first layers (which reach a deep one only through every state
-before it)."""
 
 WITNESS_STATES = 2048
 """Up to this many states in the layers before a witness's depth, its trace is found by a

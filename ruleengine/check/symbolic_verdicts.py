@@ -20,6 +20,7 @@ from collections.abc import Callable
 from ruleengine.aggregate import Clash
 from ruleengine.check.analysis import Witness
 from ruleengine.check.explicit import Outcome, callable_at, decide
+from ruleengine.check.seek import seek
 from ruleengine.check.symbolic_encoding import (
     _FACT_TABLES,
     EncodingBase,
@@ -30,12 +31,18 @@ from ruleengine.check.symbolic_encoding import (
 from ruleengine.check.symbolic_groups import Groups, TooComplex, split
 from ruleengine.check.symbolic_layers import Layers, _Cluster, _Group, _OutOfTime
 from ruleengine.check.system import Event, State, System
+from ruleengine.ir import FINAL_ANSWER
 from ruleengine.passes import Pass
 from ruleengine.requirements.permission import AskPermissionRequirement
 from ruleengine.rules import Emitted
 from ruleengine.state import STATUSES
 
 __all__ = ["Verdicts"]
+
+SEEK_STATES = 256
+"""States a directed search (``seek``) decides for a tool allowed, or a stop within the
+budget, before the breadth-first layers (which reach a deep one only through every state
+before it)."""
 
 FOCUSED_WITNESS_STATES = 64
 """``Verdicts.witness_states`` for an analysis that answers one question (a core's): its one
@@ -187,17 +194,36 @@ class Verdicts(Layers):
     def _finish_path(self) -> int | None:
         """The length of some path to a state that may stop, when one within the budget is
         found by walking forward through states that can still finish (taking the first
-        step, in declared order, to a state not visited yet). Budgets are checked against
-        it without breadth-first layers; ``finish_depth`` is only computed when this fails.
-        """
+        step, in declared order, to a state not visited yet), or else by a directed search
+        (``seek``, ``SEEK_STATES``). Budgets are checked against it without breadth-first
+        layers; ``finish_depth`` is only computed when both fail. (The walk wanders where
+        counters keep every state new: on `indep-conditionals-20-40-5` it passed the budget
+        of 38 steps, and the 26 layers to the first stop took 2.3 s of the analysis's 2.6 s;
+        the search found 36 steps in 0.01 s.)"""
         if self.budget is None or self.can_finish is None:
             return None
+        walked = self._finish_walk(self.budget)
+        if walked is not None:
+            return walked
+        found = seek(
+            self.system,
+            FINAL_ANSWER,
+            self.enc.distances,
+            limit=SEEK_STATES,
+            within=self.budget,
+            deadline=self.deadline,
+        )
+        return None if found is None else len(found)
+
+    def _finish_walk(self, budget: int) -> int | None:
+        """``_finish_path``'s walk through the states that can still finish."""
+        assert self.can_finish is not None
         system, enc = self.system, self.enc
         finish = self.some(self.pass_.can_stop)
         comps = system.components
         state = system.initial
         seen = {state}
-        for length in range(self.budget + 1):
+        for length in range(budget + 1):
             if enc.holds_at(finish, comps, state):
                 return length
             step = None

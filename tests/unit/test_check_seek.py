@@ -619,3 +619,19 @@ def test_a_search_given_a_deadline_stops_there() -> None:
     assert found is not None and len(found) == 100
     late = time.monotonic() - 1
     assert seek(system, FINAL_ANSWER, bounds, limit=10_000, deadline=late) is None
+
+
+def test_a_stop_the_walk_passes_by_is_found_by_the_search_without_layers() -> None:
+    # The walk through states that can still finish takes `a` first while it leads to a new
+    # state: thirty calls of it, past the budget of ten, before `b` lets the run stop. The
+    # directed search finds the one call of `b`: the budget holds without the layers to
+    # the first stop (``finish_depth`` is never computed).
+    system = System(
+        ["a", "b"],
+        [C("a", max_invocations=30, name="a-capped"), C("b", min_invocations=1, name="b-once")],
+    )
+    assert analyse(system).finish_depth == 1
+    found = analyse_symbolic(system, budget=10)
+    assert found.complete
+    assert found.finish_depth is None
+    assert found.finishes_within is not None and found.finishes_within <= 10
