@@ -207,14 +207,6 @@ class Encoding(EncodingBase):
             self.bdd.reorder()
 
 
-SHALLOW_NODES = 30_000
-"""Nodes of the BDD manager up to which a whole analysis with dynamic reordering on first
-tries breadth-first layers without it (``_Symbolic._shallow``)."""
-
-SHALLOW_START_NODES = 10_000
-"""Nodes of the BDD manager (the encoding and the passes, before any search) past which a
-policy is too large for that attempt (at 20 tools: 1,800–4,100; at 50: 14,000–30,000)."""
-
 CHAINING_SWEEPS = 3
 """Sweeps of plain chaining before the reachable-set search turns event-driven."""
 
@@ -551,8 +543,6 @@ class _Symbolic(Verdicts):
         bdd, reach = self.bdd, self.start
         groups = self._bottom_up() if self.enc.reordering_now() else self.clusters
         try:
-            if self.focus is None and self.enc.reordering and self._shallow():
-                return self.layered
             # From the start and what breadth-first layers found already (``_early``'s, for
             # one question): reachable states all, so the fixpoint is the same.
             start = reach = self.start | self.layered
@@ -620,46 +610,6 @@ class _Symbolic(Verdicts):
             key=lambda c: min((level(b) for b in c.current), default=top),
             reverse=True,
         )
-
-    def _shallow(self) -> bool:
-        """Whether breadth-first layers, with dynamic reordering off, reach every reachable
-        state before the manager holds ``SHALLOW_NODES`` nodes. If they do, they are the
-        reachable set, and reordering stays off for the rest of the check (this analysis and
-        the core questions after it); if not, they are dropped and reordering is back on.
-        Not tried when the manager holds more than ``SHALLOW_START_NODES`` nodes already
-        (a large policy: see below).
-
-        Dynamic reordering is on where many global views defeat the static order
-        (``GLOBAL_BITS``); but where every run ends in a few steps, the layers stay small in
-        that order, and sifting them costs more than it saves: on `mixed-20-40-4` (runs of
-        at most 4 steps, 2,529 states) the layers take 0.25 s without reordering, the
-        chaining search 0.5–0.6 s with four reorderings; the whole check takes 15 % less
-        CPU time, and `mixed-20-40-1`'s 29 % less. An attempt that fails costs more than
-        its layers: their relations are built in the static order, and the reorderings
-        after it start from there (at 50 tools, where the managers start with 14,000 to
-        30,000 nodes, failed attempts cost 0.5–0.7 s, and one check took 1.2 s longer);
-        hence no attempt on a large policy."""
-        bdd, enc = self.bdd, self.enc
-        if len(bdd) > SHALLOW_START_NODES:
-            return False
-        enc.set_reordering(False)
-        try:
-            d = 0
-            while self._layer(d) is not None:
-                d += 1
-                if len(bdd) > SHALLOW_NODES:
-                    break
-            else:
-                self.settled = True
-                enc.keep_order()
-                return True
-        except BaseException:
-            enc.set_reordering(True)
-            raise
-        self.layers = [self.start]
-        self.layered = self.start
-        enc.set_reordering(True)
-        return False
 
     # -- which verdicts, and liveness --------------------------------------------------------
 

@@ -186,16 +186,12 @@ def test_the_symbolic_engine_reports_the_same_when_its_sweeps_are_dropped(
 @given(case=policies())
 def test_the_symbolic_engine_reports_the_same_under_dynamic_reordering(case: PolicyCase) -> None:
     # Dynamic reordering is on only past GLOBAL_BITS bits of global views, and then the
-    # reachable-set search takes its clusters bottom up (by the levels reordering left),
-    # unless breadth-first layers finish first (`_shallow`). Here every analysis reorders
-    # and chains bottom up: the order of the variables and of the steps changes the
-    # BDDs' shapes and the search's course, never a result.
+    # reachable-set search takes its clusters bottom up (by the levels reordering left).
+    # Here every analysis reorders and chains bottom up: the order of the variables and of
+    # the steps changes the BDDs' shapes and the search's course, never a result.
     if not symbolic_applies(case):
         return
-    with (
-        patch.object(symbolic_engine, "GLOBAL_BITS", -1),
-        patch.object(symbolic_engine, "SHALLOW_START_NODES", -1),
-    ):
+    with patch.object(symbolic_engine, "GLOBAL_BITS", -1):
         reordered = checked(case, "symbolic")
     static, dynamic = comparable(checked(case, "symbolic"), reordered)
     assert static == dynamic

@@ -582,7 +582,6 @@ def test_the_reachable_set_search_sifts_shortest_and_puts_the_growth_back(
 
     monkeypatch.setattr(symbolic._Symbolic, "_reach", reach)
     monkeypatch.setattr(symbolic._Symbolic, "_universal", universal)
-    monkeypatch.setattr(symbolic, "SHALLOW_NODES", 0)  # no layers first: reordering stays on
     plain = analyse_symbolic(system, encoding=Encoding(system))
     monkeypatch.setattr(symbolic, "REACH_GROWTH", 1.2)
     assert analyse_symbolic(system, encoding=Encoding(system)) == plain  # only the speed
@@ -669,48 +668,25 @@ def _global_views(tools: list[str]) -> list[C]:
     return many + [C(t, force_at_step=i + 2, name=f"at-{t}") for i, t in enumerate(tools)]
 
 
-def test_short_searches_go_by_layers_without_reordering_and_the_order_is_kept_after(
+def test_the_order_a_search_ends_with_is_kept_after(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     tools = [f"t{i}" for i in range(6)]
     system = System(tools, _global_views(tools))
     if not hasattr(Encoding(system).bdd, "group"):  # not CUDD: no dynamic reordering
         return
-    tried: list[bool] = []
-    shallow = symbolic._Symbolic._shallow
-
-    def recording(self: Any) -> bool:
-        tried.append(shallow(self))
-        return tried[-1]
-
-    monkeypatch.setattr(symbolic._Symbolic, "_shallow", recording)
-    layered = Encoding(system)
-    assert layered.reordering
-    found = analyse_symbolic(system, encoding=layered)
-    # Layers that reach a fixpoint within SHALLOW_NODES are the reachable set: the search
-    # knows the deepest layer, as the explicit engine does.
-    assert tried == [True]
-    assert found.depth_done == explicit.analyse(system).depth_done
-    # Whatever the search did, the order it ends with is kept for what follows.
-    assert not layered.reordering and not layered.bdd.configure()["reordering"]
-    # Layers that outgrow the bound are dropped, and the search chains with reordering on.
-    monkeypatch.setattr(symbolic, "SHALLOW_NODES", 0)
-    outgrown = Encoding(system)
-    assert _verdicts(analyse_symbolic(system, encoding=outgrown)) == _verdicts(found)
-    assert tried == [True, False]
-    assert not outgrown.reordering and not outgrown.bdd.configure()["reordering"]
-    # No attempt where the manager starts large.
-    monkeypatch.setattr(symbolic, "SHALLOW_NODES", 10**9)
-    monkeypatch.setattr(symbolic, "SHALLOW_START_NODES", -1)
-    large = Encoding(system)
-    assert _verdicts(analyse_symbolic(system, encoding=large)) == _verdicts(found)
-    assert tried == [True, False, False]
-    # Core questions on either manager: the same answers.
+    reordered = Encoding(system)
+    assert reordered.reordering
+    found = analyse_symbolic(system, encoding=reordered)
+    # The search chains with reordering on; the order it ends with is kept for what follows.
+    assert not reordered.reordering and not reordered.bdd.configure()["reordering"]
+    # Core questions on that manager, or on a fresh one: the same answers.
     names = [r.name for r in system.requirements]
     sub = system.subsystem(names[2:])
-    assert _verdicts(analyse_symbolic(sub, encoding=layered)) == _verdicts(
-        analyse_symbolic(sub, encoding=large)
+    assert _verdicts(analyse_symbolic(sub, encoding=reordered)) == _verdicts(
+        analyse_symbolic(sub, encoding=Encoding(system))
     )
+    assert _verdicts(found) == _verdicts(analyse_symbolic(system, encoding=Encoding(system)))
 
 
 def test_a_state_limit_drops_the_layers_a_search_by_layers_found_past_it() -> None:
@@ -722,7 +698,7 @@ def test_a_state_limit_drops_the_layers_a_search_by_layers_found_past_it() -> No
         cut = analyse_symbolic(system, max_states=limit)
         assert not cut.complete and f"state limit ({limit})" in (cut.reason or "")
         assert 1 <= cut.states <= limit  # whole breadth-first layers, within the limit
-        assert cut.depth_done < whole.depth_done
+        assert cut.depth_done < explicit.analyse(system).depth_done  # not every layer
 
 
 def test_states_listed_in_part_leave_dynamic_reordering_as_it_was() -> None:
