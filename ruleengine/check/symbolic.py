@@ -277,11 +277,16 @@ class _Symbolic(Verdicts):
         deadline: float | None,
         focus: str | None,
         budget: int | None = None,
+        *,
+        unrolled: bool = True,
     ) -> None:
         super().__init__(
             system, enc, max_states, deadline, focus, budget, witness_states=WITNESS_STATES
         )
         self._walked: list[State] | None = None
+        self.unrolled = unrolled
+        """Whether a question "ever allowed, ever live?" may look for a history by bounded
+        model checking (``_unrolled_into``)."""
 
     # -- the search --------------------------------------------------------------------------
 
@@ -437,7 +442,7 @@ class _Symbolic(Verdicts):
         At 50 tools, a dead requirement's core questions about 64 and 68 requirements
         had a history of 16 steps that the whole reachable set took 17 and 60 s to show
         (the second cut at its deadline); Z3 found each in under a second."""
-        if UNROLLED_SECONDS <= 0 or len(self.layers) > EARLY_LAYERS:
+        if not self.unrolled or UNROLLED_SECONDS <= 0 or len(self.layers) > EARLY_LAYERS:
             # The early layers stayed small: the whole reachable set is cheap (on the
             # subsystems of 8 to 18 requirements of those cores, Z3 took 0.05 to 1.7 s
             # where the layers took milliseconds).
@@ -748,13 +753,15 @@ def analyse_symbolic(
     encoding: Encoding | None = None,
     focus: str | None = None,
     budget: int | None = None,
+    unrolled: bool = True,
 ) -> Analysis:
     """Every verdict ``analyse`` gives, over BDDs (``focus``: only what one question needs:
     ``"finish"``, ``"finish:N"`` (within N steps), ``"no-finish"``, ``"tools"``, ``"tool:T"``
     or ``"live:R"``; the last two stop early, ``Analysis.partial``, when a shallow search
     already shows the tool allowed or the requirement live, or the projections show it
-    never is). With ``budget``,
+    never is; ``unrolled=False``: without bounded model checking for that history, the
+    reachable set answers where the shallow search does not). With ``budget``,
     ``finish_depth`` is computed only when no path to a stop within that many steps is found
     first (``Analysis.finishes_within``)."""
     enc = encoding if encoding is not None else Encoding(system)
-    return _Symbolic(system, enc, max_states, deadline, focus, budget).run()
+    return _Symbolic(system, enc, max_states, deadline, focus, budget, unrolled=unrolled).run()

@@ -22,7 +22,8 @@ from monitored import Monitored
 
 import ruleengine.check.seek as seek_module
 from ruleengine import FINAL_ANSWER, Monitor, Requirement, allowed
-from ruleengine.check import check, symbolic
+from ruleengine.check import check, symbolic, symbolic_layers
+from ruleengine.check import run as run_module
 from ruleengine.check.bounds import UNREACHABLE, Distances, distances
 from ruleengine.check.explicit import Outcome, analyse, callable_at, decide, reaches, walk
 from ruleengine.check.seek import Estimates, seek
@@ -635,3 +636,37 @@ def test_a_stop_the_walk_passes_by_is_found_by_the_search_without_layers() -> No
     assert found.complete
     assert found.finish_depth is None
     assert found.finishes_within is not None and found.finishes_within <= 10
+
+
+def test_the_engine_skips_bounded_model_checking_where_a_smaller_system_showed_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The early layers stop at once (no node to spare), so "is `t11` ever allowed?" goes to
+    # bounded model checking (here it gives up), then to the whole reachable set.
+    monkeypatch.setattr(symbolic_layers, "EARLY_NODES", 0)
+    asked: list[int] = []
+
+    def gave_up(self: Any, where: Any, steps: int, *args: Any, **kwargs: Any) -> Any:
+        asked.append(len(self.system.components))
+        raise GaveUp
+
+    monkeypatch.setattr(symbolic.Unrolled, "reaches", gave_up)
+    monkeypatch.setattr(symbolic, "SEEK_STATES", 0)  # no directed search either
+    system = System(LONG, _chain(LONG))
+    names = [r.name for r in system.requirements]
+    engine = run_module._engine(
+        system, "symbolic", max_states=None, clock=run_module._Clock(None), budget=20
+    )
+    first = engine(system.subsystem(names[1:]), "tool:t11")
+    assert first.complete and not first.partial and "t11" in first.allowed_tools
+    assert asked == [len(names) - 1]
+    # Every requirement of that system, and one more: no history it lacked, so Z3 is not
+    # asked again; the reachable set answers as before.
+    whole = engine(system, "tool:t11")
+    assert whole.complete and not whole.partial and "t11" in whole.allowed_tools
+    assert asked == [len(names) - 1]
+    # A system without one of the first one's requirements is asked as ever, and so is
+    # another question.
+    engine(system.subsystem(names[2:]), "tool:t11")
+    engine(system, "tool:t10")
+    assert asked == [len(names) - 1, len(names) - 2, len(names)]
