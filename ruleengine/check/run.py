@@ -847,25 +847,29 @@ class _SymbolicEngine:
         self.budget = budget
         self.encoding: Any = None
         self.unanswered: dict[str, list[frozenset[str]]] = {}
-        """Per question "ever allowed, ever live?" (``tool:T``, ``live:R``), the
-        requirements of the subsystems whose answer came from their whole reachable set:
-        the short searches, bounded model checking among them, showed nothing there."""
+        """Per question "ever allowed, ever live, a stop within N steps?" (``tool:T``,
+        ``live:R``, ``finish:N``), the requirements of the subsystems where bounded model
+        checking answered nothing."""
 
     def __call__(self, sub: Any, focus: str | None = None) -> Analysis:
         from ruleengine.check.symbolic import Encoding, analyse_symbolic
 
         if self.encoding is None:
             self.encoding = Encoding(self.system)
-        asked = focus is not None and focus.startswith(("tool:", "live:"))
+        asked = focus is not None and focus.startswith(("tool:", "live:", "finish:"))
         names = frozenset(c.requirement.name for c in sub.components) if asked else frozenset()
-        # A subsystem with the requirements of one where bounded model checking found no
-        # history, and more, has no more histories (every requirement only takes steps
-        # away, in strict mode, the symbolic engine's): its whole reachable set answers at
+        # A subsystem with the requirements of one where bounded model checking answered
+        # nothing, and more, has no more histories (in strict mode, the symbolic engine's,
+        # a requirement only takes steps away): the reachable set or the layers answer at
         # once. (`indep-chains-50-100-1`: a dead requirement's core search asked about 50,
         # 75, 87, ..., 99 of its 100 requirements in turn, each with Z3 held for 1-2 s
         # before the reachable set showed the requirement live.)
         tried = asked and any(n <= names for n in self.unanswered.get(str(focus), ()))
-        found = analyse_symbolic(
+
+        def unanswered() -> None:
+            self.unanswered.setdefault(str(focus), []).append(names)
+
+        return analyse_symbolic(
             sub,
             max_states=self.max_states,
             deadline=self.clock.deadline,
@@ -873,7 +877,5 @@ class _SymbolicEngine:
             focus=focus,
             budget=self.budget,
             unrolled=not tried,
+            unanswered=unanswered if asked else None,
         )
-        if asked and found.complete and not found.partial:
-            self.unanswered.setdefault(str(focus), []).append(names)
-        return found

@@ -37,7 +37,7 @@ import heapq
 import itertools
 import random
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import partial
 
 from ruleengine.check.analysis import Analysis
@@ -279,14 +279,19 @@ class _Symbolic(Verdicts):
         budget: int | None = None,
         *,
         unrolled: bool = True,
+        unanswered: Callable[[], None] | None = None,
     ) -> None:
         super().__init__(
             system, enc, max_states, deadline, focus, budget, witness_states=WITNESS_STATES
         )
         self._walked: list[State] | None = None
         self.unrolled = unrolled
-        """Whether a question "ever allowed, ever live?" may look for a history by bounded
-        model checking (``_unrolled_into``)."""
+        """Whether a question "ever allowed, ever live, a stop within N steps?" may look for
+        a history by bounded model checking (``_unrolled_into``, ``_unrolled_within``)."""
+        self.unanswered = unanswered
+        """Called where bounded model checking was asked and answered nothing (no history
+        within its depths, or it stopped at its own limit): the caller may spare it on a
+        system with fewer histories (``run._SymbolicEngine``)."""
 
     # -- the search --------------------------------------------------------------------------
 
@@ -457,9 +462,11 @@ class _Symbolic(Verdicts):
                 )
             except GaveUp:
                 self._in_time()  # at the deadline, the analysis is cut
-                return None  # a deeper question would take longer still
+                break  # a deeper question would take longer still
             if found is not None:
                 return found
+        if self.unanswered is not None:
+            self.unanswered()
         return None
 
     def _unrolled_within(self, finish: Node, steps: int) -> tuple[Event, ...] | None:
@@ -471,7 +478,7 @@ class _Symbolic(Verdicts):
         the layers cannot be stopped: at 50 tools, a subsystem of 93 requirements whose
         bounds and searches left "within 19 steps?" open took the layers 90 s (past a
         deadline of 60), and this 5 s to find its history."""
-        if UNROLLED_SECONDS <= 0:
+        if not self.unrolled or UNROLLED_SECONDS <= 0:
             raise _Unanswered
         needed = least_steps(self.system, forced=False)[1] - {FINAL_ANSWER}
         try:
@@ -485,6 +492,8 @@ class _Symbolic(Verdicts):
             )
         except GaveUp:
             self._in_time()  # at the deadline, the analysis is cut
+            if self.unanswered is not None:
+                self.unanswered()
             raise _Unanswered from None
 
     def _unrolled_seconds(self) -> float:
@@ -754,14 +763,19 @@ def analyse_symbolic(
     focus: str | None = None,
     budget: int | None = None,
     unrolled: bool = True,
+    unanswered: Callable[[], None] | None = None,
 ) -> Analysis:
     """Every verdict ``analyse`` gives, over BDDs (``focus``: only what one question needs:
     ``"finish"``, ``"finish:N"`` (within N steps), ``"no-finish"``, ``"tools"``, ``"tool:T"``
     or ``"live:R"``; the last two stop early, ``Analysis.partial``, when a shallow search
     already shows the tool allowed or the requirement live, or the projections show it
-    never is; ``unrolled=False``: without bounded model checking for that history, the
-    reachable set answers where the shallow search does not). With ``budget``,
+    never is; ``unrolled=False``: without bounded model checking for that history, or for
+    a stop within N steps, the reachable set or the layers answer where the short searches
+    do not; ``unanswered``: called where bounded model checking was asked and answered
+    nothing). With ``budget``,
     ``finish_depth`` is computed only when no path to a stop within that many steps is found
     first (``Analysis.finishes_within``)."""
     enc = encoding if encoding is not None else Encoding(system)
-    return _Symbolic(system, enc, max_states, deadline, focus, budget, unrolled=unrolled).run()
+    return _Symbolic(
+        system, enc, max_states, deadline, focus, budget, unrolled=unrolled, unanswered=unanswered
+    ).run()

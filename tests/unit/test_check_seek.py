@@ -670,3 +670,30 @@ def test_the_engine_skips_bounded_model_checking_where_a_smaller_system_showed_n
     engine(system.subsystem(names[2:]), "tool:t11")
     engine(system, "tool:t10")
     assert asked == [len(names) - 1, len(names) - 2, len(names)]
+
+
+def test_the_engine_skips_bounded_model_checking_for_a_budget_as_well(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    asked: list[int] = []
+
+    def gave_up(self: Any, where: Any, steps: int, *args: Any, **kwargs: Any) -> Any:
+        asked.append(len(self.system.components))
+        raise GaveUp
+
+    monkeypatch.setattr(symbolic.Unrolled, "reaches", gave_up)
+    monkeypatch.setattr(symbolic, "SEEK_STATES", 0)
+    system = _stop_after_t11()
+    names = [r.name for r in system.requirements]
+    engine = run_module._engine(
+        system, "symbolic", max_states=None, clock=run_module._Clock(None), budget=20
+    )
+    # Z3 gives up; the layers answer: a stop within 13 steps, none within 10.
+    smaller = system.subsystem(names[1:])
+    assert engine(smaller, "finish:13").finish_depth == 11
+    assert asked == [len(names) - 1]
+    whole = engine(system, "finish:10")
+    assert whole.complete and (whole.finish_depth, whole.finishes_within) == (None, None)
+    assert asked == [len(names) - 1, len(names)]  # another question: asked
+    assert engine(system, "finish:13").finish_depth == 12
+    assert asked == [len(names) - 1, len(names)]  # the same question, more requirements
