@@ -25,9 +25,9 @@ variables, each component's facts and moves, and the pass as BDDs), ``symbolic_l
 sets of states, and their witnesses) and this one, which holds the knobs the engine is
 tuned by and runs an analysis: the policy for the variable order (``Encoding``: blocks,
 dynamic reordering, one sifting), the questions an analysis answers and in which order
-(``analyse_symbolic``, ``_Symbolic.run``), the search for the reachable set (chaining, the
-attempt by layers without reordering), and which requirements are live (decided at
-concrete states first, from sets where that is not enough).
+(``analyse_symbolic``, ``_Symbolic.run``), the search for the reachable set (chaining),
+and which requirements are live (decided at concrete states first, from sets where that is
+not enough).
 """
 
 from __future__ import annotations

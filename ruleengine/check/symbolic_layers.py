@@ -253,8 +253,8 @@ class Layers:
         """Breadth-first layers while the states they hold stay within ``limit`` (a layer
         that would pass it is dropped): what a search bounded by ``max_states`` explores.
         Returns how many states those layers hold."""
-        # Layers computed already (``_early``'s) are kept
-        # while they fit; the first that does not, and those after it, are dropped.
+        # Layers computed already (``_early``'s) are kept while they fit; the first that
+        # does not, and those after it, are dropped.
         kept: list[Node] = []
         layered = self.bdd.false
         for layer in self.layers:
