@@ -578,14 +578,14 @@ class _Decider:
             decided.add("budget")  # never: ``finish_depth`` stays None
         else:
             # Undecided; but the components' relaxed distances bound it from below.
-            bounds = Estimates(self.system, FINAL_ANSWER, self.enc.distances).least(
-                self.system.initial
-            )
-            if bounds is None:
+            estimates = Estimates(self.system, FINAL_ANSWER, self.enc.distances)
+            least = estimates.bound(self.system.initial)
+            if least is None:
                 decided.add("budget")  # some component alone never lets the run stop
             else:
-                own, calls = bounds
-                least = max(own, sum(calls.values()))
+                parts = estimates.least(self.system.initial)
+                assert parts is not None  # as ``bound``, which is made of it
+                calls = parts[1]
                 # Each tool every finishing history calls costs a step of its own, and so
                 # do the calls that the soft forces they set off cost besides.
                 until = time.monotonic() + FORCED_SECONDS

@@ -465,8 +465,7 @@ class _Symbolic(Verdicts):
                 break  # a deeper question would take longer still
             if found is not None:
                 return found
-        if self.unanswered is not None:
-            self.unanswered()
+        self._told_nothing()
         return None
 
     def _unrolled_within(self, finish: Node, steps: int) -> tuple[Event, ...] | None:
@@ -492,9 +491,13 @@ class _Symbolic(Verdicts):
             )
         except GaveUp:
             self._in_time()  # at the deadline, the analysis is cut
-            if self.unanswered is not None:
-                self.unanswered()
+            self._told_nothing()
             raise _Unanswered from None
+
+    def _told_nothing(self) -> None:
+        """Bounded model checking answered nothing here: ``unanswered`` is told so."""
+        if self.unanswered is not None:
+            self.unanswered()
 
     def _unrolled_seconds(self) -> float:
         """How long "within ``N`` steps?" waits for bounded model checking here:
