@@ -74,7 +74,14 @@ Node = Any
 """A BDD node of the encoding's manager."""
 
 PROBE_STATES = 4096
-"""States the breadth-first probe explores (its depth is exact)."""
+"""States the breadth-first probe explores (its depth is exact)..."""
+
+PROBE_SECONDS = 5.0
+"""... within at most this many seconds, and ``PROBE_SHARE`` of the time left: a state may
+take a second to decide where opaque checks multiply the passes (four cycle guards at 50
+tools: 143 states in 30 s, each requirement's liveness decided under 16 valuations)."""
+
+PROBE_SHARE = 0.1
 
 
 LAYERS = 8
@@ -184,9 +191,9 @@ def analyse_compositional(
     returned were it cut short there (a copy, for one who cannot wait for the end: a step
     may outlast the deadline). Deterministic but for where those cut it short."""
     probe_limit = PROBE_STATES if probe_states is None else probe_states
-    explorer = _Explorer(system, probe_limit, deadline, True)
+    explorer = _Explorer(system, probe_limit, _probe_deadline(deadline), True)
     probe = explorer.run()
-    if probe.complete or probe.reason is None or "time limit" in probe.reason:
+    if probe.complete or probe.reason is None or _past(deadline):
         return probe
     if progress is not None:  # what the probe decided, before the diagrams are built
         progress(decided_by_probe(system, probe))
@@ -198,6 +205,18 @@ def analyse_compositional(
     else:
         cut = False
     return _closed(decider.result, decider.undecided(), cut=cut)
+
+
+def _probe_deadline(deadline: float | None) -> float:
+    """When the probe stops, whatever states are left (``PROBE_SECONDS``, ``PROBE_SHARE``)."""
+    now = time.monotonic()
+    if deadline is None:
+        return now + PROBE_SECONDS
+    return now + max(0.0, min(PROBE_SECONDS, PROBE_SHARE * (deadline - now)))
+
+
+def _past(deadline: float | None) -> bool:
+    return deadline is not None and time.monotonic() > deadline
 
 
 def decided_by_probe(system: System, probe: Analysis) -> Analysis:
@@ -273,6 +292,7 @@ def _closed(result: Analysis, left: list[str], *, cut: bool) -> Analysis:
     with whether the time ran out (``cut``) or they are out of the analysis' reach."""
     result.complete = not left
     result.undecided = tuple(left)
+    result.reason = None
     if left:
         why = "the time limit ran out" if cut else "the rest is out of its reach"
         result.reason = (

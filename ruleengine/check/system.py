@@ -27,7 +27,7 @@ from ruleengine.passes import Mode
 from ruleengine.reasoner import Reasoner
 from ruleengine.requirements.base import Requirement
 from ruleengine.requirements.monitor import Monitor
-from ruleengine.rules import Emitted, Lowered, literals_of, lower
+from ruleengine.rules import Emitted, Literal, Lowered, literals_of, lower
 from ruleengine.state import STATUSES, Status
 
 __all__ = [
@@ -607,6 +607,45 @@ def _monitor_of(requirement: Requirement) -> Monitor:
     return monitor
 
 
+def _give_way_together(yielding: Sequence[Component], tools: Sequence[str]) -> bool:
+    """Whether yielding components always give way together, so that a step's pass is
+    that of every requirement where it is consistent, else that of the others (as with
+    one): they keep alike views under alike moves (from the same start), and at each view
+    each emits either nothing or one set of literals common to all, forcing nothing (cycle
+    guards: the last tool called, denied where the guard's check says it cycles). Then a
+    clash of the others with any of them is a clash with each, every core the runtime
+    finds holds one of them until none is left, and the steps between are never seen."""
+    first = yielding[0]
+    for comp in yielding[1:]:
+        if comp.views != first.views:
+            return False
+        for tool in tools:
+            if tool == FINAL_ANSWER:
+                continue
+            for status in STATUSES:
+                for view in range(len(first.views)):
+                    if comp.move(view, tool, status) != first.move(view, tool, status):
+                        return False
+    for view in range(len(first.views)):
+        common: frozenset[Literal] | None = None
+        for comp in yielding:
+            for variant in comp.variants[view]:
+                said: set[Literal] = set()
+                for e in variant.records:
+                    low = lower(e.item)
+                    literals = literals_of(low.restrict)
+                    if literals is None or low.hard_force or low.soft_force:
+                        return False
+                    said.update(literals)
+                if not said:
+                    continue
+                if common is None:
+                    common = frozenset(said)
+                elif said != common:
+                    return False
+    return True
+
+
 def symbolic_problem(system: System) -> str | None:
     """Why the symbolic engine cannot check ``system`` (None: it can). Here, not in the
     engine's module, so that choosing an engine imports no BDD package."""
@@ -614,8 +653,12 @@ def symbolic_problem(system: System) -> str | None:
         return "it decides strict mode only"
     if system.skips:
         return "it has counters tabulated band by band, which only the explicit engine weighs"
-    if sum(c.requirement.yielding for c in system.components) > 1:
-        return "it models one yielding requirement at most"
+    yielding = [c for c in system.components if c.requirement.yielding]
+    if len(yielding) > 1 and not _give_way_together(yielding, system.tools):
+        return (
+            "it models several yielding requirements only where they give way together "
+            "(alike views and moves, the same rules where they act, as cycle guards)"
+        )
     for comp in system.components:
         for variants in comp.variants:
             for variant in variants:

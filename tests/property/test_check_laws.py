@@ -137,6 +137,31 @@ def test_explicit_and_symbolic_engines_agree(case: PolicyCase) -> None:
     assert auto == explicit
 
 
+@st.composite
+def guarded_policies(draw: st.DrawFn) -> PolicyCase:
+    """A strict-mode policy with two or three cycle guards besides its other requirements."""
+    case = draw(policies(priority=False, user=False, cycle=False))
+    guards = draw(
+        st.lists(
+            st.builds(CycleParams, st.integers(1, 3), st.integers(1, 3), st.integers(1, 4)),
+            min_size=2,
+            max_size=3,
+        )
+    )
+    specs = (*case.specs, *(ReqSpec(f"g{i}", p) for i, p in enumerate(guards)))
+    return PolicyCase(case.tools, specs, case.mode, case.max_iterations)
+
+
+@given(case=guarded_policies())
+def test_the_engines_agree_with_several_cycle_guards(case: PolicyCase) -> None:
+    # They give way together: where a step's rules clash with any of them, the runtime
+    # drops each in turn (every core holds one, as they deny the same tool), and the
+    # symbolic engine takes the pass without them all, read over one guard's view bits.
+    assert symbolic_applies(case)
+    explicit, symbolic = comparable(checked(case, "explicit"), checked(case, "symbolic"))
+    assert explicit == symbolic
+
+
 @given(case=policies())
 def test_the_engines_agree_when_they_answer_every_core_question(case: PolicyCase) -> None:
     # On small policies the core questions' short explicit searches settle most of them;

@@ -543,3 +543,38 @@ def test_a_history_as_short_as_the_bound_decides_the_budget_at_once(
     assert decider.finished is not None and reaches(decider.system, decider.finished, FINAL_ANSWER)
     assert result.finish_depth == result.finish_after + 1 == len(decider.finished) == 44
     assert result.firsts["finish"] == decider.finished
+
+
+def test_a_probe_past_its_time_leaves_the_verdicts_to_be_decided_one_by_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The probe stops at its own share of the time whatever states it has left (a state
+    # can take a second where opaque checks multiply its passes); the verdicts are then
+    # decided one by one, as after a probe cut short by its states, and are the explicit
+    # engine's. Here it stops before its first state.
+    monkeypatch.setattr(compositional, "PROBE_SECONDS", -1.0)
+    policy = Policy(
+        ["a", "b", "c"],
+        [
+            ConditionalRequirement("b", only_after=["a"], name="b-after-a"),
+            ConditionalRequirement("c", min_invocations=1, only_after=["b"], name="c-needed"),
+            ConditionalRequirement("a", max_invocations=1, name="a-once"),
+            CycleGuard(name="guard"),
+        ],
+        max_iterations=3,
+    )
+    system = System(policy.tools, policy.requirements, mode=policy.mode)
+    result = analyse_compositional(system, Encoding(system), budget=2)
+    whole = analyse(system)
+    assert result.complete and whole.complete
+    assert result.decided is not None  # one by one, not the probe's own analysis
+    assert result.allowed_tools == whole.allowed_tools
+    assert result.live == whole.live
+
+    def found(analysis: Analysis) -> list[dict[str, object]]:
+        engine = lambda sub, _: analyse(sub)  # noqa: E731
+        return [f.model_dump() for f in findings(system, analysis, max_iterations=3, engine=engine)]
+
+    assert found(result) == found(whole)
+    assert [f["id"] for f in found(whole)] == ["budget"]  # 3 steps before the stop
+    assert result.reason is None
