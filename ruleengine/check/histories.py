@@ -7,7 +7,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,7 +19,7 @@ from ruleengine.check.symbolic_encoding import EncodingBase
 from ruleengine.check.system import Component, Event, State, System
 from ruleengine.ir import FINAL_ANSWER
 from ruleengine.passes import Pass
-from ruleengine.requirements import ConditionalRequirement
+from ruleengine.requirements import ConditionalRequirement, Requirement
 
 __all__ = ["Finishing", "Late", "along", "gated", "shortened", "toward"]
 
@@ -283,13 +283,43 @@ def gated(system: System, without: str, tool: str) -> System:
     ``system`` need call ``tool`` at all. The components and the reasoner are
     ``system``'s (the reasoner decides any records of the same tools), the new
     requirement's own; its name is none of ``system``'s."""
+    return _replaced(
+        system,
+        without,
+        f"{without} waits for {tool}",
+        lambda name: ConditionalRequirement(
+            tool, min_invocations=1, only_success_invocations=False, name=name
+        ),
+    )
+
+
+def capped(system: System, without: str, tool: str, most: int, *, only_success: bool) -> System:
+    """``system`` without requirement ``without`` and with one more, which allows at most
+    ``most`` calls of ``tool`` (successful ones only, with ``only_success``). Where
+    ``without`` keeps the run from stopping until ``tool`` was called more often than
+    that, a finishing history of this system ends where the others let the run stop and
+    it does not: where it is live, in ``system``. Unlike a search that never calls
+    ``tool``, it finds one where the others need ``tool`` called too, but fewer times.
+    Built as ``gated``."""
+    return _replaced(
+        system,
+        without,
+        f"{without} capped at {most} calls of {tool}",
+        lambda name: ConditionalRequirement(
+            tool, max_invocations=most, only_success_invocations=only_success, name=name
+        ),
+    )
+
+
+def _replaced(
+    system: System, without: str, name: str, gate_of: Callable[[str], Requirement]
+) -> System:
+    """``system`` without requirement ``without`` and with the requirement ``gate_of``
+    builds, named ``name`` (primed until it is none of ``system``'s names)."""
     names = {c.requirement.name for c in system.components}
-    name = f"{without} waits for {tool}"
     while name in names:
         name += "'"
-    gate = ConditionalRequirement(
-        tool, min_invocations=1, only_success_invocations=False, name=name
-    )
+    gate = gate_of(name)
     own = System(system.tools, [gate], mode=system.mode).components
     kept = [c for c in system.components if c.requirement.name != without]
     return System(

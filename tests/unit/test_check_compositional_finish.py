@@ -22,7 +22,7 @@ from ruleengine.check.compositional import (
     analyse_compositional,
 )
 from ruleengine.check.explicit import _Explorer, analyse, asking_of, decide, live_at, reaches, walk
-from ruleengine.check.histories import Late, gated
+from ruleengine.check.histories import Late, capped, gated
 from ruleengine.check.projections import Projections, without_dead
 from ruleengine.check.properties import findings
 from ruleengine.check.relaxed import Relaxed
@@ -578,3 +578,67 @@ def test_a_probe_past_its_time_leaves_the_verdicts_to_be_decided_one_by_one(
     assert found(result) == found(whole)
     assert [f["id"] for f in found(whole)] == ["budget"]  # 3 steps before the stop
     assert result.reason is None
+
+
+def _first_state_only(system: System) -> _Decider:
+    """The analysis of ``system`` with a probe of its first state, its requirements asked
+    about (``_live``)."""
+    explorer = _Explorer(system, 1, None, True)
+    probe = explorer.run()
+    decider = _Decider(system, Encoding(system), explorer, probe, 9, time.monotonic() + 600)
+    decider._live()
+    return decider
+
+
+def test_a_minimum_the_others_need_in_part_is_shown_live_with_the_tool_capped_short() -> None:
+    # "`t` at least 3 times" keeps the stop closed where the others let the run stop
+    # after one call of `t`: live there. A search that never calls `t` finds no finish
+    # (the others need it once); one with `t` capped at 2 calls does.
+    system = System(
+        ["a", "t"],
+        [
+            ConditionalRequirement("t", min_invocations=3, name="t-thrice"),
+            ConditionalRequirement("t", min_invocations=1, name="t-once"),
+            ConditionalRequirement("a", max_invocations=1, name="a-once"),
+        ],
+    )
+    key = "live:t-thrice"
+    decider = _first_state_only(system)
+    assert key in decider.open
+    decider._live_without()
+    witness = _shown_live(decider, key)
+    assert 1 <= sum(tool == "t" for tool, _ in witness) <= 2
+
+
+def test_a_capped_system_keeps_the_cap() -> None:
+    system = System(["t"], [ConditionalRequirement("t", min_invocations=3, name="least")])
+    fewer = capped(system, "least", "t", 2, only_success=True)
+    assert [c.requirement.name for c in fewer.components] == ["least capped at 2 calls of t"]
+    assert fewer.reasoner is system.reasoner
+    assert "t" in _allowed_after(fewer, [("t", "ok"), ("t", "error")])
+    assert "t" not in _allowed_after(fewer, [("t", "ok"), ("t", "ok")])
+    every = capped(system, "least", "t", 1, only_success=False)
+    assert "t" not in _allowed_after(every, [("t", "error")])
+
+
+def test_a_cap_is_shown_live_by_calling_its_tool_up_to_it() -> None:
+    # "`t` at most 3 times (any status)" acts after the third call, where the others
+    # still allow `t` when its successes count only ("`t` at most 4 successes"). The
+    # quick pass, before any question to Z3, follows the history to `t` with `t` called
+    # as often as the cap has views, succeeding and failing.
+    system = System(
+        ["a", "t"],
+        [
+            ConditionalRequirement(
+                "t", max_invocations=3, only_success_invocations=False, name="cap"
+            ),
+            ConditionalRequirement("t", max_invocations=2, name="successes"),
+            ConditionalRequirement("a", max_invocations=1, name="a-once"),
+        ],
+    )
+    key = "live:cap"
+    decider = _first_state_only(system)
+    assert key in decider.open
+    decider._live_searched(directed=False)
+    witness = _shown_live(decider, key)
+    assert witness == (("t", "error"),) * 3
