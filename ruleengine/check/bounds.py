@@ -27,7 +27,7 @@ with these bounds when it asks whether ``final_answer`` is reached within a numb
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ruleengine.check.system import Component
@@ -119,6 +119,25 @@ class Remembered:
         if found is None:
             found = self._found[key] = distances(comp, self.tools, goal)
         return found
+
+
+def apart(
+    shared: Callable[[Component, str], Distances],
+    own: Sequence[Component],
+    tools: Sequence[str],
+) -> Callable[[Component, str], Distances]:
+    """``shared`` (a memo keyed by the identity of components) for the components of
+    ``own``, and a memo of its own, over ``tools``, for any other: a search of a system
+    built with a new requirement (``histories.gated``, ``histories.capped``) remembers that
+    one's distances only while it lives, since a later component may take a dead one's
+    identity."""
+    mine = {id(c) for c in own}
+    fresh = Remembered(tools)
+
+    def bounds(comp: Component, goal: str = FINAL_ANSWER) -> Distances:
+        return shared(comp, goal) if id(comp) in mine else fresh(comp, goal)
+
+    return bounds
 
 
 def _open(comp: Component, view: int, goal: str) -> bool:

@@ -38,15 +38,15 @@ from functools import cached_property
 from typing import Any
 
 from ruleengine.check.analysis import Analysis, Witness, listed
-from ruleengine.check.bounds import UNREACHABLE, Distances, Remembered
+from ruleengine.check.bounds import UNREACHABLE, apart
 from ruleengine.check.explicit import Outcome, _Explorer
 from ruleengine.check.followed import Followed
 from ruleengine.check.histories import (
     LIVE_STATES,
     Finishing,
     along,
-    capped,
     gated,
+    short_of,
     shortened,
     toward,
 )
@@ -63,10 +63,9 @@ from ruleengine.check.symbolic_verdicts import (
     _has_pass,
     _has_tie,
 )
-from ruleengine.check.system import Component, Event, State, System
+from ruleengine.check.system import Event, State, System
 from ruleengine.check.unrolled import GaveUp, Unrolled
 from ruleengine.ir import FINAL_ANSWER
-from ruleengine.requirements import ConditionalRequirement
 from ruleengine.rules import lower
 from ruleengine.state import STATUSES, Status
 
@@ -893,38 +892,20 @@ class _Decider:
                 deadline=until,
                 avoid=watched,
             )
-            if history is None and (fewer := self._fewer(name)) is not None:
+            if history is None and (fewer := short_of(system, name)) is not None:
+                # A minimum of two calls or more the others need in part: its tool capped
+                # one call short (`indep-counters-50-100-5`: "`test_03` at least 3 times",
+                # which others need called, live 77 steps in, found in 0.4 s where the
+                # questions to Z3 had not in the minute).
                 history = seek(
                     fewer,
                     FINAL_ANSWER,
-                    enc.distances,
+                    apart(enc.distances, comps, system.tools),
                     limit=searched(system, SEEK_STATES),
                     deadline=until,
                 )
             if history is not None:
                 self._shown_live(key, [history])
-
-    def _fewer(self, name: str) -> System | None:
-        """For a requirement that keeps the run from stopping until its tool was called
-        ``min_invocations`` times (at least twice), the system without it and with that
-        tool capped one call short (``histories.capped``): its finishing histories end where
-        the requirement is live, also where the others need the tool called (where a search
-        that never calls it finds nothing). On `indep-counters-50-100-5`, "`test_03` at
-        least 3 times", which others need called, was live only 77 steps in: this search
-        found it in 0.4 s, where the questions to Z3 had not in the minute. None for
-        other requirements."""
-        requirement = next(
-            c.requirement for c in self.system.components if c.requirement.name == name
-        )
-        if not isinstance(requirement, ConditionalRequirement) or requirement.min_invocations < 2:
-            return None
-        return capped(
-            self.system,
-            name,
-            requirement.target,
-            requirement.min_invocations - 1,
-            only_success=requirement.only_success_invocations,
-        )
 
     def _shown_live(self, key: str, histories: Sequence[tuple[Event, ...]]) -> bool:
         """Whether a prefix of one of ``histories``, replayed through the whole system
@@ -963,7 +944,6 @@ class _Decider:
         until = None
         if self.deadline is not None:
             until = time.monotonic() + WITHOUT_SHARE * (self.deadline - time.monotonic())
-        own = {id(c) for c in comps}
         asked: list[tuple[int, str, list[str]]] = []
         for key in self.open:
             if key.startswith("live:"):
@@ -988,15 +968,10 @@ class _Decider:
                 # The gate's component is new: its distances are remembered apart, and
                 # only while it lives (the encoding's are keyed by the identity of the
                 # components, which a new one may reuse once this one is gone).
-                fresh = Remembered(system.tools)
-
-                def bounds(comp: Component, goal: str, fresh: Remembered = fresh) -> Distances:
-                    return enc.distances(comp, goal) if id(comp) in own else fresh(comp, goal)
-
                 history = seek(
                     gated(system, name, tool),
                     FINAL_ANSWER,
-                    bounds,
+                    apart(enc.distances, comps, system.tools),
                     limit=searched(system, LIVE_STATES),
                     deadline=until,
                 )

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from itertools import islice
 
 from ruleengine.check.analysis import Analysis
-from ruleengine.check.bounds import Distances
+from ruleengine.check.bounds import Distances, apart
 from ruleengine.check.explicit import (
     allows,
     analyse,
@@ -26,10 +26,12 @@ from ruleengine.check.explicit import (
     reaches,
     walk,
 )
+from ruleengine.check.histories import short_of
 from ruleengine.check.seek import seek
 from ruleengine.check.system import Checked, Component, Event, State, System
 from ruleengine.ir import FINAL_ANSWER
 from ruleengine.rules import Emitted
+from ruleengine.state import Status
 
 __all__ = ["Stops", "directed"]
 
@@ -72,9 +74,12 @@ def directed(
     replayed on ``sub``, after which ``R`` is live, of a history of ``sub`` without ``R`` to
     each tool ``R``'s rules mention (in declared order): where the others allow that tool,
     ``R`` is live if it denies it, or where a step of the history is one ``R`` denies, the
-    history followed by ``REPEATS`` calls of that tool while ``sub`` allows them. For
-    a stop ``R`` prevents, the history avoids every tool ``R`` watches: the others let the
-    run stop before any of them is called, where ``R`` still keeps it from stopping.
+    history followed by as many calls of that tool as ``R`` has views (``REPEATS`` at the
+    least), all succeeding or all failing, while ``sub`` allows them. For a stop ``R``
+    prevents, the history avoids every tool ``R`` watches: the others let the run stop
+    before any of them is called, where ``R`` still keeps it from stopping; or, for a
+    minimum of two calls or more, it calls ``R``'s tool one time fewer
+    (``histories.short_of``).
     Deterministic; depends on no engine. Cost: at most one search per tool ``R``
     mentions, and one decision per step of each history found."""
     kind, _, subject = focus.partition(":")
@@ -89,21 +94,38 @@ def directed(
     others = sub.subsystem([r.name for r in sub.requirements if r.name != subject])
     mentioned = frozenset().union(*(c.mentions for c in own))
     watched = frozenset(t for c in own for t in c.watched)
+    repeats = max(REPEATS, *(len(c.views) for c in own))
     for goal in [t for t in dict.fromkeys((*sub.tools, FINAL_ANSWER)) if t in mentioned]:
         avoid = watched if goal == FINAL_ANSWER else frozenset()
         found = seek(others, goal, bounds, limit=limit, deadline=deadline, avoid=avoid)
+        fewer = short_of(sub, subject) if found is None and goal == FINAL_ANSWER else None
+        if fewer is not None:
+            # A minimum the others need in part: its tool capped one call short.
+            found = seek(
+                fewer,
+                goal,
+                apart(bounds, sub.components, sub.tools),
+                limit=limit,
+                deadline=deadline,
+            )
         if found is None:
             continue
-        if goal != FINAL_ANSWER:
-            found += ((goal, "ok"),) * REPEATS  # a cap shows only after some calls
-        if (shown := _first_live(sub, found, subject)) is not None:
-            return shown
+        tried = [found]
+        if goal != FINAL_ANSWER:  # a cap shows only after some calls, of any status it counts
+            tried = [(*found, *[(goal, status)] * repeats) for status in _REPEATED]
+        for history in tried:
+            if (shown := _first_live(sub, history, subject)) is not None:
+                return shown
     return None
 
 
 REPEATS = 4
 """Calls of the tool a directed search for a live requirement reached, appended to its
-history (``directed``): a cap of up to that many calls is then live at the next."""
+history (``directed``), at the least: as many as the requirement has views, succeeding
+and then failing, so a cap of that many calls, or one that counts every status, is live
+at the next."""
+
+_REPEATED: tuple[Status, ...] = ("ok", "error")
 
 
 def _first_live(sub: System, trace: tuple[Event, ...], name: str) -> tuple[Event, ...] | None:

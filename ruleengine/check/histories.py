@@ -21,7 +21,7 @@ from ruleengine.ir import FINAL_ANSWER
 from ruleengine.passes import Pass
 from ruleengine.requirements import ConditionalRequirement, Requirement
 
-__all__ = ["Finishing", "Late", "along", "gated", "shortened", "toward"]
+__all__ = ["Finishing", "Late", "along", "capped", "gated", "short_of", "shortened", "toward"]
 
 Node = Any
 """A BDD node of the encoding's manager."""
@@ -308,6 +308,26 @@ def capped(system: System, without: str, tool: str, most: int, *, only_success: 
         lambda name: ConditionalRequirement(
             tool, max_invocations=most, only_success_invocations=only_success, name=name
         ),
+    )
+
+
+def short_of(system: System, name: str) -> System | None:
+    """For requirement ``name`` of ``system``, a ``ConditionalRequirement`` that keeps the
+    run from stopping until its tool was called ``min_invocations`` times, at least twice:
+    the system without it and with that tool capped one call short (``capped``), whose
+    finishing histories end where it is live. None for any other requirement (at one call,
+    a search that never calls the tool is the same)."""
+    requirement = next(
+        (c.requirement for c in system.components if c.requirement.name == name), None
+    )
+    if not isinstance(requirement, ConditionalRequirement) or requirement.min_invocations < 2:
+        return None
+    return capped(
+        system,
+        name,
+        requirement.target,
+        requirement.min_invocations - 1,
+        only_success=requirement.only_success_invocations,
     )
 
 

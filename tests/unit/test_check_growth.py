@@ -326,6 +326,30 @@ def test_a_directed_search_shows_a_requirement_live_only_where_it_is() -> None:
     assert found == ()  # the others let the run stop at once; `a-once` keeps it going
 
 
+def test_a_directed_search_shows_counts_past_its_first_calls() -> None:
+    # A cap of 6 calls of any status, where the others cap successes at 2: live only
+    # after 6 failing calls, past what a few successful ones show.
+    system = System(
+        ["a", "x"],
+        [
+            C("a", max_invocations=6, only_success_invocations=False, name="cap-a"),
+            C("a", max_invocations=2, name="two-successes"),
+        ],
+    )
+    found = directed(system, "live:cap-a", Remembered(system.tools), limit=64, deadline=None)
+    assert found == (("a", "error"),) * 6
+    assert properties._shows(system, found, "live:cap-a")
+    # "`a` at least 3 times" where the others need `a` once: the run that never calls `a`
+    # does not stop; one that calls it once, with `a` capped at 2 calls, does.
+    least = System(
+        ["a", "x"],
+        [C("a", min_invocations=3, name="a-thrice"), C("a", min_invocations=1, name="a-once")],
+    )
+    found = directed(least, "live:a-thrice", Remembered(least.tools), limit=64, deadline=None)
+    assert found is not None and 1 <= found.count(("a", "ok")) <= 2
+    assert properties._shows(least, found, "live:a-thrice")
+
+
 def test_a_directed_search_seeks_each_goal_once(monkeypatch: pytest.MonkeyPatch) -> None:
     # `a-once` keeps the run from stopping until `a`; `never-stop` keeps it from stopping
     # at all, so `a-once` is dead. Its goals: `a`, which it mentions, and the stop; each is
