@@ -607,7 +607,7 @@ def _monitor_of(requirement: Requirement) -> Monitor:
     return monitor
 
 
-def _give_way_together(yielding: Sequence[Component], tools: Sequence[str]) -> bool:
+def _give_way_together(yielding: Sequence[Component]) -> bool:
     """Whether yielding components always give way together, so that a step's pass is
     that of every requirement where it is consistent, else that of the others (as with
     one): they keep alike views under alike moves (from the same start), and at each view
@@ -617,11 +617,9 @@ def _give_way_together(yielding: Sequence[Component], tools: Sequence[str]) -> b
     finds holds one of them until none is left, and the steps between are never seen."""
     first = yielding[0]
     for comp in yielding[1:]:
-        if comp.views != first.views:
+        if comp.views != first.views or comp.classes.keys() != first.classes.keys():
             return False
-        for tool in tools:
-            if tool == FINAL_ANSWER:
-                continue
+        for tool in first.classes:
             for status in STATUSES:
                 for view in range(len(first.views)):
                     if comp.move(view, tool, status) != first.move(view, tool, status):
@@ -654,7 +652,7 @@ def symbolic_problem(system: System) -> str | None:
     if system.skips:
         return "it has counters tabulated band by band, which only the explicit engine weighs"
     yielding = [c for c in system.components if c.requirement.yielding]
-    if len(yielding) > 1 and not _give_way_together(yielding, system.tools):
+    if len(yielding) > 1 and not _give_way_together(yielding):
         return (
             "it models several yielding requirements only where they give way together "
             "(alike views and moves, the same rules where they act, as cycle guards)"
