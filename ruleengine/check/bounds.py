@@ -128,7 +128,7 @@ def apart(
 ) -> Callable[[Component, str], Distances]:
     """``shared`` (a memo keyed by the identity of components) for the components of
     ``own``, and a memo of its own, over ``tools``, for any other: a search of a system
-    built with a new requirement (``histories.gated``, ``histories.capped``) remembers that
+    built with a new requirement (``gates.gated``, ``gates.capped``) remembers that
     one's distances only while it lives, since a later component may take a dead one's
     identity."""
     mine = {id(c) for c in own}

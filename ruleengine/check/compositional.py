@@ -41,12 +41,11 @@ from ruleengine.check.analysis import Analysis, Witness, listed
 from ruleengine.check.bounds import UNREACHABLE, apart
 from ruleengine.check.explicit import Outcome, _Explorer
 from ruleengine.check.followed import Followed
+from ruleengine.check.gates import gated, short_of
 from ruleengine.check.histories import (
     LIVE_STATES,
     Finishing,
     along,
-    gated,
-    short_of,
     shortened,
     toward,
 )

@@ -26,7 +26,7 @@ from ruleengine.check.explicit import (
     reaches,
     walk,
 )
-from ruleengine.check.histories import short_of
+from ruleengine.check.gates import short_of
 from ruleengine.check.seek import seek
 from ruleengine.check.system import Checked, Component, Event, State, System
 from ruleengine.ir import FINAL_ANSWER
@@ -79,7 +79,7 @@ def directed(
     prevents, the history avoids every tool ``R`` watches: the others let the run stop
     before any of them is called, where ``R`` still keeps it from stopping; or, for a
     minimum of two calls or more, it calls ``R``'s tool one time fewer
-    (``histories.short_of``).
+    (``gates.short_of``).
     Deterministic; depends on no engine. Cost: at most one search per tool ``R``
     mentions, and one decision per step of each history found."""
     kind, _, subject = focus.partition(":")

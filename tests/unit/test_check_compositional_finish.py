@@ -22,7 +22,8 @@ from ruleengine.check.compositional import (
     analyse_compositional,
 )
 from ruleengine.check.explicit import _Explorer, analyse, asking_of, decide, live_at, reaches, walk
-from ruleengine.check.histories import Late, capped, gated
+from ruleengine.check.gates import capped, gated
+from ruleengine.check.histories import Late
 from ruleengine.check.projections import Projections, without_dead
 from ruleengine.check.properties import findings
 from ruleengine.check.relaxed import Relaxed
