@@ -41,7 +41,7 @@ from ruleengine.check.analysis import Analysis, Witness, listed
 from ruleengine.check.bounds import UNREACHABLE, apart
 from ruleengine.check.explicit import Outcome, _Explorer
 from ruleengine.check.followed import Followed
-from ruleengine.check.gates import gated, short_of
+from ruleengine.check.gates import counted, gated, short_of
 from ruleengine.check.histories import (
     LIVE_STATES,
     Finishing,
@@ -66,7 +66,7 @@ from ruleengine.check.system import Event, State, System
 from ruleengine.check.unrolled import GaveUp, Unrolled
 from ruleengine.ir import FINAL_ANSWER
 from ruleengine.rules import lower
-from ruleengine.state import STATUSES, Status
+from ruleengine.state import STATUSES
 
 __all__ = ["analyse_compositional", "decided_by_probe"]
 
@@ -1007,12 +1007,8 @@ class _Decider:
             if path is not None:
                 out.extend((*path, (w, status)) for w in sorted(watched) for status in STATUSES)
                 if views > 2:
-                    repeated: tuple[Status, ...] = ("ok", "error")
-                    out.extend(
-                        (*path, *[(w, status)] * views)
-                        for w in sorted(watched)
-                        for status in repeated
-                    )
+                    for w in sorted(watched):
+                        out.extend(counted(path, w, views))
         return out
 
     @cached_property

@@ -26,12 +26,11 @@ from ruleengine.check.explicit import (
     reaches,
     walk,
 )
-from ruleengine.check.gates import short_of
+from ruleengine.check.gates import counted, short_of
 from ruleengine.check.seek import seek
 from ruleengine.check.system import Checked, Component, Event, State, System
 from ruleengine.ir import FINAL_ANSWER
 from ruleengine.rules import Emitted
-from ruleengine.state import Status
 
 __all__ = ["Stops", "directed"]
 
@@ -112,7 +111,7 @@ def directed(
             continue
         tried = [found]
         if goal != FINAL_ANSWER:  # a cap shows only after some calls, of any status it counts
-            tried = [(*found, *[(goal, status)] * repeats) for status in _REPEATED]
+            tried = counted(found, goal, repeats)
         for history in tried:
             if (shown := _first_live(sub, history, subject)) is not None:
                 return shown
@@ -124,8 +123,6 @@ REPEATS = 4
 history (``directed``), at the least: as many as the requirement has views, succeeding
 and then failing, so a cap of that many calls, or one that counts every status, is live
 at the next."""
-
-_REPEATED: tuple[Status, ...] = ("ok", "error")
 
 
 def _first_live(sub: System, trace: tuple[Event, ...], name: str) -> tuple[Event, ...] | None:

@@ -1,17 +1,28 @@
 """Systems with one requirement replaced by another, for the directed searches that show a
 requirement live (``compositional``, ``counterexamples``): its finishing histories end where
 the requirement taken out may act. Built from the system's own components and reasoner;
-imports no BDD package, since every core search may use them.
+imports no BDD package, since every core search may use them. And the histories that call a
+tool as often as a count needs (``counted``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from ruleengine.check.system import System
+from ruleengine.check.system import Event, System
 from ruleengine.requirements import ConditionalRequirement, Requirement
+from ruleengine.state import Status
 
-__all__ = ["capped", "gated", "short_of"]
+__all__ = ["capped", "counted", "gated", "short_of"]
+
+_COUNTED: tuple[Status, ...] = ("ok", "error")
+
+
+def counted(history: tuple[Event, ...], tool: str, times: int) -> list[tuple[Event, ...]]:
+    """``history`` followed by ``times`` calls of ``tool``, all succeeding, and again all
+    failing: a cap binds along one of them (every prefix is looked at), or a count of
+    every status passes the others' counts of successes."""
+    return [(*history, *[(tool, status)] * times) for status in _COUNTED]
 
 
 def gated(system: System, without: str, tool: str) -> System:

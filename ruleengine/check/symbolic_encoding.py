@@ -17,7 +17,7 @@ where two such passes differ. Nothing here searches: the layers of states are
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from ruleengine._units import literal_masks
@@ -187,10 +187,10 @@ class EncodingBase:
             names = dict(zip(self.bits[id(comp)], self.bits[id(leader)], strict=True))
             mine = self.facts(comp)
             found = self._facts_as[key] = _Facts(
-                *(
-                    {t: self.bdd.let(names, u) for t, u in getattr(mine, table).items()}
-                    for table in ("deny", "hide", "allow", "show", "hard", "soft")
-                )
+                **{
+                    f.name: {t: self.bdd.let(names, u) for t, u in getattr(mine, f.name).items()}
+                    for f in fields(_Facts)
+                }
             )
         return found
 
