@@ -39,7 +39,7 @@ from typing import Any
 
 from ruleengine.check.analysis import Analysis, Witness, listed
 from ruleengine.check.bounds import UNREACHABLE, apart
-from ruleengine.check.explicit import Outcome, _Explorer
+from ruleengine.check.explicit import Outcome, _Explorer, callable_at
 from ruleengine.check.followed import Followed
 from ruleengine.check.gates import counted, gated, short_of
 from ruleengine.check.histories import (
@@ -65,6 +65,7 @@ from ruleengine.check.symbolic_verdicts import (
 from ruleengine.check.system import Event, State, System
 from ruleengine.check.unrolled import GaveUp, Unrolled
 from ruleengine.ir import FINAL_ANSWER
+from ruleengine.requirements import AskPermissionRequirement
 from ruleengine.rules import lower
 from ruleengine.state import STATUSES
 
@@ -116,6 +117,12 @@ QUICK_NEVER = 0.25
 """The seconds the projections are given to show a tool never allowed before a directed
 search for a history that calls it (they are asked again, without that bound, where the
 search finds none)."""
+
+GLANCE_STATES = 200
+"""States a first directed search for a tool decides, before the projections' quick proof
+that it is never allowed: a history to a tool allowed was mostly found among the first few
+dozen, and a quick proof that fails takes all its time (about 0.25 s a tool on
+`indep-approvals-50-100-5`)."""
 
 UNROLL_DEPTHS = (2, 4, 8, 12, 16, 24, 32, 48, 64)
 """The numbers of steps within which the open "sometimes" verdicts are asked of the
@@ -443,10 +450,8 @@ class _Decider:
         self._live_searched(directed=False)
         self._live_waiting()
         self._live_without()
-        self._unroll(UNROLL_DEPTHS[:UNROLL_FIRST])
-        # After the short histories Z3 finds (which show most of these at once), what
-        # is live only deep in the run.
         self._live_triggered()
+        self._unroll(UNROLL_DEPTHS[:UNROLL_FIRST])
         self._live_never()
         self._live_searched()
         self._prove(PROVE_FIRST)
@@ -510,21 +515,45 @@ class _Decider:
             # the projections until they give up: 2-5 s a tool on
             # `indep-counters-50-100-3`), then the proof with the time left.
             where = some(p.allowed[tool])
-            if self.projections.never(where, self._soon(QUICK_NEVER)):
+            found = seek(
+                self.system, tool, self.enc.distances, limit=searched(self.system, GLANCE_STATES)
+            )
+            if found is None and self.projections.never(where, self._soon(QUICK_NEVER)):
                 decided.add(key)
                 continue
-            found = seek(
-                self.system, tool, self.enc.distances, limit=searched(self.system, SEEK_STATES)
-            )
+            if found is None:
+                found = seek(
+                    self.system,
+                    tool,
+                    self.enc.distances,
+                    limit=searched(self.system, SEEK_STATES),
+                )
             if found is not None:
-                decided.add(key)
-                result.allowed_tools.add(tool)
-                result.firsts.setdefault(f"tool:{tool}", found)
+                self._allowed_along(found)
             elif self._never(where):
                 decided.add(key)
             else:
                 self.open[key] = some(p.callable[tool])
         self._without_dead()
+
+    def _allowed_along(self, history: tuple[Event, ...]) -> None:
+        """Every tool allowed at some state along ``history`` (a real history), under some
+        check values, decided allowed, with the history up to its first such state: a
+        directed search's history to one tool passes where many others are allowed
+        (`indep-approvals-50-100-5`: a projection's quick proof, which fails, and a search
+        per tool had taken 6.5 s)."""
+        result, system = self.result, self.system
+        decided = result.decided
+        assert decided is not None
+        state = system.initial
+        for i in range(len(history) + 1):
+            if i:
+                state = system.successor(state, history[i - 1])
+            for tool in callable_at(system, state) - result.allowed_tools:
+                decided.add(f"tool:{tool}")
+                self.open.pop(f"tool:{tool}", None)
+                result.allowed_tools.add(tool)
+                result.firsts.setdefault(f"tool:{tool}", history[:i])
 
     def _without_dead(self) -> bool:
         """The projections rebuilt without the steps of the tools shown never allowed (no
@@ -603,9 +632,6 @@ class _Decider:
             if least is None:
                 decided.add("budget")  # some component alone never lets the run stop
             else:
-                parts = estimates.least(self.system.initial)
-                assert parts is not None  # as ``bound``, which is made of it
-                calls = parts[1]
                 # Each tool every finishing history calls costs a step of its own, and so
                 # do the calls that the soft forces they set off cost besides.
                 until = time.monotonic() + FORCED_SECONDS
@@ -615,10 +641,8 @@ class _Decider:
                 # sought only until they show that much.
                 known = None if self.finished is None else len(self.finished) - 1
                 steps, self.needed = least_steps(self.system, until, beyond=known)
-                # Calls of different tools are different steps: each tool at least as often
-                # as a component needs it called, and once if every finishing history calls it.
-                each = sum(calls.get(t, 0) or 1 for t in self.needed if t != FINAL_ANSWER)
-                each += sum(n for t, n in calls.items() if t not in self.needed)
+                each = estimates.least_calls(self.system.initial, self.needed)
+                assert each is not None  # as ``bound``
                 result.finish_after = max(result.finish_after, least - 1, steps - 1, each - 1)
                 if self.finished is not None and len(self.finished) <= result.finish_after + 1:
                     self._exact(self.finished)  # a history as short as the bound
@@ -991,20 +1015,30 @@ class _Decider:
         )
 
     def _reaching(self, name: str, watched: set[str]) -> list[tuple[Event, ...]]:
-        """Histories to where a tool requirement ``name`` mentions is allowed, each followed
-        by a call of a tool it watches: where a force after a tool changes the pass (its
-        tool allowed, its trigger just called), which no finishing history need pass. And,
+        """Histories to where a tool requirement ``name`` mentions (or, asking permission,
+        covers) is first allowed: where a gate of its own still holds the tool back (the
+        steps before), or where it asks (`indep-approvals-50-100-4`: nine such requirements
+        were left to bounded model checking, 7 s of questions up to 16 steps deep). Each
+        also followed by a call of a tool it watches: where a force after a tool changes the
+        pass (its tool allowed, its trigger just called), which no finishing history need
+        pass. And,
         for a requirement that counts, by as many calls of that tool as it has views, all
         successful or all failing (``along`` looks at every prefix): where a cap binds, or
         a count of every status passes the others' counts of successes. On
         `indep-counters-50-100-5`, 32 caps of 2 to 17 calls were left to bounded model
         checking, 14 s of questions 12 and 16 steps deep."""
         firsts = self.result.firsts
-        views = max(len(c.views) for c in self.system.components if c.requirement.name == name)
+        mine = [c for c in self.system.components if c.requirement.name == name]
+        views = max(len(c.views) for c in mine)
+        tools = set(self.system.mentions.get(name, frozenset()))
+        requirement = mine[0].requirement
+        if isinstance(requirement, AskPermissionRequirement):
+            tools |= {t for t in self.system.callable if requirement.covers(t)}
         out: list[tuple[Event, ...]] = []
-        for tool in sorted(self.system.mentions.get(name, frozenset()) - {FINAL_ANSWER}):
+        for tool in sorted(tools - {FINAL_ANSWER}):
             path = firsts.get(f"tool:{tool}")
             if path is not None:
+                out.append(path)  # where ``tool`` is first allowed, and the steps before
                 out.extend((*path, (w, status)) for w in sorted(watched) for status in STATUSES)
                 if views > 2:
                     for w in sorted(watched):

@@ -55,7 +55,7 @@ from ruleengine.check.lanes import run_jobs
 from ruleengine.check.progress import note as note_progress
 from ruleengine.check.relaxed import Relaxed
 from ruleengine.check.report import FINDING_IDS, Finding
-from ruleengine.check.seek import SEEK_STATES, searched, seek
+from ruleengine.check.seek import SEEK_STATES, Estimates, searched, seek
 from ruleengine.check.system import Checked, Event, System
 from ruleengine.ir import FINAL_ANSWER
 from ruleengine.passes import CoreEntry
@@ -893,8 +893,15 @@ def _budget_answer(
     sub: System, steps: int, cache: CoreCache
 ) -> tuple[bool, tuple[Event, ...] | None] | None:
     """``_budget_shown``, computed."""
-    if least_steps(sub, forced=False)[0] > steps:
+    least, needed = least_steps(sub, forced=False)
+    if least > steps:
         return True, None
+    if sub.mode == "strict" and not sub.skips:
+        # Each tool as often as a component needs it called (a least count of calls).
+        estimates = Estimates(sub, FINAL_ANSWER, cache.distances(sub.tools))
+        each = estimates.least_calls(sub.initial, needed)
+        if each is None or each > steps:
+            return True, None
     refuted = _history_within(sub, steps, cache, searched(sub, SEEK_STATES))
     if refuted is not None:
         return refuted

@@ -93,6 +93,20 @@ class Estimates:
                     calls[tool] = table[view]
         return steps, calls
 
+    def least_calls(self, state: State, needed: frozenset[str]) -> int | None:
+        """A lower bound on the calls from ``state`` to ``goal``: calls of different tools
+        are different steps, so each tool at least as often as a component needs it called,
+        and once each tool of ``needed`` (tools every such history calls), added up over the
+        tools, or the largest component's own distance where that is more; None as
+        ``bound``."""
+        found = self.least(state)
+        if found is None:
+            return None
+        steps, calls = found
+        each = sum(calls.get(t, 0) or 1 for t in needed if t != self.goal)
+        each += sum(n for t, n in calls.items() if t not in needed)
+        return max(steps, each)
+
     def guide(self, state: State) -> tuple[int, frozenset[str]]:
         """How far ``goal`` looks from ``state``, and the *helpful* tools: over the
         components that keep it closed, their own steps plus, for every tool they need

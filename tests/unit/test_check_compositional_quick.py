@@ -1,0 +1,198 @@
+"""The one-by-one analysis's quick steps (``check/compositional.py``), which decide verdicts
+by directed searches and replays before any question to Z3: a tool allowed along another's
+history, a requirement live where a tool it mentions is first allowed; and the budget
+questions of a core search (``properties._budget_shown``) that counts of calls settle."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from ruleengine import AskPermissionRequirement, ConditionalRequirement, Requirement
+from ruleengine.check import compositional, properties
+from ruleengine.check.analysis import Analysis
+from ruleengine.check.compositional import _Decider
+from ruleengine.check.explicit import (
+    _Explorer,
+    analyse,
+    asking_of,
+    callable_at,
+    decide,
+    live_at,
+    walk,
+)
+from ruleengine.check.landmarks import least_steps
+from ruleengine.check.properties import CoreCache
+from ruleengine.check.seek import Estimates
+from ruleengine.check.symbolic import Encoding
+from ruleengine.check.system import System
+from ruleengine.ir import FINAL_ANSWER
+
+
+def _chain(length: int) -> list[Requirement]:
+    """`t{i+1}` only after a call of `t{i}`, for ``length`` tools."""
+    return [
+        ConditionalRequirement(f"t{i + 1}", only_after=[f"t{i}"], name=f"chain-{i + 1}")
+        for i in range(length - 1)
+    ]
+
+
+def _first_state_only(system: System) -> _Decider:
+    """The analysis of ``system`` with a probe of its first state alone."""
+    explorer = _Explorer(system, 1, None, True)
+    probe = explorer.run()
+    return _Decider(system, Encoding(system), explorer, probe, 30, time.monotonic() + 600)
+
+
+def test_a_history_to_one_tool_decides_every_tool_allowed_along_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A chain of 8, its deepest tool declared first: the history to `t7` passes where each
+    # of the others is allowed; one directed search decides them all, each with a history
+    # that replays to where it is.
+    system = System([f"t{i}" for i in reversed(range(8))], _chain(8))
+    decider = _first_state_only(system)
+    sought: list[str] = []
+    seek = compositional.seek
+
+    def counted(*args: object, **kwargs: object) -> object:
+        sought.append(str(args[1]))
+        return seek(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(compositional, "seek", counted)
+    decider._tools()
+    result = decider.result
+    assert result.allowed_tools >= {f"t{i}" for i in range(8)}
+    assert sought == ["t7"]  # one search, where the probe had seen `t0` alone allowed
+    for i in range(8):
+        state = walk(system, result.firsts[f"tool:t{i}"])
+        assert state is not None and f"t{i}" in callable_at(system, state)
+    assert result.decided is not None
+    assert {f"tool:t{i}" for i in range(8)} <= result.decided
+
+
+def test_a_tool_a_short_search_reaches_is_not_asked_to_the_projections_first(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Every tool here is reachable: the projections' quick proof that a tool is never
+    # allowed would fail at its whole time, so a short directed search goes first.
+    system = System([f"t{i}" for i in range(6)], _chain(6))
+    decider = _first_state_only(system)
+    asked: list[object] = []
+    never = decider.projections.never
+
+    def recorded(where: object, deadline: float | None) -> bool:
+        asked.append(where)
+        return never(where, deadline)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(decider.projections, "never", recorded)
+    decider._tools()
+    assert decider.result.allowed_tools >= {f"t{i}" for i in range(6)}
+    assert asked == []
+
+
+def test_a_dead_tool_is_still_proved_dead() -> None:
+    system = System(
+        ["a", "b"],
+        [
+            ConditionalRequirement("b", only_after=["a"], name="b after a"),
+            ConditionalRequirement("a", only_after=["b"], name="a after b"),
+        ],
+    )
+    decider = _first_state_only(system)
+    decider._tools()
+    result = decider.result
+    assert result.decided is not None
+    assert {"tool:a", "tool:b"} <= result.decided
+    assert not {"a", "b"} & result.allowed_tools
+    assert not {"a", "b"} & analyse(system).allowed_tools  # the explicit engine agrees
+
+
+def test_asking_permission_for_a_tool_deep_in_a_chain_is_live_before_any_question(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # "Ask before `t9`": live where `t9` is first allowed, ten steps in. The quick pass
+    # follows the history found to `t9`; no directed search toward the projections' states
+    # and no question to Z3 is needed.
+    system = System(
+        [f"t{i}" for i in range(10)],
+        [*_chain(10), AskPermissionRequirement(include=["t9"], name="ask")],
+    )
+    decider = _first_state_only(system)
+    for step in (decider._tools, decider._finish, decider._no_finish, decider._live):
+        step()
+    key = "live:ask"
+    assert key in decider.open
+
+    def directed(*args: object, **kwargs: object) -> None:
+        raise AssertionError("no directed search here")
+
+    monkeypatch.setattr(compositional, "toward", directed)
+    decider._live_searched(directed=False)
+    assert key not in decider.open
+    result = decider.result
+    assert result.decided is not None and key in result.decided and "ask" in result.live
+    state = walk(system, result.firsts[key])
+    assert state is not None
+    ((records, _),) = system.variants(state)
+    outcome = decide(system, records)
+    assert live_at(system, records, outcome, {"ask"}, asking_of(system)) == {"ask"}
+
+
+def _engine_not_asked(system: System, focus: str | None) -> Analysis:
+    raise AssertionError("the engine is not asked here")
+
+
+@pytest.mark.parametrize("steps", [3, 4, 5])
+def test_a_budget_question_counts_the_calls_each_tool_needs(steps: int) -> None:
+    # `t` at least 3 times and `u` at least twice: no history stops within 4 steps, though
+    # every finish calls only two tools (the landmarks' count). The counts settle the
+    # question without the engine; at 5 steps a history shows the opposite.
+    system = System(
+        ["t", "u", "v"],
+        [
+            ConditionalRequirement("t", min_invocations=3, name="t thrice"),
+            ConditionalRequirement("u", min_invocations=2, name="u twice"),
+        ],
+    )
+    names = frozenset(r.name for r in system.requirements)
+    cache = CoreCache()
+    shown = properties._holds(
+        system,
+        names,
+        lambda a: a.finish_depth is None or a.finish_depth > steps,
+        _engine_not_asked,
+        f"finish:{steps}",
+        cache,
+    )
+    explicit = analyse(system)
+    assert explicit.finish_depth == 5
+    assert shown[0] == (steps < 5)
+
+
+def test_a_count_of_calls_is_a_lower_bound_on_random_counters() -> None:
+    # Whatever the minimums and caps, the count never exceeds the explicit engine's least
+    # steps before the finish (a bound, never a claim past the truth).
+    for seed in range(40):
+        mins = [(seed * 7 + i * 3) % 4 for i in range(3)]
+        caps = [m + (seed + i) % 3 for i, m in enumerate(mins)]
+        reqs: list[Requirement] = []
+        for i, (low, high) in enumerate(zip(mins, caps, strict=True)):
+            reqs.append(
+                ConditionalRequirement(
+                    f"t{i}",
+                    min_invocations=low,
+                    max_invocations=max(high, 1),
+                    only_after=[f"t{(i + 1) % 3}"] if seed % 5 == i else None,
+                    name=f"r{i}",
+                )
+            )
+        system = System(["t0", "t1", "t2"], reqs)
+        explicit = analyse(system)
+        estimates = Estimates(system, FINAL_ANSWER, CoreCache().distances(system.tools))
+        least = least_steps(system, forced=False)
+        count = estimates.least_calls(system.initial, least[1])
+        if explicit.finish_depth is None:
+            continue  # never stops: any bound holds
+        assert count is not None and count <= explicit.finish_depth, seed
