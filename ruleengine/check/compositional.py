@@ -51,6 +51,7 @@ from ruleengine.check.histories import (
 )
 from ruleengine.check.histories import Late as _Late
 from ruleengine.check.landmarks import least_steps, told_apart
+from ruleengine.check.orders import never_finishes
 from ruleengine.check.projections import Projections, without_dead
 from ruleengine.check.seek import SEEK_STATES, Estimates, searched, seek
 from ruleengine.check.symbolic_encoding import EncodingBase
@@ -623,7 +624,7 @@ class _Decider:
             result.finishes_within = len(found)
             result.allowed_tools.add(FINAL_ANSWER)
             result.firsts.setdefault("finish", found)
-        elif self._never(some(p.can_stop)):
+        elif never_finishes(self.system) or self._never(some(p.can_stop)):
             decided.add("budget")  # never: ``finish_depth`` stays None
         else:
             # Undecided; but the components' relaxed distances bound it from below.

@@ -184,21 +184,63 @@ def seek(
     dropped. Cost: at most ``limit`` decided states, each with its successors estimated;
     None as well once ``deadline`` (a ``time.monotonic()`` value) has passed, looked at every
     ``DEADLINE_EVERY`` states."""
+    return _seek(system, goal, bounds, limit, within, start, deadline, avoid, rest=limit // 4)[0]
+
+
+def seek_within(
+    system: System,
+    goal: str,
+    bounds: Callable[[Component, str], Distances],
+    *,
+    limit: int,
+    within: int,
+    deadline: float | None = None,
+) -> tuple[tuple[Event, ...] | None, bool]:
+    """``seek`` from the initial state within ``within`` steps, its search over every step
+    given all the states its first one left of ``limit``; and whether that search ran out
+    of states before its limit (and before ``deadline``): it then met every state a
+    history of at most ``within`` steps reaches, but those a lower bound showed too far
+    from ``goal``, so no such history exists (a proof, where None alone proves nothing).
+    Strict mode and components tabulated view by view only (the lower bounds' premise, and
+    a step that stands for one call): else never True. Deterministic; cost as ``seek``'s."""
+    found, none = _seek(
+        system, goal, bounds, limit, within, None, deadline, frozenset(), rest=limit
+    )
+    return found, none and system.mode == "strict" and not system.skips
+
+
+def _seek(
+    system: System,
+    goal: str,
+    bounds: Callable[[Component, str], Distances],
+    limit: int,
+    within: int | None,
+    start: State | None,
+    deadline: float | None,
+    avoid: frozenset[str],
+    *,
+    rest: int,
+) -> tuple[tuple[Event, ...] | None, bool]:
+    """``seek``'s two searches, the second over every step on at most ``rest`` states;
+    and whether none exists (``seek_within``)."""
     estimates = Estimates(system, goal, bounds, avoid)
     origin = system.initial if start is None else start
     first = estimates.bound(origin)
     if first is None or (within is not None and first > within):
-        return None
+        return None, True
     found, left = _search(
         system, estimates, limit, within, origin, deadline, avoid, helpful_only=True
     )
     if found is not None or left <= 0:
-        return found
-    # The helpful steps led nowhere: every step, on a quarter of the budget at most (on the
-    # benchmark's policies this second search finds its rare histories within a few dozen
-    # states, and costs most of the time of those it does not find).
-    more = min(left, limit // 4)
-    return _search(system, estimates, more, within, origin, deadline, avoid, helpful_only=False)[0]
+        return found, False
+    # The helpful steps led nowhere: every step, on a quarter of the budget at most for
+    # ``seek`` (on the benchmark's policies this second search finds its rare histories
+    # within a few dozen states, and costs most of the time of those it does not find).
+    more = min(left, rest)
+    found, left = _search(
+        system, estimates, more, within, origin, deadline, avoid, helpful_only=False
+    )
+    return found, found is None and left > 0
 
 
 def _search(

@@ -100,7 +100,15 @@ def test_the_least_steps_before_the_finish_are_exact_when_decided() -> None:
     assert unrolled.reaches(stop, n, calls=decider.needed) is not None
 
 
-def test_a_start_that_cannot_finish_decides_the_budget() -> None:
+def test_a_start_that_cannot_finish_decides_the_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Seed 18 never lets the run stop. The orders its needed calls keep clash, which decides
+    # the budget at once; without them, the start shown stuck decides it.
+    decider = _decider(18)
+    decider._finish()
+    result = decider.result
+    assert result.decided is not None and "budget" in result.decided
+    assert result.finish_depth is None and result.finishes_within is None  # never
+    monkeypatch.setattr(compositional, "never_finishes", lambda system: False)
     decider = _decider(18)
     decider._finish()
     result = decider.result

@@ -23,8 +23,9 @@ from ruleengine.check.explicit import (
     walk,
 )
 from ruleengine.check.landmarks import least_steps
+from ruleengine.check.orders import never_finishes
 from ruleengine.check.properties import CoreCache
-from ruleengine.check.seek import Estimates
+from ruleengine.check.seek import Estimates, seek_within
 from ruleengine.check.symbolic import Encoding
 from ruleengine.check.system import System
 from ruleengine.ir import FINAL_ANSWER
@@ -196,3 +197,75 @@ def test_a_count_of_calls_is_a_lower_bound_on_random_counters() -> None:
         if explicit.finish_depth is None:
             continue  # never stops: any bound holds
         assert count is not None and count <= explicit.finish_depth, seed
+
+
+def _ordered_cycle() -> list[Requirement]:
+    """`send` only before `load`, `test` only after `load` and only before `send`, `send`
+    and `test` each needed: `send` succeeds before `load`, which comes before `test`, which
+    comes before `send` succeeds."""
+    return [
+        ConditionalRequirement("send", only_before=["load"], name="send before load"),
+        ConditionalRequirement("send", min_invocations=1, name="send needed"),
+        ConditionalRequirement("test", only_after=["load"], name="test after load"),
+        ConditionalRequirement("test", only_before=["send"], name="test before send"),
+        ConditionalRequirement("test", min_invocations=1, name="test needed"),
+    ]
+
+
+def test_orders_that_clash_show_that_no_history_finishes() -> None:
+    tools = ["load", "send", "test", "other"]
+    system = System(tools, _ordered_cycle())
+    assert never_finishes(system)
+    assert analyse(system).finish_depth is None  # the explicit engine agrees
+    assert not never_finishes(System(tools, _ordered_cycle(), mode="priority"))
+    # Without any one of them, some history finishes, and the orders say nothing.
+    for left_out in range(5):
+        rest = [r for i, r in enumerate(_ordered_cycle()) if i != left_out]
+        smaller = System(tools, rest)
+        assert analyse(smaller).finish_depth is not None
+        assert not never_finishes(smaller)
+
+
+def test_a_cap_of_one_call_is_no_order_against_itself() -> None:
+    system = System(
+        ["a", "b"],
+        [
+            ConditionalRequirement("a", max_invocations=1, name="a once"),
+            ConditionalRequirement("a", min_invocations=1, name="a needed"),
+            ConditionalRequirement("b", only_after=["a"], min_invocations=1, name="b after a"),
+        ],
+    )
+    assert analyse(system).finish_depth == 2
+    assert not never_finishes(system)
+
+
+def test_a_budget_question_on_orders_that_clash_needs_no_engine() -> None:
+    system = System(["load", "send", "test", "other"], _ordered_cycle())
+    names = frozenset(r.name for r in system.requirements)
+    shown = properties._holds(
+        system, names, lambda a: a.finish_depth is None, _engine_not_asked, "finish:30", CoreCache()
+    )
+    assert shown == (True, None)
+
+
+def test_a_search_within_a_budget_that_meets_every_state_proves_none_finishes() -> None:
+    # "`t` at least 3 times": no history of 2 steps stops, and the search sees every state.
+    system = System(["t", "u"], [ConditionalRequirement("t", min_invocations=3, name="t x3")])
+    distances = CoreCache().distances(system.tools)
+    assert seek_within(system, FINAL_ANSWER, distances, limit=1000, within=2) == (None, True)
+    found, none = seek_within(system, FINAL_ANSWER, distances, limit=1000, within=3)
+    assert found is not None and len(found) == 3 and not none
+    # A limit too small to see every state proves nothing.
+    gated = System(
+        ["t", "u", "v"],
+        [
+            ConditionalRequirement("t", min_invocations=3, name="t x3"),
+            ConditionalRequirement("v", min_invocations=2, name="v x2"),
+        ],
+    )
+    bounds = CoreCache().distances(gated.tools)
+    assert seek_within(gated, FINAL_ANSWER, bounds, limit=2, within=5) == (None, False)
+    assert seek_within(gated, FINAL_ANSWER, bounds, limit=2, within=4) == (None, True)  # 5 calls
+    # Priority mode: the lower bounds that prune the search are not proofs there.
+    loose = System(["t", "u"], system.requirements, mode="priority")
+    assert seek_within(loose, FINAL_ANSWER, distances, limit=1000, within=2) == (None, False)

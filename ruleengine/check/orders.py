@@ -1,0 +1,200 @@
+"""The order in which every finishing history calls the tools it needs, and where those
+orders contradict each other: then no history lets the run stop.
+
+Strict mode, components tabulated view by view; yielding requirements are left out (they
+give way). A component *surely denies* a tool at a view where, in every variant, some record
+that is a conjunction of literals (not a condition on arguments) denies or hides it: in
+strict mode a denial always holds, so no step calls that tool there. For a tool `t` that
+every finishing history calls (``needed``, ``Relaxed.needed`` closed by ``followed``) and a
+tool `x`, a component gives
+
+* a *gate* where it surely denies `t` at every view it reaches without a successful call of
+  `x`: every call of `t` comes after the first success of `x`, which therefore happens;
+* a *cut* where it surely denies `t` at every view it reaches once `x` has succeeded: every
+  call of `t` comes before the first success of `x`, where there is one.
+
+Over the events `F(t)`, the first call of `t`, and `S(t)`, its first success (for a tool
+every finishing history calls successfully: ``needed_ok``, and the tools a gate of a needed
+tool waits for), with `F(t) ≤ S(t)`: a gate gives `S(x) < F(t)`; a cut, where `x` succeeds,
+`S(t) < S(x)` where `t` succeeds, else `F(t) < S(x)`. These hold in every finishing history,
+so a cycle of them through a strict edge shows there is none ("`send` only before `load`",
+"`test` only after `load`", "`test` only before `send`", each needed: `S(send) < S(load) <
+F(test) ≤ S(test) < S(send)`). The relaxed product, monotone, cannot see this: each
+requirement alone, and each pair, lets the run stop.
+
+Deterministic; linear in the components' views × the tools they watch, then a search of a
+graph with two nodes a needed tool; no decisions, no BDDs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ruleengine.check.followed import followed
+from ruleengine.check.relaxed import Relaxed
+from ruleengine.check.system import Component, System, lowered
+from ruleengine.conditions.admission import ArgCheck
+from ruleengine.ir import FINAL_ANSWER
+from ruleengine.rules import literals_of
+from ruleengine.state import STATUSES
+
+__all__ = ["never_finishes", "orders_clash"]
+
+_OK = STATUSES.index("ok")
+
+_Node = tuple[str, str]
+"""An event of the orders: ``("F", t)``, the first call of `t`; ``("S", t)``, its first
+success."""
+
+
+def never_finishes(system: System) -> bool:
+    """Whether the orders every finishing history of ``system`` keeps contradict each other
+    (the module's docstring): True proves that no history lets the run stop. False proves
+    nothing. Strict mode, components tabulated view by view (else False)."""
+    if system.mode != "strict" or system.skips:
+        return False
+    relaxed = Relaxed(system.components, system.tools)
+    needed, needed_ok = followed(system, relaxed.needed(), relaxed.needed_ok())
+    return orders_clash(system, needed, needed_ok)
+
+
+def orders_clash(system: System, needed: frozenset[str], needed_ok: frozenset[str]) -> bool:
+    """``never_finishes`` with the tools every finishing history calls (``needed``), and
+    calls successfully (``needed_ok``), given: they must be such tools, or the answer
+    proves nothing."""
+    if system.mode != "strict" or system.skips:
+        return False
+    needed = frozenset(needed) - {FINAL_ANSWER}
+    succeeds = set(needed_ok) - {FINAL_ANSWER}
+    facts = [_Facts(c, system.callable) for c in system.components if not c.requirement.yielding]
+    # A gate of a needed tool makes the tool it waits for succeed, and so needed: closed.
+    calls = set(needed)
+    gates: set[tuple[str, str]] = set()
+    grown = True
+    while grown:
+        grown = False
+        for f in facts:
+            for x, t in f.gates(calls):
+                if (x, t) not in gates:
+                    gates.add((x, t))
+                    if x not in succeeds:
+                        succeeds.add(x)
+                        calls.add(x)
+                        grown = True
+    edges: dict[_Node, set[tuple[_Node, bool]]] = {}
+
+    def edge(a: _Node, b: _Node, strict: bool) -> None:
+        edges.setdefault(a, set()).add((b, strict))
+
+    for t in sorted(calls):
+        if t in succeeds:
+            edge(("F", t), ("S", t), False)
+    for x, t in gates:
+        edge(("S", x), ("F", t), True)
+    for f in facts:
+        for x, t in f.cuts(calls, succeeds):
+            edge(("S", t) if t in succeeds else ("F", t), ("S", x), True)
+    return _strict_cycle(edges)
+
+
+class _Facts:
+    """One component's surely denied tools, view by view, and its gates and cuts."""
+
+    def __init__(self, comp: Component, callable_tools: Iterable[str]) -> None:
+        self.comp = comp
+        self.sure = [_surely_denied(comp, v) for v in range(len(comp.views))]
+        self.denies = frozenset().union(*self.sure) - {FINAL_ANSWER}
+        self.every = [(t, s) for t in callable_tools for s in range(len(STATUSES))]
+        self.reached = _closure(comp, [0], self.every)
+
+    def _watched(self) -> list[str]:
+        return [x for x in self.comp.watched if x != FINAL_ANSWER]
+
+    def gates(self, needed: Iterable[str]) -> list[tuple[str, str]]:
+        """``(x, t)``: `t` (needed) surely denied at every view reached without a success
+        of `x`."""
+        sought = self.denies.intersection(needed)
+        if not sought:
+            return []
+        out = []
+        for x in self._watched():
+            without = _closure(self.comp, [0], [e for e in self.every if e != (x, _OK)])
+            for t in sorted(sought.intersection(*(self.sure[v] for v in without))):
+                out.append((x, t))
+        return out
+
+    def cuts(self, needed: Iterable[str], succeeds: Iterable[str]) -> list[tuple[str, str]]:
+        """``(x, t)``: `t` (needed) surely denied at every view reached once `x` (which
+        succeeds) has succeeded."""
+        sought = self.denies.intersection(needed)
+        if not sought:
+            return []
+        out = []
+        for x in sorted(set(self._watched()).intersection(succeeds)):
+            after = {_move(self.comp, v, x) for v in self.reached}
+            after = _closure(self.comp, after, self.every)
+            # `x` itself: its first success is the call, not one before (a cap of one).
+            for t in sorted(sought.intersection(*(self.sure[v] for v in after)) - {x}):
+                out.append((x, t))
+        return out
+
+
+def _surely_denied(comp: Component, view: int) -> frozenset[str]:
+    """The tools ``comp`` denies or hides at ``view`` in every variant, by records that are
+    conjunctions of literals on no argument."""
+    out: frozenset[str] | None = None
+    for variant in comp.variants[view]:
+        tools: set[str] = set()
+        for e in variant.records:
+            literals = literals_of(lowered(e.item).restrict)
+            if literals is None or type(e.item) is ArgCheck:
+                continue  # it may deny less than it mentions
+            for kind, tool, value in literals:
+                if (kind == "allowed") != value:  # not allowed, or hidden
+                    tools.add(tool)
+        out = frozenset(tools) if out is None else out & tools
+    return out or frozenset()
+
+
+def _move(comp: Component, view: int, tool: str) -> int:
+    return comp.moves[comp.classes[tool] * 3 + _OK][view]
+
+
+def _closure(comp: Component, start: Iterable[int], events: Iterable[tuple[str, int]]) -> set[int]:
+    """The views of ``comp`` reached from ``start`` by any number of ``events``."""
+    tables = {comp.classes[t] * 3 + s for t, s in events if t in comp.classes}
+    moves = [comp.moves[i] for i in sorted(tables)]
+    seen = set(start)
+    todo = list(seen)
+    while todo:
+        view = todo.pop()
+        for table in moves:
+            after = table[view]
+            if after not in seen:
+                seen.add(after)
+                todo.append(after)
+    return seen
+
+
+def _strict_cycle(edges: dict[_Node, set[tuple[_Node, bool]]]) -> bool:
+    """Whether some cycle of ``edges`` goes through a strict one: a strict edge ``a → b``
+    with ``a`` reachable from ``b``."""
+    reach: dict[_Node, set[_Node]] = {}
+
+    def reachable(start: _Node) -> set[_Node]:
+        found = reach.get(start)
+        if found is None:
+            found = {start}
+            todo = [start]
+            while todo:
+                node = todo.pop()
+                for after, _ in edges.get(node, ()):
+                    if after not in found:
+                        found.add(after)
+                        todo.append(after)
+            reach[start] = found
+        return found
+
+    return any(
+        strict and a in reachable(b) for a in sorted(edges) for b, strict in sorted(edges[a])
+    )
