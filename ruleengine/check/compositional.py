@@ -51,7 +51,7 @@ from ruleengine.check.histories import (
 )
 from ruleengine.check.histories import Late as _Late
 from ruleengine.check.landmarks import least_steps, told_apart
-from ruleengine.check.orders import never_finishes
+from ruleengine.check.orders import never_finishes, waits_in_vain
 from ruleengine.check.projections import Projections, without_dead
 from ruleengine.check.seek import SEEK_STATES, Estimates, searched, seek
 from ruleengine.check.symbolic_encoding import EncodingBase
@@ -867,7 +867,9 @@ class _Decider:
         only where the others let the run stop and that tool was not called
         (`conditionals-50-100-3`: "`final_answer` only after a call of `t33`", where `t33`
         is forced after `t47`, a tool every finish calls, and nothing can deny it or force
-        another tool then). Strict mode only; at most ``WITHOUT_SHARE`` of the time left."""
+        another tool then); or that only keep it from stopping where the others never let
+        it stop (``orders.waits_in_vain``). Strict mode only; at most ``WITHOUT_SHARE`` of
+        the time left."""
         decided = self.result.decided
         assert decided is not None
         until = None
@@ -879,7 +881,7 @@ class _Decider:
             self._on_time()
             if until is not None and time.monotonic() >= until:
                 return
-            if self.followed.never_live(key[5:]):
+            if self.followed.never_live(key[5:]) or waits_in_vain(self.system, key[5:]):
                 decided.add(key)
                 del self.open[key]
                 self.narrowed.pop(key, None)

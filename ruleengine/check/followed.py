@@ -44,7 +44,7 @@ from ruleengine.requirements.permission import AskPermissionRequirement
 from ruleengine.rules import literals_of
 from ruleengine.state import STATUSES
 
-__all__ = ["Followed", "followed", "never_live", "waits_for"]
+__all__ = ["Followed", "followed", "never_live", "stop_only", "waits_for"]
 
 _OK = STATUSES.index("ok")
 
@@ -302,12 +302,9 @@ def followed(
     return Followed(system).closure(needed, needed_ok)
 
 
-def waits_for(comp: Component, tool: str, ok_only: bool) -> bool:
-    """Whether ``comp`` only ever keeps the run from stopping: each of its records, at
-    every view, is a conjunction of literals that deny ``final_answer`` at most, with no
-    force; and those that do it only at views it never has again once ``tool`` was called
-    (successfully, with ``ok_only``). Such a requirement changes a pass only where every
-    other one lets the run stop and ``tool`` was not called so."""
+def stop_only(comp: Component) -> bool:
+    """Whether each record of ``comp``, at every view, is a conjunction of literals that
+    deny ``final_answer`` at most, with no force: it can only keep the run from stopping."""
     for variants in comp.variants:
         for variant in variants:
             for e in variant.records:
@@ -319,6 +316,17 @@ def waits_for(comp: Component, tool: str, ok_only: bool) -> bool:
                     return False
                 if any(lit != ("allowed", FINAL_ANSWER, False) for lit in literals):
                     return False
+    return True
+
+
+def waits_for(comp: Component, tool: str, ok_only: bool) -> bool:
+    """Whether ``comp`` only ever keeps the run from stopping: each of its records, at
+    every view, is a conjunction of literals that deny ``final_answer`` at most, with no
+    force; and those that do it only at views it never has again once ``tool`` was called
+    (successfully, with ``ok_only``). Such a requirement changes a pass only where every
+    other one lets the run stop and ``tool`` was not called so."""
+    if not stop_only(comp):
+        return False
     statuses = (_OK,) if ok_only else tuple(range(len(STATUSES)))
     everything = [(t, s) for t in comp.classes for s in range(len(STATUSES))]
     reached = _closure(comp, [0], everything)

@@ -13,7 +13,7 @@ from typing import Any
 
 from ruleengine.check._bdd import pick
 from ruleengine.check.bounds import UNREACHABLE, shortest
-from ruleengine.check.explicit import allows, decide
+from ruleengine.check.explicit import Outcome, allows, decide
 from ruleengine.check.seek import SEEK_STATES, searched, seek, traced
 from ruleengine.check.symbolic_encoding import EncodingBase
 from ruleengine.check.system import Component, Event, State, System
@@ -281,25 +281,49 @@ def along(
     goal: Any,
 ) -> tuple[Event, ...] | None:
     """A history, a prefix of one of ``paths`` or of one with every call of a tool of
-    ``watched`` left out, or failing, taken as far as each step is allowed, whose end
-    ``goal`` confirms; or None. (A requirement waiting for a tool is live where everything
-    else is done and that tool was never called: a finishing history without its calls;
-    or, where something needs that tool called, with its calls failing, which a count of
-    successes does not count.)"""
+    ``watched`` left out, or failing, taken as far as each step is allowed (where the pass
+    forces another tool instead, and after the last step, up to ``FORCED_STEPS`` calls of
+    the forced tool first), whose end ``goal`` confirms; or None. (A requirement waiting
+    for a tool is live where everything else is done and that tool was never called: a
+    finishing history without its calls; or, where something needs that tool called, with
+    its calls failing, which a count of successes does not count.)"""
     for path in paths:
         left_out = tuple(e for e in path if e[0] not in watched)
         failing = tuple(_failed(e) if e[0] in watched else e for e in path)
         for variant in dict.fromkeys((left_out, failing, path)):
             state = system.initial
             taken: list[Event] = []
-            for event in (*variant, None):
+            at, in_a_row = 0, 0
+            while True:
                 if goal(state):
                     return tuple(taken)
-                if event is None:
-                    break
                 outcomes = [decide(system, records) for records, _ in system.variants(state)]
-                if not any(allows(o, event[0]) for o in outcomes):
-                    break
-                taken.append(event)
-                state = system.successor(state, event)
+                event = variant[at] if at < len(variant) else None
+                step: Event
+                if event is not None and any(allows(o, event[0]) for o in outcomes):
+                    step, at, in_a_row = event, at + 1, 0
+                else:
+                    # Where the pass forces another tool (a step forced after each call, as
+                    # in a ReAct loop), that call first, as the run would make it.
+                    forced = _forced(outcomes)
+                    if forced is None or in_a_row >= FORCED_STEPS:
+                        break
+                    step, in_a_row = (forced, "ok"), in_a_row + 1
+                taken.append(step)
+                state = system.successor(state, step)
     return None
+
+
+FORCED_STEPS = 2
+"""Forced calls ``along`` makes in a row before a step of its history that is not
+allowed, or after its last one (a tool forced after every other, as in a ReAct loop)."""
+
+
+def _forced(outcomes: Sequence[Outcome]) -> str | None:
+    """The tool every one of ``outcomes`` forces, if they are passes that agree on one
+    (``final_answer`` aside: that ends the run)."""
+    tools = {o.forced if isinstance(o, Pass) else None for o in outcomes}
+    if len(tools) != 1:
+        return None
+    (tool,) = tools
+    return None if tool == FINAL_ANSWER else tool

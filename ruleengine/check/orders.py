@@ -30,15 +30,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ruleengine.check.followed import followed
+from ruleengine.check.followed import followed, stop_only
 from ruleengine.check.relaxed import Relaxed
 from ruleengine.check.system import Component, System, lowered
 from ruleengine.conditions.admission import ArgCheck
 from ruleengine.ir import FINAL_ANSWER
+from ruleengine.requirements.permission import AskPermissionRequirement
 from ruleengine.rules import literals_of
 from ruleengine.state import STATUSES
 
-__all__ = ["never_finishes", "orders_clash"]
+__all__ = ["never_finishes", "orders_clash", "waits_in_vain"]
 
 _OK = STATUSES.index("ok")
 
@@ -56,6 +57,25 @@ def never_finishes(system: System) -> bool:
     relaxed = Relaxed(system.components, system.tools)
     needed, needed_ok = followed(system, relaxed.needed(), relaxed.needed_ok())
     return orders_clash(system, needed, needed_ok)
+
+
+def waits_in_vain(system: System, name: str) -> bool:
+    """Whether requirement ``name`` only keeps the run from stopping (``stop_only``, each of
+    its components) where the other requirements never let it stop (``never_finishes`` of
+    the system without it): it then changes no pass (the others' reachable states are the
+    same, a denied stop being no step, and none lets the run stop). True is a proof; strict
+    mode, view by view, and not an ask-permission requirement (live where a tool it covers
+    is allowed) only. On `indep-conditionals-50-100-0`, "`t` at least twice" was left open
+    in the minute, the others' orders clashing."""
+    if system.mode != "strict" or system.skips:
+        return False
+    mine = [c for c in system.components if c.requirement.name == name]
+    if not mine or isinstance(mine[0].requirement, AskPermissionRequirement):
+        return False
+    if not all(stop_only(c) for c in mine):
+        return False
+    names = [r.name for r in system.requirements if r.name != name]
+    return never_finishes(system.subsystem(names))
 
 
 def orders_clash(system: System, needed: frozenset[str], needed_ok: frozenset[str]) -> bool:

@@ -52,7 +52,7 @@ from ruleengine.check.guesses import (
 )
 from ruleengine.check.landmarks import least_steps
 from ruleengine.check.lanes import run_jobs
-from ruleengine.check.orders import never_finishes
+from ruleengine.check.orders import never_finishes, waits_in_vain
 from ruleengine.check.progress import note as note_progress
 from ruleengine.check.relaxed import Relaxed
 from ruleengine.check.report import FINDING_IDS, Finding
@@ -826,7 +826,7 @@ def _holds(
         if shown is not None:
             return shown
     live = focus is not None and focus.startswith("live:")
-    if live and isinstance(sub, System) and never_live(sub, str(focus)[5:]):
+    if live and isinstance(sub, System) and _waits(sub, str(focus)[5:]):
         return True, None  # it waits for a tool every finish of the others calls
     full_key = (names, focus, False)
     analysis = cache.get(full_key)
@@ -845,6 +845,13 @@ def _holds(
         return analysis.depth_done >= int(focus[7:]) and holds(analysis), analysis.example
     # An analysis cut short answers "no": nothing is dropped on partial evidence.
     return False, None
+
+
+def _waits(sub: System, name: str) -> bool:
+    """Whether requirement ``name`` of ``sub`` only waits, and is dead so: for a tool every
+    finish of the others calls (``never_live``), or where the others never let the run stop
+    (``waits_in_vain``)."""
+    return never_live(sub, name) or waits_in_vain(sub, name)
 
 
 def _shown_directed(

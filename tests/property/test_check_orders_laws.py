@@ -1,6 +1,7 @@
 """Laws of the orders every finishing history keeps (``check/orders.py``): where they
 contradict each other, no reachable state lets the run stop, under any values of the opaque
-checks, as the explicit engine explores.
+checks, as the explicit engine explores; and a requirement that only keeps the stop closed
+where the others' orders clash (``waits_in_vain``) is live nowhere.
 
 Besides the shared random policies, a generator of its own: conditionals over a few tools
 that order them ("only before", "only after", with either counting mode), need them
@@ -9,13 +10,14 @@ then, so that orders and counts meet in cycles."""
 
 from __future__ import annotations
 
-from hypothesis import given, note, settings
+from hypothesis import assume, given, note, settings
 from hypothesis import strategies as st
 from policy_strategies import PolicyCase, UserParams, policies
 from stopping import assert_never_stops
 
 from ruleengine import CycleGuard
-from ruleengine.check.orders import never_finishes
+from ruleengine.check.explicit import analyse
+from ruleengine.check.orders import never_finishes, waits_in_vain
 from ruleengine.check.system import System
 from ruleengine.requirements import ConditionalRequirement, Requirement
 
@@ -72,6 +74,11 @@ def ordering(draw: st.DrawFn) -> tuple[tuple[str, ...], list[Requirement]]:
 def _holds(system: System) -> None:
     if never_finishes(system):
         assert_never_stops(system, lambda tool, status: False, MAX_STATES, "orders clash")
+    waiting = [r.name for r in system.requirements if waits_in_vain(system, r.name)]
+    if waiting:
+        exact = analyse(system, max_states=MAX_STATES)
+        assume(exact.complete)
+        assert not set(waiting) & exact.live, waiting
 
 
 @given(policies(max_requirements=6))

@@ -22,8 +22,9 @@ from ruleengine.check.explicit import (
     live_at,
     walk,
 )
+from ruleengine.check.histories import FORCED_STEPS, along
 from ruleengine.check.landmarks import least_steps
-from ruleengine.check.orders import never_finishes
+from ruleengine.check.orders import never_finishes, waits_in_vain
 from ruleengine.check.properties import CoreCache
 from ruleengine.check.seek import Estimates, seek_within
 from ruleengine.check.symbolic import Encoding
@@ -269,3 +270,55 @@ def test_a_search_within_a_budget_that_meets_every_state_proves_none_finishes() 
     # Priority mode: the lower bounds that prune the search are not proofs there.
     loose = System(["t", "u"], system.requirements, mode="priority")
     assert seek_within(loose, FINAL_ANSWER, distances, limit=1000, within=2) == (None, False)
+
+
+def test_a_replayed_history_makes_the_forced_calls_first() -> None:
+    # `think` is forced after every other call (a ReAct loop); "`x` once" acts only once
+    # `think` was called after `x`. A history of two calls of `x` replays as `x`, `think`:
+    # the forced call first, where the second `x` is not allowed.
+    system = System(
+        ["x", "y", "think"],
+        [
+            ConditionalRequirement("think", force_after=["x", "y"], name="think after"),
+            ConditionalRequirement("x", max_invocations=1, name="x once"),
+        ],
+    )
+    names = {"x once"}
+
+    def goal(state: tuple[int, ...]) -> bool:
+        ((records, _),) = system.variants(state)
+        outcome = decide(system, records)
+        return live_at(system, records, outcome, names, asking_of(system)) == names
+
+    found = along(system, [(("x", "ok"), ("x", "ok"))], set(), goal)
+    assert found == (("x", "ok"), ("think", "ok"))
+    # Two tools forced after each other: no more forced calls in a row than
+    # ``FORCED_STEPS``.
+    looping = System(
+        ["y", "a", "b"],
+        [
+            ConditionalRequirement("a", force_after=["y", "b"], name="a after"),
+            ConditionalRequirement("b", force_after=["a"], name="b after"),
+        ],
+    )
+    seen: list[tuple[int, ...]] = []
+    assert along(looping, [(("y", "ok"),)], set(), lambda state: seen.append(state)) is None
+    assert len(seen) == 2 + FORCED_STEPS  # the start, after `y`, after each forced call
+
+
+def test_a_requirement_that_only_keeps_the_stop_closed_is_dead_where_the_others_never_stop() -> (
+    None
+):
+    tools = ["load", "send", "test", "other"]
+    waiting = ConditionalRequirement("other", min_invocations=2, name="other twice")
+    system = System(tools, [*_ordered_cycle(), waiting])
+    assert waits_in_vain(system, "other twice")
+    assert "other twice" not in analyse(system).live  # the explicit engine agrees
+    # Where the others can stop, it is live, and this says nothing.
+    rest = [r for r in _ordered_cycle() if r.name != "test before send"]
+    finishing = System(tools, [*rest, waiting])
+    assert "other twice" in analyse(finishing).live
+    assert not waits_in_vain(finishing, "other twice")
+    # One that denies a tool besides the stop may change a pass: not shown so.
+    gate = ConditionalRequirement("other", only_after=["load"], name="other after load")
+    assert not waits_in_vain(System(tools, [*_ordered_cycle(), gate]), "other after load")
