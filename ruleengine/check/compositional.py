@@ -51,7 +51,7 @@ from ruleengine.check.histories import (
 )
 from ruleengine.check.histories import Late as _Late
 from ruleengine.check.landmarks import least_steps, told_apart
-from ruleengine.check.orders import never_finishes, waits_in_vain
+from ruleengine.check.orders import Orders, never_finishes, waits_in_vain
 from ruleengine.check.projections import Projections, without_dead
 from ruleengine.check.seek import SEEK_STATES, Estimates, searched, seek
 from ruleengine.check.symbolic_encoding import EncodingBase
@@ -510,16 +510,21 @@ class _Decider:
                 decided.add(key)
                 continue
             self._on_time()
-            # The projections' proof that it is never allowed for a moment first (a dead
-            # tool's is mostly quick, and a search for it fails only at its whole budget),
-            # then a directed search (where it finds a history, far cheaper than refining
-            # the projections until they give up: 2-5 s a tool on
-            # `indep-counters-50-100-3`), then the proof with the time left.
+            # A short directed search first (``GLANCE_STATES``: a history to an allowed
+            # tool is mostly found at once), then the orders of the histories that would
+            # call it (``Orders.never_called``), then the projections' proof that it is never
+            # allowed for a moment (a dead tool's is mostly quick, and a search for it fails
+            # only at its whole budget), then the whole search (where it finds a history,
+            # far cheaper than refining the projections until they give up: 2-5 s a tool
+            # on `indep-counters-50-100-3`), then the proof with the time left.
             where = some(p.allowed[tool])
             found = seek(
                 self.system, tool, self.enc.distances, limit=searched(self.system, GLANCE_STATES)
             )
-            if found is None and self.projections.never(where, self._soon(QUICK_NEVER)):
+            if found is None and (
+                self.orders.never_called(tool)
+                or self.projections.never(where, self._soon(QUICK_NEVER))
+            ):
                 decided.add(key)
                 continue
             if found is None:
@@ -1047,6 +1052,11 @@ class _Decider:
                     for w in sorted(watched):
                         out.extend(counted(path, w, views))
         return out
+
+    @cached_property
+    def orders(self) -> Orders:
+        """The orders the histories keep (``orders.Orders``), its closures computed once."""
+        return Orders(self.system)
 
     @cached_property
     def followed(self) -> Followed:

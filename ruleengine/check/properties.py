@@ -52,7 +52,7 @@ from ruleengine.check.guesses import (
 )
 from ruleengine.check.landmarks import least_steps
 from ruleengine.check.lanes import run_jobs
-from ruleengine.check.orders import never_finishes, waits_in_vain
+from ruleengine.check.orders import Orders, never_finishes, waits_in_vain
 from ruleengine.check.progress import note as note_progress
 from ruleengine.check.relaxed import Relaxed
 from ruleengine.check.report import FINDING_IDS, Finding
@@ -813,7 +813,9 @@ def _holds(
     refuting it when the engine gave one: a short explicit search settles it when it covers
     the whole subsystem, or refutes it when it already shows a counterexample (an allowed
     tool, a live requirement, a finish in time); a requirement that waits for a tool every
-    finish calls is dead (``followed.never_live``); otherwise the engine decides."""
+    finish calls, or only keeps the stop closed where the others never let the run stop, is
+    dead (``_waits``); a tool the orders of the histories that would call it rule out is
+    (``Orders.never_called``); otherwise the engine decides."""
     if isinstance(sub, System):
         quick = _quick(sub, names, focus, cache)
         if quick.complete:
@@ -825,9 +827,12 @@ def _holds(
         shown = _budget_shown(sub, int(focus[7:]), cache)
         if shown is not None:
             return shown
+    tool = focus[5:] if focus is not None and focus.startswith("tool:") else None
+    if isinstance(sub, System) and tool is not None and Orders(sub).never_called(tool):
+        return True, None  # the orders of the histories that would call it clash
     live = focus is not None and focus.startswith("live:")
     if live and isinstance(sub, System) and _waits(sub, str(focus)[5:]):
-        return True, None  # it waits for a tool every finish of the others calls
+        return True, None  # it only waits: for a tool every finish calls, or in vain
     full_key = (names, focus, False)
     analysis = cache.get(full_key)
     if analysis is None and focus is not None and focus.startswith("tool:"):
@@ -891,7 +896,8 @@ def _budget_shown(
     history a longer search finds (``BUDGET_STATES``), yes where that search met every
     state within reach (``seek_within``: on `indep-approvals-50-100-0`, the budget core's
     questions about 13 to 19 requirements, each 0.3 to 1.2 s of the engine's, were
-    settled so). None where none of these shows it:
+    settled so), and yes at once where the orders its needed calls keep clash
+    (``orders.never_finishes``). None where none of these shows it:
     the engine decides. On random conditionals at 50 tools a budget core's question took
     the symbolic engine up to 300 s (its layers of a large subsystem), past the deadline.
     Remembered in ``cache`` (``CoreCache.budgets``)."""

@@ -1,7 +1,8 @@
 """Laws of the orders every finishing history keeps (``check/orders.py``): where they
 contradict each other, no reachable state lets the run stop, under any values of the opaque
-checks, as the explicit engine explores; and a requirement that only keeps the stop closed
-where the others' orders clash (``waits_in_vain``) is live nowhere.
+checks, as the explicit engine explores; a requirement that only keeps the stop closed
+where the others' orders clash (``waits_in_vain``) is live nowhere; and a tool the orders of
+the histories that would call it rule out (``Orders.never_called``) is never allowed.
 
 Besides the shared random policies, a generator of its own: conditionals over a few tools
 that order them ("only before", "only after", with either counting mode), need them
@@ -17,7 +18,7 @@ from stopping import assert_never_stops
 
 from ruleengine import CycleGuard
 from ruleengine.check.explicit import analyse
-from ruleengine.check.orders import never_finishes, waits_in_vain
+from ruleengine.check.orders import Orders, never_finishes, waits_in_vain
 from ruleengine.check.system import System
 from ruleengine.requirements import ConditionalRequirement, Requirement
 
@@ -75,10 +76,13 @@ def _holds(system: System) -> None:
     if never_finishes(system):
         assert_never_stops(system, lambda tool, status: False, MAX_STATES, "orders clash")
     waiting = [r.name for r in system.requirements if waits_in_vain(system, r.name)]
-    if waiting:
+    orders = Orders(system)
+    uncalled = [t for t in system.callable if orders.never_called(t)]
+    if waiting or uncalled:
         exact = analyse(system, max_states=MAX_STATES)
         assume(exact.complete)
         assert not set(waiting) & exact.live, waiting
+        assert not set(uncalled) & exact.allowed_tools, uncalled
 
 
 @given(policies(max_requirements=6))
