@@ -44,7 +44,7 @@ from ruleengine.requirements.permission import AskPermissionRequirement
 from ruleengine.rules import literals_of
 from ruleengine.state import STATUSES
 
-__all__ = ["Followed", "followed", "never_live", "stop_only", "waits_for"]
+__all__ = ["Followed", "followed", "never_live", "stop_only", "views_reached", "waits_for"]
 
 _OK = STATUSES.index("ok")
 
@@ -90,7 +90,9 @@ def _move(comp: Component, view: int, tool: str, status: int) -> int:
     return comp.moves[comp.classes[tool] * 3 + status][view]
 
 
-def _closure(comp: Component, start: Iterable[int], events: Iterable[tuple[str, int]]) -> set[int]:
+def views_reached(
+    comp: Component, start: Iterable[int], events: Iterable[tuple[str, int]]
+) -> set[int]:
     """The views of ``comp`` reached from ``start`` by any number of ``events`` (tool,
     status index)."""
     tables = [comp.moves[i] for i in sorted({comp.classes[t] * 3 + s for t, s in events})]
@@ -142,10 +144,10 @@ class _Follow:
         key = (i, sought)
         free = self._free.get(key)
         if free is None:
-            free = self._free[key] = _closure(comp, [0], self.every - sought)
+            free = self._free[key] = views_reached(comp, [0], self.every - sought)
         moved = {_move(comp, v, a, s) for v in free for s in statuses}
         (tool,) = {t for t, _ in sought}
-        return _closure(comp, moved, {(tool, s) for s in range(len(STATUSES))} - sought)
+        return views_reached(comp, moved, {(tool, s) for s in range(len(STATUSES))} - sought)
 
     def holds(
         self,
@@ -329,11 +331,11 @@ def waits_for(comp: Component, tool: str, ok_only: bool) -> bool:
         return False
     statuses = (_OK,) if ok_only else tuple(range(len(STATUSES)))
     everything = [(t, s) for t in comp.classes for s in range(len(STATUSES))]
-    reached = _closure(comp, [0], everything)
+    reached = views_reached(comp, [0], everything)
     after = {_move(comp, v, tool, s) for v in reached for s in statuses}
     return not any(
         FINAL_ANSWER in fx.denied or not fx.plain
-        for view in _closure(comp, after, everything)
+        for view in views_reached(comp, after, everything)
         for fx in _effects(comp, view)
     )
 

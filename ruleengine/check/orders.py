@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ruleengine.check.followed import followed, stop_only
+from ruleengine.check.followed import followed, stop_only, views_reached
 from ruleengine.check.relaxed import Relaxed
 from ruleengine.check.system import Component, System, lowered
 from ruleengine.conditions.admission import ArgCheck
@@ -160,7 +160,7 @@ class _Facts:
         for x in self.watched:
             gated = self._gated.get(x)
             if gated is None:
-                without = _closure(self.comp, [0], [e for e in self.every if e != (x, _OK)])
+                without = views_reached(self.comp, [0], [e for e in self.every if e != (x, _OK)])
                 gated = self._gated[x] = self.denies.intersection(*(self.sure[v] for v in without))
             out.extend((x, t) for t in sorted(gated.intersection(called)))
         return out
@@ -175,9 +175,9 @@ class _Facts:
             cut = self._cut.get(x)
             if cut is None:
                 if self._reached is None:
-                    self._reached = _closure(self.comp, [0], self.every)
-                moved = {_move(self.comp, v, x) for v in self._reached}
-                after = _closure(self.comp, moved, self.every)
+                    self._reached = views_reached(self.comp, [0], self.every)
+                moved = {self.comp.move(v, x, "ok") for v in self._reached}
+                after = views_reached(self.comp, moved, self.every)
                 # `x` itself: its first success is the call, not one before (a cap of one).
                 cut = self._cut[x] = self.denies.intersection(*(self.sure[v] for v in after)) - {x}
             out.extend((x, t) for t in sorted(cut.intersection(called)))
@@ -199,26 +199,6 @@ def _surely_denied(comp: Component, view: int) -> frozenset[str]:
                     tools.add(tool)
         out = frozenset(tools) if out is None else out & tools
     return out or frozenset()
-
-
-def _move(comp: Component, view: int, tool: str) -> int:
-    return comp.moves[comp.classes[tool] * 3 + _OK][view]
-
-
-def _closure(comp: Component, start: Iterable[int], events: Iterable[tuple[str, int]]) -> set[int]:
-    """The views of ``comp`` reached from ``start`` by any number of ``events``."""
-    tables = {comp.classes[t] * 3 + s for t, s in events if t in comp.classes}
-    moves = [comp.moves[i] for i in sorted(tables)]
-    seen = set(start)
-    todo = list(seen)
-    while todo:
-        view = todo.pop()
-        for table in moves:
-            after = table[view]
-            if after not in seen:
-                seen.add(after)
-                todo.append(after)
-    return seen
 
 
 def _strict_cycle(edges: dict[_Node, set[tuple[_Node, bool]]]) -> bool:
