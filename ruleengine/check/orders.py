@@ -22,6 +22,10 @@ so a cycle of them through a strict edge shows there is none ("`send` only befor
 F(test) ≤ S(test) < S(send)`). The relaxed product, monotone, cannot see this: each
 requirement alone, and each pair, lets the run stop.
 
+Nothing here needs the history to finish but the tools it must call: the same orders hold of
+the histories that call a tool `t` at all (`F(t)`, the gates of its calls closed), and a
+cycle there shows that no history calls it (``Orders.never_called``).
+
 Deterministic; linear in the components' views × the tools they watch, then a search of a
 graph with two nodes a needed tool; no decisions, no BDDs.
 """
@@ -65,8 +69,8 @@ def waits_in_vain(system: System, name: str) -> bool:
     the system without it): it then changes no pass (the others' reachable states are the
     same, a denied stop being no step, and none lets the run stop). True is a proof; strict
     mode, view by view, and not an ask-permission requirement (live where a tool it covers
-    is allowed) only. On `indep-conditionals-50-100-0`, "`t` at least twice" was left open
-    in the minute, the others' orders clashing."""
+    is allowed) only. On `indep-conditionals-50-100-0`, 16 requirements are dead so at once
+    (each only keeps the stop closed, and the orders of the others clash without it)."""
     if system.mode != "strict" or system.skips:
         return False
     mine = [c for c in system.components if c.requirement.name == name]
