@@ -3,7 +3,8 @@ orders contradict each other: then no history lets the run stop.
 
 Strict mode, components tabulated view by view; yielding requirements are left out (they
 give way). A component *surely denies* a tool at a view where, in every variant, some record
-that is a conjunction of literals (not a condition on arguments) denies or hides it: in
+that is a conjunction of literals (not a condition on arguments) denies or hides it
+(``Component.denied``): in
 strict mode a denial always holds, so no step calls that tool there. For a tool `t` that
 every finishing history calls (``needed``, ``Relaxed.needed`` closed by ``followed``) and a
 tool `x`, a component gives
@@ -36,11 +37,9 @@ from collections.abc import Iterable
 
 from ruleengine.check.followed import followed, stop_only, views_reached
 from ruleengine.check.relaxed import Relaxed
-from ruleengine.check.system import Component, System, lowered
-from ruleengine.conditions.admission import ArgCheck
+from ruleengine.check.system import Component, System
 from ruleengine.ir import FINAL_ANSWER
 from ruleengine.requirements.permission import AskPermissionRequirement
-from ruleengine.rules import literals_of
 from ruleengine.state import STATUSES
 
 __all__ = ["Orders", "never_finishes", "waits_in_vain"]
@@ -147,7 +146,7 @@ class _Facts:
 
     def __init__(self, comp: Component, callable_tools: Iterable[str]) -> None:
         self.comp = comp
-        self.sure = [_surely_denied(comp, v) for v in range(len(comp.views))]
+        self.sure = [comp.denied(v) for v in range(len(comp.views))]
         self.denies = frozenset().union(*self.sure) - {FINAL_ANSWER}
         self.every = [(t, s) for t in callable_tools for s in range(len(STATUSES))]
         self.watched = [x for x in comp.watched if x != FINAL_ANSWER] if self.denies else []
@@ -186,23 +185,6 @@ class _Facts:
                 cut = self._cut[x] = self.denies.intersection(*(self.sure[v] for v in after)) - {x}
             out.extend((x, t) for t in sorted(cut.intersection(called)))
         return out
-
-
-def _surely_denied(comp: Component, view: int) -> frozenset[str]:
-    """The tools ``comp`` denies or hides at ``view`` in every variant, by records that are
-    conjunctions of literals on no argument."""
-    out: frozenset[str] | None = None
-    for variant in comp.variants[view]:
-        tools: set[str] = set()
-        for e in variant.records:
-            literals = literals_of(lowered(e.item).restrict)
-            if literals is None or type(e.item) is ArgCheck:
-                continue  # it may deny less than it mentions
-            for kind, tool, value in literals:
-                if (kind == "allowed") != value:  # not allowed, or hidden
-                    tools.add(tool)
-        out = frozenset(tools) if out is None else out & tools
-    return out or frozenset()
 
 
 def _strict_cycle(edges: dict[_Node, set[tuple[_Node, bool]]]) -> bool:

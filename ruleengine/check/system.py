@@ -147,7 +147,8 @@ class Component:
     def denied(self, view: int) -> frozenset[str]:
         """The tools its rules deny (or hide) at ``view`` whatever its opaque checks say,
         ``final_answer`` for a prevented stop. Rules that are not conjunctions of literals
-        deny nothing here (this is for lower bounds and guesses, never for verdicts)."""
+        deny nothing here (this is for lower bounds, guesses and proofs that rest on sure
+        denials, ``orders``; never for verdicts found by exploring)."""
         out: frozenset[str] | None = None
         for variant in self.variants[view]:
             tools: set[str] = set()
