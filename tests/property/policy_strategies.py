@@ -341,6 +341,34 @@ def policies(
     return PolicyCase(tools, tuple(specs), mode, draw(st.integers(*max_iterations)))
 
 
+def drawn_conditional(
+    draw: st.DrawFn, tools: Sequence[str], kinds: Sequence[str], name: str
+) -> ConditionalRequirement:
+    """A conditional on a tool of ``tools`` of one kind drawn from ``kinds`` (weights by
+    repetition): ``force_after``, ``only_after`` or ``only_before`` one or two other tools,
+    ``max_invocations`` 0 to 2, or ``min_invocations`` 1 or 2; its priority, counting mode
+    and consecutive calls drawn too. For the laws whose own generators tangle orders,
+    counts and forces on a few tools."""
+    target = draw(st.sampled_from(tools))
+    others = [t for t in tools if t != target]
+    kind = draw(st.sampled_from(kinds))
+    params: dict[str, Any] = {}
+    if kind in ("force_after", "only_after", "only_before"):
+        params[kind] = draw(st.lists(st.sampled_from(others), min_size=1, max_size=2))
+    elif kind == "max_invocations":
+        params[kind] = draw(st.integers(0, 2))
+    else:
+        params[kind] = draw(st.integers(1, 2))
+    return ConditionalRequirement(
+        target,
+        name=name,
+        priority=draw(st.sampled_from([1, 10, 10, 20])),
+        only_success_invocations=draw(st.booleans()),
+        consecutive_allowed=draw(st.booleans()),
+        **params,
+    )
+
+
 __all__ = [
     "TOOL_POOL",
     "Check",
@@ -349,6 +377,7 @@ __all__ = [
     "PolicyCase",
     "ReqSpec",
     "UserParams",
+    "drawn_conditional",
     "policies",
     "requirement_params",
 ]

@@ -16,7 +16,7 @@ import random
 import pytest
 from hypothesis import assume, given, note, settings
 from hypothesis import strategies as st
-from policy_strategies import PolicyCase, UserParams, policies
+from policy_strategies import PolicyCase, UserParams, drawn_conditional, policies
 from stopping import assert_never_stops
 
 from benchmarks._policies import conditionals
@@ -25,13 +25,18 @@ from ruleengine.check.explicit import analyse
 from ruleengine.check.landmarks import least_steps
 from ruleengine.check.relaxed import Relaxed
 from ruleengine.check.system import System
-from ruleengine.requirements import ConditionalRequirement, Requirement
+from ruleengine.requirements import Requirement
 from ruleengine.state import STATUSES
 
 MAX_STATES = 3000
 """States of the explicit search; a case it does not finish is skipped."""
 
 TOOLS = ("a", "b", "c", "d", "e")
+
+KINDS = (
+    ["force_after"] * 3 + ["only_after", "only_before", "max_invocations"] + ["min_invocations"] * 2
+)
+"""The kinds of conditional drawn, weighted by repetition."""
 
 FORCING_EXAMPLES = 500
 """Examples of the forcing generator (small policies, milliseconds each): its shapes are
@@ -51,32 +56,7 @@ def forcing(draw: st.DrawFn) -> tuple[tuple[str, ...], list[Requirement]]:
         limit = draw(st.integers(0, 2))
         out.append(UserParams(tool, other, limit, kind).build("user"))
     for i in range(draw(st.integers(1, 7))):
-        target = draw(st.sampled_from(tools))
-        others = [t for t in tools if t != target]
-        kind = draw(
-            st.sampled_from(
-                ["force_after"] * 3
-                + ["only_after", "only_before", "max_invocations"]
-                + ["min_invocations"] * 2
-            )
-        )
-        params: dict[str, object] = {}
-        if kind in ("force_after", "only_after", "only_before"):
-            params[kind] = draw(st.lists(st.sampled_from(others), min_size=1, max_size=2))
-        elif kind == "max_invocations":
-            params[kind] = draw(st.integers(0, 2))
-        else:
-            params[kind] = draw(st.integers(1, 2))
-        out.append(
-            ConditionalRequirement(
-                target,
-                name=f"r{i}",
-                priority=draw(st.sampled_from([1, 10, 10, 20])),
-                only_success_invocations=draw(st.booleans()),
-                consecutive_allowed=draw(st.booleans()),
-                **params,  # type: ignore[arg-type]
-            )
-        )
+        out.append(drawn_conditional(draw, tools, KINDS, f"r{i}"))
     return tools, out
 
 

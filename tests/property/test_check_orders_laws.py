@@ -13,19 +13,24 @@ from __future__ import annotations
 
 from hypothesis import assume, given, note, settings
 from hypothesis import strategies as st
-from policy_strategies import PolicyCase, UserParams, policies
+from policy_strategies import PolicyCase, UserParams, drawn_conditional, policies
 from stopping import assert_never_stops
 
 from ruleengine import CycleGuard
 from ruleengine.check.explicit import analyse
 from ruleengine.check.orders import Orders, never_finishes, waits_in_vain
 from ruleengine.check.system import System
-from ruleengine.requirements import ConditionalRequirement, Requirement
+from ruleengine.requirements import Requirement
 
 MAX_STATES = 3000
 """States of the explicit search; a case it does not finish is skipped."""
 
 TOOLS = ("a", "b", "c", "d")
+
+KINDS = (
+    ["only_after", "only_before"] * 3 + ["min_invocations"] * 3 + ["max_invocations", "force_after"]
+)
+"""The kinds of conditional drawn, weighted by repetition."""
 
 ORDER_EXAMPLES = 600
 """Examples of the ordering generator (small policies, milliseconds each)."""
@@ -43,32 +48,7 @@ def ordering(draw: st.DrawFn) -> tuple[tuple[str, ...], list[Requirement]]:
     if draw(st.integers(0, 4)) == 0:
         out.append(CycleGuard(max_strike_length=draw(st.integers(1, 2)), name="guard"))
     for i in range(draw(st.integers(1, 7))):
-        target = draw(st.sampled_from(tools))
-        others = [t for t in tools if t != target]
-        kind = draw(
-            st.sampled_from(
-                ["only_after", "only_before"] * 3
-                + ["min_invocations"] * 3
-                + ["max_invocations", "force_after"]
-            )
-        )
-        params: dict[str, object] = {}
-        if kind in ("force_after", "only_after", "only_before"):
-            params[kind] = draw(st.lists(st.sampled_from(others), min_size=1, max_size=2))
-        elif kind == "max_invocations":
-            params[kind] = draw(st.integers(0, 2))
-        else:
-            params[kind] = draw(st.integers(1, 2))
-        out.append(
-            ConditionalRequirement(
-                target,
-                name=f"r{i}",
-                priority=draw(st.sampled_from([1, 10, 10, 20])),
-                only_success_invocations=draw(st.booleans()),
-                consecutive_allowed=draw(st.booleans()),
-                **params,  # type: ignore[arg-type]
-            )
-        )
+        out.append(drawn_conditional(draw, tools, KINDS, f"r{i}"))
     return tools, out
 
 
