@@ -518,9 +518,7 @@ class _Decider:
             # far cheaper than refining the projections until they give up: 2-5 s a tool
             # on `indep-counters-50-100-3`), then the proof with the time left.
             where = some(p.allowed[tool])
-            found = seek(
-                self.system, tool, self.enc.distances, limit=searched(self.system, GLANCE_STATES)
-            )
+            found = self._sought(tool, GLANCE_STATES)
             if found is None and (
                 self.orders.never_called(tool)
                 or self.projections.never(where, self._soon(QUICK_NEVER))
@@ -528,12 +526,7 @@ class _Decider:
                 decided.add(key)
                 continue
             if found is None:
-                found = seek(
-                    self.system,
-                    tool,
-                    self.enc.distances,
-                    limit=searched(self.system, SEEK_STATES),
-                )
+                found = self._sought(tool)
             if found is not None:
                 self._allowed_along(found)
             elif self._never(where):
@@ -541,6 +534,14 @@ class _Decider:
             else:
                 self.open[key] = some(p.callable[tool])
         self._without_dead()
+
+    def _sought(
+        self, goal: str, states: int = SEEK_STATES, *, within: int | None = None
+    ) -> tuple[Event, ...] | None:
+        """A directed search of the whole system for ``goal`` (``seek``, at most ``states``
+        states for a system of its size, within ``within`` steps when given)."""
+        limit = searched(self.system, states)
+        return seek(self.system, goal, self.enc.distances, limit=limit, within=within)
 
     def _allowed_along(self, history: tuple[Event, ...]) -> None:
         """Every tool allowed at some state along ``history`` (a real history), under some
@@ -605,25 +606,14 @@ class _Decider:
             return
         p, some = self.verdicts.pass_, self.verdicts.some
         self._on_time()
-        found = seek(
-            self.system,
-            FINAL_ANSWER,
-            self.enc.distances,
-            limit=searched(self.system, SEEK_STATES),
-        )
+        found = self._sought(FINAL_ANSWER)
         if found is not None:
             found = self._shorter(shortened(self.system, found))
             self.paths.append(found)
             self.finished = found
             result.finish_shown = len(found)
             if len(found) > self.budget:
-                found = seek(
-                    self.system,
-                    FINAL_ANSWER,
-                    self.enc.distances,
-                    limit=searched(self.system, SEEK_STATES),
-                    within=self.budget,
-                )
+                found = self._sought(FINAL_ANSWER, within=self.budget)
         if found is not None:
             decided.add("budget")
             result.finishes_within = len(found)
@@ -661,13 +651,7 @@ class _Decider:
         least (a "within" question to Z3 took 1.7 to 12 s to find it). Past the deadline,
         the shortest so far."""
         while not self._late():
-            shorter = seek(
-                self.system,
-                FINAL_ANSWER,
-                self.enc.distances,
-                limit=searched(self.system, SEEK_STATES),
-                within=len(found) - 1,
-            )
+            shorter = self._sought(FINAL_ANSWER, within=len(found) - 1)
             if shorter is None:
                 break
             found = shortened(self.system, shorter)
