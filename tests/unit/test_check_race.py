@@ -333,7 +333,22 @@ def test_without_a_limit_the_engine_races_too(monkeypatch: pytest.MonkeyPatch) -
         return real(*args, **kwargs)
 
     monkeypatch.setattr(run_module, "_engine_path", elsewhere)
-    raced = check_policy(policy)
+    started: list[str] = []
+    start = Aside.start
+
+    def noted(job: Any) -> Any:
+        # Why the engine's child did not start, should it not: the assertion above then
+        # names the threads that were running.
+        child = start(job)
+        threads = sorted(t.name for t in threading.enumerate())
+        started.append(f"child {'started' if child else 'not started'}; threads {threads}")
+        return child
+
+    monkeypatch.setattr(Aside, "start", staticmethod(noted))
+    try:
+        raced = check_policy(policy)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc} ({'; '.join(started) or 'no child asked for'})") from exc
     assert raced.complete and _shape(raced) == _shape(alone)
 
 
