@@ -40,7 +40,7 @@ from typing import Any
 from ruleengine.check.analysis import Analysis, Witness, listed
 from ruleengine.check.bounds import UNREACHABLE, apart
 from ruleengine.check.explicit import Outcome, _Explorer, callable_at
-from ruleengine.check.followed import Followed
+from ruleengine.check.followed import Followed, stop_only
 from ruleengine.check.gates import counted, gated, short_of
 from ruleengine.check.histories import (
     LIVE_STATES,
@@ -158,12 +158,20 @@ ALONG_SHARE = 0.03
 """The share of the time left that the quick pass along known histories may take, before
 any question to Z3 (``_live_searched``)."""
 
+STUCK_SHARE = 0.25
+"""The share of the time left that the requirements shown dead by the others' never
+stopping (``_live_stuck``: a backward search each, seconds at 50 tools) may take in all."""
+
 WITHOUT_SHARE = 0.03
 """The share of the time left that each of two steps may take: the requirements shown
 dead by what the others need (``_live_waiting``), and the searches for histories that
 avoid a requirement's tools (``_live_without``). At 50 tools each decides what it can in
 well under a second; at 200 each question takes half a second or more where it decides
 nothing (`conditionals-200-400-0`: none of 285 open requirements in 10 s each)."""
+
+AFTER_CALLS = 6
+"""Calls of a tool a requirement watches that ``_live_after`` makes at most, one after
+another, before the requirement denies a tool ("at most 5 times": six calls)."""
 
 TRIGGERS = 4
 """Tools a requirement tells apart from most, per requirement, that ``_live_triggered``
@@ -449,9 +457,11 @@ class _Decider:
         # where a finishing history without that tool's calls ends): a few replays each,
         # where the unrolled steps would ask Z3 about every depth up to that history's.
         self._live_searched(directed=False)
+        self._live_after()
         self._live_waiting()
         self._live_without()
         self._live_triggered()
+        self._live_stuck()
         self._unroll(UNROLL_DEPTHS[:UNROLL_FIRST])
         self._live_never()
         self._live_searched()
@@ -874,6 +884,163 @@ class _Decider:
                 decided.add(key)
                 del self.open[key]
                 self.narrowed.pop(key, None)
+
+    def _live_after(self) -> None:
+        """Open requirements that deny a tool until, or once, a tool they watch was called
+        ("`t` only after `x`", "`t` only before `x`", "`t` at most 3 times"), shown live
+        where the others allow that tool then: per tool it watches (at most ``TRIGGERS``),
+        from the first history to where that tool is allowed (``firsts``), the tool called,
+        and called again where a directed search finds it allowed, until the requirement
+        denies a tool (at most ``AFTER_CALLS`` calls); then a directed search of the system
+        without the requirement, from there, for a state where the others allow a tool it
+        denies, replayed through the whole system (``_shown_live``). Where the system never
+        finishes, the searches that follow finishing histories find nothing
+        (`indep-conditionals-50-100-0`: 15 requirements such as "`tag_10` only before
+        `merge_40`" were left to bounded model checking, 3.3 s; 11 of them are shown here
+        in 0.02 s). At most ``WITHOUT_SHARE`` of the time left."""
+        system, enc, comps = self.system, self.enc, self.system.components
+        names = sorted({c.requirement.name for c in comps})
+        limit = searched(system, LIVE_STATES)
+        until = None
+        if self.deadline is not None:
+            until = time.monotonic() + WITHOUT_SHARE * (self.deadline - time.monotonic())
+        for key in list(self.open):
+            if not key.startswith("live:"):
+                continue
+            name = key[5:]
+            mine = [i for i, c in enumerate(comps) if c.requirement.name == name]
+            kept = [i for i, c in enumerate(comps) if c.requirement.name != name]
+            others: System | None = None
+            for tool in sorted({t for i in mine for t in comps[i].watched})[:TRIGGERS]:
+                self._on_time()
+                if until is not None and time.monotonic() >= until:
+                    return
+                before = self.result.firsts.get(f"tool:{tool}")
+                if before is None:
+                    continue
+                history, state = list(before), system.initial
+                for event in before:
+                    state = system.successor(state, event)
+                for calls in range(AFTER_CALLS + 1):
+                    denied = {t for i in mine for t in comps[i].denied(state[i])}
+                    denied.discard(FINAL_ANSWER)
+                    steps = system.steps_from(state, {tool})
+                    if denied or calls == AFTER_CALLS or not steps:
+                        break
+                    state, event = next(iter(steps.items()))
+                    history.append(event)
+                    denied = {t for i in mine for t in comps[i].denied(state[i])}
+                    denied.discard(FINAL_ANSWER)
+                    if denied:
+                        break
+                    again = seek(system, tool, enc.distances, limit=limit, start=state)
+                    if again is None:
+                        break
+                    for event in again:
+                        state = system.successor(state, event)
+                    history.extend(again)
+                if not denied:
+                    continue
+                if others is None:
+                    others = system.subsystem([n for n in names if n != name])
+                start = tuple(state[i] for i in kept)
+                shown = False
+                for t in sorted(denied):
+                    found = seek(others, t, enc.distances, limit=limit, start=start)
+                    if found is not None and self._shown_live(key, [(*history, *found)]):
+                        shown = True
+                        break
+                if shown:
+                    break
+
+    def _live_stuck(self) -> None:
+        """Open requirements that only keep the run from stopping (``_stop_only``), never
+        live where no reachable state lets the others stop: the states from which the
+        system's steps lead to such a state (backward chaining through the projections,
+        ``Verdicts._can_finish``, exact on the reachable states) leave out the initial
+        state. A requirement that only denies ``final_answer`` changes a pass only where the
+        others allow it (where they deny it too, every fact of the pass is the same, so
+        whether a cycle guard gives way is too). Asked only where the system itself is not
+        known to finish (else the others, which let the run stop wherever it does, would),
+        until the first whose others finish from the start, and for at most
+        ``STUCK_SHARE`` of the time left in all (`indep-conditionals-50-100-0`: "`parse_41`
+        at least twice", a tool never allowed, where the others never stop either, 1.6 s,
+        which the orders of their histories did not show; `-5`: "`check_45` at least
+        twice", 5.4 s, where bounded model checking and the proofs had spent the rest of
+        the minute). Each one shown so also shows that the system never finishes
+        (``_stuck_at_start``)."""
+        decided = self.result.decided
+        assert decided is not None
+        system, v = self.system, self.verdicts
+        stuck = self.result.no_finish
+        if self.finished is not None or (stuck is not None and stuck.trace):
+            return  # the system finishes, from its start at least
+        if self.can_finish is not None and self.enc.holds_at(
+            self.can_finish, system.components, system.initial
+        ):
+            return
+        names = [key[5:] for key in self.open if key.startswith("live:")]
+        names = [name for name in names if self._stop_only(name)]
+        if not names:
+            return
+        until = None
+        if self.deadline is not None:
+            until = time.monotonic() + STUCK_SHARE * (self.deadline - time.monotonic())
+        asked = itertools.count()
+        bdd = self.enc.bdd
+
+        def give_up() -> bool:
+            if until is not None and time.monotonic() >= until:
+                return True
+            if next(asked) % MANAGER_EVERY == 0 and len(bdd) > MANAGER_NODES:
+                return True
+            return self._late()
+
+        for name in names:
+            self._on_time()
+            if give_up():
+                return
+            stop = v.some(v.pass_without(name).can_stop)
+            try:
+                finishing = v._can_finish(stop, self.projections.reached, give_up)
+            except _OutOfTime:
+                self._on_time()
+                return
+            if self.enc.holds_at(finishing, system.components, system.initial):
+                # The others finish from the start: most likely the rest do too, without
+                # any one of them (a guess, which only saves the time of their searches).
+                return
+            key = f"live:{name}"
+            decided.add(key)
+            del self.open[key]
+            self.narrowed.pop(key, None)
+            self._stuck_at_start()
+
+    def _stuck_at_start(self) -> None:
+        """The no-finish and the budget, where the initial state was shown unable to reach
+        a stop the requirements but one allow (``_live_stuck``): the system, which lets the
+        run stop only where they do, never finishes from there either. The witness is the
+        initial state, as the engines' first layer gives it (where it has a pass)."""
+        result, explorer = self.result, self.explorer
+        decided = result.decided
+        assert decided is not None
+        decided.add("budget")  # never: ``finish_depth`` stays None
+        if "no-finish" in decided or not explorer.deciding.get(0, False):
+            return
+        first = explorer.nodes[0]
+        result.no_finish = explorer._witness(first, (), not explorer.always_deciding[0])
+        decided.add("no-finish")
+
+    def _stop_only(self, name: str) -> bool:
+        """Whether requirement ``name`` only ever keeps the run from stopping (each of its
+        components, ``followed.stop_only``), and does not ask permission (which is live
+        wherever a tool it covers is allowed)."""
+        mine = [c for c in self.system.components if c.requirement.name == name]
+        return (
+            bool(mine)
+            and not isinstance(mine[0].requirement, AskPermissionRequirement)
+            and all(stop_only(c) for c in mine)
+        )
 
     def _live_without(self) -> None:
         """Open requirements that keep the run from stopping until a tool they watch is

@@ -27,6 +27,7 @@ from ruleengine.check.symbolic_encoding import (
     Node,
     _decided,
     _differ,
+    _Pass,
 )
 from ruleengine.check.symbolic_groups import Groups, TooComplex, split
 from ruleengine.check.symbolic_layers import Layers, _Cluster, _Group, _OutOfTime
@@ -338,9 +339,13 @@ class Verdicts(Layers):
             for f in (self.enc.facts(c) for c in mine)
         ):
             return where  # it restricts nothing anywhere: it cannot change a pass
-        others = [c for c in comps if c.requirement.name != name]
-        without = _decided(self.enc, others, self.priorities)
-        return where | some(_differ(p, without, self.enc.tools))
+        return where | some(_differ(p, self.pass_without(name), self.enc.tools))
+
+    def pass_without(self, name: str) -> _Pass:
+        """The pass of the requirements other than ``name`` (yielding included), over the
+        view and check bits: where it differs from ``pass_``, that requirement is live."""
+        others = [c for c in self.system.components if c.requirement.name != name]
+        return _decided(self.enc, others, self.priorities)
 
     # -- depths and witnesses ----------------------------------------------------------------
 

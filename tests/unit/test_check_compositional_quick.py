@@ -329,3 +329,75 @@ def test_a_requirement_that_only_keeps_the_stop_closed_is_dead_where_the_others_
     # One that denies a tool besides the stop may change a pass: not shown so.
     gate = ConditionalRequirement("other", only_after=["load"], name="other after load")
     assert not waits_in_vain(System(tools, [*_ordered_cycle(), gate]), "other after load")
+
+
+def test_a_stop_only_requirement_is_dead_where_no_state_lets_the_others_stop() -> None:
+    # "x at least 3 times" and "x at most twice": the others never let the run stop, by
+    # counts the orders of their histories do not weigh. "y at least twice" then changes no
+    # pass; the states from which the others' stop is reachable leave out the start.
+    tools = ["x", "y", "z"]
+    waiting = ConditionalRequirement("y", min_invocations=2, name="y twice")
+    needs = ConditionalRequirement("x", min_invocations=3, name="x thrice")
+    cap = ConditionalRequirement("x", max_invocations=2, name="x at most twice")
+    for others, live in (([needs, cap], False), ([needs], True)):
+        system = System(tools, [*others, waiting])
+        assert not waits_in_vain(system, "y twice")
+        assert ("y twice" in analyse(system).live) is live  # the explicit engine
+        decider = _first_state_only(system)
+        decider.open["live:y twice"] = decider.verdicts._live_at("y twice")
+        decider._live_stuck()
+        decided = decider.result.decided
+        assert decided is not None
+        # Decided never live exactly where the engine finds it dead; else left open.
+        assert ("live:y twice" in decided) is not live
+        assert ("live:y twice" in decider.open) is live
+        # Nor does the system finish then, from its start: the engine's no-finish.
+        exact = analyse(system)
+        assert ("no-finish" in decided) is not live
+        if not live:
+            assert decider.result.no_finish == exact.no_finish
+            assert exact.no_finish is not None and exact.no_finish.trace == ()
+            assert "budget" in decided and decider.result.finish_depth is None
+            assert exact.finish_depth is None
+    # One that denies a tool besides the stop is not asked about.
+    gate = ConditionalRequirement("y", only_after=["z"], name="y after z")
+    decider = _first_state_only(System(tools, [needs, cap, gate]))
+    decider.open["live:y after z"] = decider.verdicts._live_at("y after z")
+    decider._live_stuck()
+    assert "live:y after z" in decider.open
+
+
+def test_a_requirement_that_denies_a_tool_after_another_is_live_where_the_others_allow_it() -> None:
+    # The run never stops ("z" needed, never allowed), so no finishing history shows
+    # anything. "t only before x" is live once `x` was called and `u` let `t` in; "t at
+    # most twice" after two calls of `t`. One history through the watched tool's calls,
+    # then a search of the others for where they allow `t`.
+    tools = ["t", "u", "x", "z"]
+    blocked = [
+        ConditionalRequirement("z", min_invocations=1, name="needs z"),
+        ConditionalRequirement("z", max_invocations=0, name="never z"),
+        ConditionalRequirement("t", only_after=["u"], name="t after u"),
+    ]
+    for watching in (
+        ConditionalRequirement("t", only_before=["x"], name="watching"),
+        ConditionalRequirement("t", max_invocations=2, name="watching"),
+        ConditionalRequirement("t", only_after=["x"], name="watching"),
+    ):
+        system = System(tools, [*blocked, watching])
+        exact = analyse(system)
+        assert "watching" in exact.live and exact.no_finish is not None
+        decider = _first_state_only(system)
+        decider._tools()
+        decider.open["live:watching"] = decider.verdicts._live_at("watching")
+        decider._live_after()
+        assert decider.result.decided is not None
+        assert "live:watching" in decider.result.decided
+        assert "watching" in decider.result.live
+        # Its example replays to a state where the engine finds it live.
+        example = decider.result.firsts["live:watching"]
+        state = walk(system, example)
+        assert state is not None
+        assert any(
+            "watching" in live_at(system, records, decide(system, records), {"watching"}, {})
+            for records, _ in system.variants(state)
+        )
