@@ -384,6 +384,14 @@ class _Decider:
         except GaveUp:
             raise _Late from None  # the deadline, or told to stop
 
+    def _share(self, share: float) -> float | None:
+        """The ``time.monotonic()`` value ``share`` of the time left from now (None without
+        a deadline): how long a step may take."""
+        if self.deadline is None:
+            return None
+        now = time.monotonic()
+        return now + share * (self.deadline - now)
+
     def _soon(self, seconds: float) -> float:
         """The deadline ``seconds`` from now, or the analysis's own if sooner."""
         soon = time.monotonic() + seconds
@@ -691,16 +699,25 @@ class _Decider:
             self.result.no_finish = Witness(found.trace, (), found.depends_on_checks)
 
     def _can_finish(self, seconds: float | None) -> Node | None:
-        """``can_finish``, computed once: the symbolic engine's backward chaining from the
-        states that may stop, through the states the projections leave (a superset of the
-        reachable ones, so the answer is exact on those); None when ``seconds``, the
-        manager's ``MANAGER_NODES`` or ``interrupt`` ran out first (``_Late`` past the
-        deadline)."""
+        """``can_finish``, computed once (``_finishing`` toward the states that may stop);
+        None when ``seconds``, the manager's ``MANAGER_NODES`` or ``interrupt`` ran out
+        first (``_Late`` past the deadline)."""
         if self.can_finish is not None:
             return self.can_finish
         self._on_time()
-        v, bdd = self.verdicts, self.enc.bdd
+        v = self.verdicts
         until = None if seconds is None else time.monotonic() + seconds
+        found = self._finishing(v.some(v.pass_.can_stop), until)
+        if found is not None:
+            self.can_finish = found
+        return found
+
+    def _finishing(self, stop: Node, until: float | None) -> Node | None:
+        """The states from which a state of ``stop`` is reachable: the symbolic engine's
+        backward chaining through the states the projections leave (a superset of the
+        reachable ones, so the answer is exact on those); None when ``until``, the manager's
+        ``MANAGER_NODES`` or ``interrupt`` ran out first (``_Late`` past the deadline)."""
+        v, bdd = self.verdicts, self.enc.bdd
         asked = itertools.count()
 
         def give_up() -> bool:
@@ -715,12 +732,10 @@ class _Decider:
         if give_up():
             return None
         try:
-            found = v._can_finish(v.some(v.pass_.can_stop), self.projections.reached, give_up)
+            return v._can_finish(stop, self.projections.reached, give_up)
         except _OutOfTime:
             self._on_time()
             return None
-        self.can_finish = found
-        return found
 
     def _first_stuck(self) -> bool:
         """Look for the witness in the probe (see ``_no_finish``): whether it decided.
@@ -825,9 +840,7 @@ class _Decider:
                 paths.add(path)
         ordered = sorted(paths, key=lambda p: (-len(p), p))
         keys = self.narrowed if directed else [k for k in self.open if k.startswith("live:")]
-        until = None
-        if not directed and self.deadline is not None:
-            until = time.monotonic() + ALONG_SHARE * (self.deadline - time.monotonic())
+        until = None if directed else self._share(ALONG_SHARE)
         for key in keys:
             where = self.open.get(key)
             if where is None:
@@ -871,9 +884,7 @@ class _Decider:
         the time left."""
         decided = self.result.decided
         assert decided is not None
-        until = None
-        if self.deadline is not None:
-            until = time.monotonic() + WITHOUT_SHARE * (self.deadline - time.monotonic())
+        until = self._share(WITHOUT_SHARE)
         for key in list(self.open):
             if not key.startswith("live:"):
                 continue
@@ -902,9 +913,7 @@ class _Decider:
         system, enc, comps = self.system, self.enc, self.system.components
         names = sorted({c.requirement.name for c in comps})
         limit = searched(system, LIVE_STATES)
-        until = None
-        if self.deadline is not None:
-            until = time.monotonic() + WITHOUT_SHARE * (self.deadline - time.monotonic())
+        until = self._share(WITHOUT_SHARE)
         for key in list(self.open):
             if not key.startswith("live:"):
                 continue
@@ -984,28 +993,11 @@ class _Decider:
         names = [name for name in names if self._stop_only(name)]
         if not names:
             return
-        until = None
-        if self.deadline is not None:
-            until = time.monotonic() + STUCK_SHARE * (self.deadline - time.monotonic())
-        asked = itertools.count()
-        bdd = self.enc.bdd
-
-        def give_up() -> bool:
-            if until is not None and time.monotonic() >= until:
-                return True
-            if next(asked) % MANAGER_EVERY == 0 and len(bdd) > MANAGER_NODES:
-                return True
-            return self._late()
-
+        until = self._share(STUCK_SHARE)
         for name in names:
             self._on_time()
-            if give_up():
-                return
-            stop = v.some(v.pass_without(name).can_stop)
-            try:
-                finishing = v._can_finish(stop, self.projections.reached, give_up)
-            except _OutOfTime:
-                self._on_time()
+            finishing = self._finishing(v.some(v.pass_without(name).can_stop), until)
+            if finishing is None:
                 return
             if self.enc.holds_at(finishing, system.components, system.initial):
                 # The others finish from the start: most likely the rest do too, without
@@ -1055,9 +1047,7 @@ class _Decider:
         had found nothing in the minute). At most ``WITHOUT_SHARE`` of the time left."""
         system, enc, comps = self.system, self.enc, self.system.components
         names = sorted({c.requirement.name for c in comps})
-        until = None
-        if self.deadline is not None:
-            until = time.monotonic() + WITHOUT_SHARE * (self.deadline - time.monotonic())
+        until = self._share(WITHOUT_SHARE)
         for key in list(self.open):
             name = key[5:]
             if not key.startswith("live:") or not self._keeps_stop(name):
@@ -1124,9 +1114,7 @@ class _Decider:
         states (one that finds nothing took 0.3 s at 50 tools with 2,000), all of them at
         most ``WITHOUT_SHARE`` of the time left."""
         system, enc, comps = self.system, self.enc, self.system.components
-        until = None
-        if self.deadline is not None:
-            until = time.monotonic() + WITHOUT_SHARE * (self.deadline - time.monotonic())
+        until = self._share(WITHOUT_SHARE)
         asked: list[tuple[int, str, list[str]]] = []
         for key in self.open:
             if key.startswith("live:"):
