@@ -638,7 +638,7 @@ class _Decider:
             result.allowed_tools.add(FINAL_ANSWER)
             result.firsts.setdefault("finish", found)
         elif never_finishes(self.system) or self._never(some(p.can_stop)):
-            decided.add("budget")  # never: ``finish_depth`` stays None
+            self._stuck_at_start()  # never, from the start
         else:
             # Undecided; but the components' relaxed distances bound it from below.
             estimates = Estimates(self.system, FINAL_ANSWER, self.enc.distances)
@@ -970,7 +970,9 @@ class _Decider:
         ``Verdicts._can_finish``, exact on the reachable states) leave out the initial
         state. A requirement that only denies ``final_answer`` changes a pass only where the
         others allow it (where they deny it too, every fact of the pass is the same, so
-        whether a cycle guard gives way is too). Asked only where the system itself is not
+        whether a cycle guard gives way is too). The projections are asked first whether
+        any reachable state lets the others stop (``_never``). Asked only where the system
+        itself is not
         known to finish (else the others, which let the run stop wherever it does, would),
         until the first whose others finish from the start, and for at most
         ``STUCK_SHARE`` of the time left in all (`indep-conditionals-50-100-0`: "`parse_41`
@@ -996,13 +998,15 @@ class _Decider:
         until = self._share(STUCK_SHARE)
         for name in names:
             self._on_time()
-            finishing = self._finishing(v.some(v.pass_without(name).can_stop), until)
-            if finishing is None:
-                return
-            if self.enc.holds_at(finishing, system.components, system.initial):
-                # The others finish from the start: most likely the rest do too, without
-                # any one of them (a guess, which only saves the time of their searches).
-                return
+            stop = v.some(v.pass_without(name).can_stop)
+            if not self._never(stop):  # else no reachable state lets the others stop
+                finishing = self._finishing(stop, until)
+                if finishing is None:
+                    return
+                if self.enc.holds_at(finishing, system.components, system.initial):
+                    # The others finish from the start: most likely the rest do too,
+                    # without any one of them (a guess, which saves their searches' time).
+                    return
             key = f"live:{name}"
             decided.add(key)
             del self.open[key]
@@ -1010,10 +1014,11 @@ class _Decider:
             self._stuck_at_start()
 
     def _stuck_at_start(self) -> None:
-        """The no-finish and the budget, where the initial state was shown unable to reach
-        a stop the requirements but one allow (``_live_stuck``): the system, which lets the
-        run stop only where they do, never finishes from there either. The witness is the
-        initial state, as the engines' first layer gives it (where it has a pass)."""
+        """The no-finish and the budget, where no history lets the run stop: no reachable
+        state does (``_finish``), or none lets the requirements but one stop
+        (``_live_stuck``), and the system lets it stop only where they do. The budget is
+        "never" (``finish_depth`` stays None), and the no-finish witness the initial state,
+        as the engines' first layer gives it (where it has a pass)."""
         result, explorer = self.result, self.explorer
         decided = result.decided
         assert decided is not None
