@@ -24,6 +24,7 @@ import signal
 import struct
 import sys
 import threading
+import traceback
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Generic, TypeVar, cast
 
@@ -208,7 +209,15 @@ def _fork(
                     out.write(message)
                     out.flush()
 
-                out.write(_Frames.frame(_FINAL, produce(send)))
+                try:
+                    final = _Frames.frame(_FINAL, produce(send))
+                except BaseException as exc:  # the job, or its answer's pickling
+                    with contextlib.suppress(Exception):  # told, for the parent's `failure`
+                        text = "".join(traceback.format_exception(exc))
+                        out.write(_Frames.frame(_FAILED, text))
+                        out.flush()
+                    raise
+                out.write(final)
             code = 0
         finally:
             os._exit(code)
@@ -216,8 +225,9 @@ def _fork(
     return pid, reader
 
 
-_INTERIM, _FINAL = 0, 1
-"""The kinds of a child's messages: a result sent while it works, and its last."""
+_INTERIM, _FINAL, _FAILED = 0, 1, 2
+"""The kinds of a child's messages: a result sent while it works, its last, and, instead of
+a last, what made its job fail (the traceback, as text)."""
 
 
 class _Frames:
@@ -231,6 +241,8 @@ class _Frames:
         self._buffer = bytearray()
         self.interim: bytes | None = None
         self.final: bytes | None = None
+        self.failed: bytes | None = None
+        """What made the child's job fail, as it told (``_FAILED``)."""
         self.broken = False
         """Whether a message came that is not a frame (a kind unknown, or one past the
         final): nothing the child sent is then trusted."""
@@ -250,8 +262,10 @@ class _Frames:
                 return
             payload = bytes(self._buffer[size : size + length])
             del self._buffer[: size + length]
-            if kind not in (_INTERIM, _FINAL) or self.final is not None:
+            if kind not in (_INTERIM, _FINAL, _FAILED) or self.final is not None:
                 self.broken = True
+            elif kind == _FAILED:
+                self.failed = payload
             elif kind == _INTERIM:
                 self.interim = payload
             else:
@@ -275,6 +289,19 @@ def _unpickled(payload: bytes) -> tuple[bool, object]:
         return True, pickle.loads(payload)
     except Exception:  # any undecodable message counts as none
         return False, None
+
+
+def _failure(frames: _Frames, status: int) -> str:
+    """Why a child failed: the traceback its job told, else how its process ended."""
+    if frames.failed is not None:
+        ok, text = _unpickled(frames.failed)
+        if ok and isinstance(text, str):
+            return text
+    if os.WIFSIGNALED(status):
+        return f"the child was ended by signal {os.WTERMSIG(status)}"
+    if os.WIFEXITED(status) and os.WEXITSTATUS(status) != 0:
+        return f"the child exited with status {os.WEXITSTATUS(status)}, telling nothing"
+    return "the child's answer did not come whole"
 
 
 _PR_SET_PDEATHSIG = 1
@@ -368,6 +395,9 @@ class Aside(Generic[T]):
         self._reader: int | None = reader
         self._frames = _Frames()
         self._outcome: tuple[bool, T | None] | None = None
+        self.failure: str | None = None
+        """Why the child failed, once it did: the traceback its job told, or how the
+        process ended (for diagnosis: a failed child changes no answer, see ``result``)."""
 
     @staticmethod
     def start(job: Callable[[], T]) -> Aside[T] | None:
@@ -444,6 +474,8 @@ class Aside(Generic[T]):
         ok, value = (False, None) if failed else self._frames.result()
         # An undecodable answer counts as a failure.
         self._outcome = (True, cast(T, value)) if ok else (False, None)
+        if not ok:
+            self.failure = _failure(self._frames, status)
 
     def result(self) -> tuple[bool, T | None]:
         """Whether the child succeeded, and its job's result; waits for it."""

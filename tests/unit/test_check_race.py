@@ -206,10 +206,19 @@ def test_an_aside_job_comes_back_or_is_stopped() -> None:
     failing = Aside.start(fails)
     assert failing is not None
     assert failing.result() == (False, None)
+    # Why it failed is told, for diagnosis: the job's traceback, or how the child ended.
+    assert failing.failure is not None and "ValueError: no" in failing.failure
+    assert done.failure is None and sleeping.failure is None  # answered; stopped
 
     unpicklable = Aside.start(lambda: lambda: None)
     assert unpicklable is not None
     assert unpicklable.result() == (False, None)
+    assert unpicklable.failure is not None and "pickle" in unpicklable.failure.lower()
+
+    leaving = Aside.start(lambda: os._exit(3))
+    assert leaving is not None
+    assert leaving.result() == (False, None)
+    assert leaving.failure == "the child exited with status 3, telling nothing"
 
 
 @needs_fork
@@ -334,21 +343,27 @@ def test_without_a_limit_the_engine_races_too(monkeypatch: pytest.MonkeyPatch) -
 
     monkeypatch.setattr(run_module, "_engine_path", elsewhere)
     started: list[str] = []
+    children: list[Aside[Any]] = []
     start = Aside.start
 
     def noted(job: Any) -> Any:
-        # Why the engine's child did not start, should it not: the assertion above then
-        # names the threads that were running.
+        # Why the engine's child did not start, or failed, should it: the assertion above
+        # then names the threads that were running, and what the child told.
         child = start(job)
         threads = sorted(t.name for t in threading.enumerate())
         started.append(f"child {'started' if child else 'not started'}; threads {threads}")
+        if child is not None:
+            children.append(child)
         return child
 
     monkeypatch.setattr(Aside, "start", staticmethod(noted))
     try:
         raced = check_policy(policy)
     except AssertionError as exc:
-        raise AssertionError(f"{exc} ({'; '.join(started) or 'no child asked for'})") from exc
+        told = [c.failure for c in children if c.failure is not None]
+        raise AssertionError(
+            f"{exc} ({'; '.join(started) or 'no child asked for'}; failures: {told})"
+        ) from exc
     assert raced.complete and _shape(raced) == _shape(alone)
 
 
