@@ -6,7 +6,8 @@ lets it be called) and with requirements that only keep the run from stopping, e
 asked about every requirement still open after a probe of the first state alone, and each
 verdict it decides is the explicit engine's: a requirement shown live is live, with an
 example that replays to a state where it is; one shown dead is live nowhere; the no-finish
-it gives with it is the engine's, at the first step. The drawn policies make both steps
+it gives with it (or ``_finish``, where no reachable state lets the run stop) is the
+engine's, at the first step. The drawn policies make both steps
 decide (over 300 cases, ``_live_stuck`` decided in about half, ``_live_after`` in a third),
 where the analysis's other laws seldom reach them (they find finishing histories first,
 or decide the requirements before: in 400 of their cases, ``_live_stuck`` decided none).
@@ -92,6 +93,7 @@ def test_what_the_liveness_steps_decide_is_the_engines(drawn: tuple[System, list
     assume(exact.complete)
     decider = _decider(system)
     before = set(decider.open)
+    decider._finish()  # where no reachable state lets the run stop: the no-finish at once
     decider._live_after()
     decider._live_stuck()
     result = decider.result
