@@ -174,8 +174,8 @@ AFTER_CALLS = 6
 another, before the requirement denies a tool ("at most 5 times": six calls)."""
 
 TRIGGERS = 4
-"""Tools a requirement tells apart from most, per requirement, that ``_live_triggered``
-searches for a call of (the first, in name order)."""
+"""Tools per requirement, the first in name order, that ``_live_triggered`` (tools it tells
+apart from most) and ``_live_after`` (tools it watches) call."""
 
 UNROLL_STEPS = 64
 """Steps up to which a history to ``final_answer`` is looked for in them."""
