@@ -40,7 +40,7 @@ from typing import Any
 from ruleengine.check.analysis import Analysis, Witness, listed
 from ruleengine.check.bounds import UNREACHABLE, apart
 from ruleengine.check.explicit import Outcome, _Explorer, callable_at
-from ruleengine.check.followed import Followed, stop_only
+from ruleengine.check.followed import Followed, only_stops
 from ruleengine.check.gates import counted, gated, short_of
 from ruleengine.check.histories import (
     LIVE_STATES,
@@ -921,6 +921,11 @@ class _Decider:
             mine = [i for i, c in enumerate(comps) if c.requirement.name == name]
             kept = [i for i, c in enumerate(comps) if c.requirement.name != name]
             others: System | None = None
+
+            def denies(state: State, mine: list[int] = mine) -> set[str]:
+                """The tools other than ``final_answer`` the requirement denies there."""
+                return {t for i in mine for t in comps[i].denied(state[i])} - {FINAL_ANSWER}
+
             for tool in sorted({t for i in mine for t in comps[i].watched})[:TRIGGERS]:
                 self._on_time()
                 if until is not None and time.monotonic() >= until:
@@ -931,16 +936,14 @@ class _Decider:
                 history, state = list(before), system.initial
                 for event in before:
                     state = system.successor(state, event)
-                for calls in range(AFTER_CALLS + 1):
-                    denied = {t for i in mine for t in comps[i].denied(state[i])}
-                    denied.discard(FINAL_ANSWER)
+                denied = denies(state)
+                for _ in range(AFTER_CALLS):
                     steps = system.steps_from(state, {tool})
-                    if denied or calls == AFTER_CALLS or not steps:
+                    if denied or not steps:
                         break
                     state, event = next(iter(steps.items()))
                     history.append(event)
-                    denied = {t for i in mine for t in comps[i].denied(state[i])}
-                    denied.discard(FINAL_ANSWER)
+                    denied = denies(state)
                     if denied:
                         break
                     again = seek(system, tool, enc.distances, limit=limit, start=state)
@@ -949,6 +952,7 @@ class _Decider:
                     for event in again:
                         state = system.successor(state, event)
                     history.extend(again)
+                    denied = denies(state)
                 if not denied:
                     continue
                 if others is None:
@@ -964,7 +968,7 @@ class _Decider:
                     break
 
     def _live_stuck(self) -> None:
-        """Open requirements that only keep the run from stopping (``_stop_only``), never
+        """Open requirements that only keep the run from stopping (``followed.only_stops``), never
         live where no reachable state lets the others stop: the states from which the
         system's steps lead to such a state (backward chaining through the projections,
         ``Verdicts._can_finish``, exact on the reachable states) leave out the initial
@@ -992,7 +996,7 @@ class _Decider:
         ):
             return
         names = [key[5:] for key in self.open if key.startswith("live:")]
-        names = [name for name in names if self._stop_only(name)]
+        names = [name for name in names if only_stops(system, name)]
         if not names:
             return
         until = self._share(STUCK_SHARE)
@@ -1028,17 +1032,6 @@ class _Decider:
         first = explorer.nodes[0]
         result.no_finish = explorer._witness(first, (), not explorer.always_deciding[0])
         decided.add("no-finish")
-
-    def _stop_only(self, name: str) -> bool:
-        """Whether requirement ``name`` only ever keeps the run from stopping (each of its
-        components, ``followed.stop_only``), and does not ask permission (which is live
-        wherever a tool it covers is allowed)."""
-        mine = [c for c in self.system.components if c.requirement.name == name]
-        return (
-            bool(mine)
-            and not isinstance(mine[0].requirement, AskPermissionRequirement)
-            and all(stop_only(c) for c in mine)
-        )
 
     def _live_without(self) -> None:
         """Open requirements that keep the run from stopping until a tool they watch is

@@ -44,7 +44,15 @@ from ruleengine.requirements.permission import AskPermissionRequirement
 from ruleengine.rules import literals_of
 from ruleengine.state import STATUSES
 
-__all__ = ["Followed", "followed", "never_live", "stop_only", "views_reached", "waits_for"]
+__all__ = [
+    "Followed",
+    "followed",
+    "never_live",
+    "only_stops",
+    "stop_only",
+    "views_reached",
+    "waits_for",
+]
 
 _OK = STATUSES.index("ok")
 
@@ -319,6 +327,17 @@ def stop_only(comp: Component) -> bool:
                 if any(lit != ("allowed", FINAL_ANSWER, False) for lit in literals):
                     return False
     return True
+
+
+def only_stops(system: System, name: str) -> bool:
+    """Whether requirement ``name`` of ``system`` only ever keeps the run from stopping
+    (``stop_only``, each of its components) and does not ask permission (which is live
+    wherever a tool it covers is allowed): it changes a pass only where the others let the
+    run stop."""
+    mine = [c for c in system.components if c.requirement.name == name]
+    if not mine or isinstance(mine[0].requirement, AskPermissionRequirement):
+        return False
+    return all(stop_only(c) for c in mine)
 
 
 def waits_for(comp: Component, tool: str, ok_only: bool) -> bool:

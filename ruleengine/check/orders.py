@@ -35,11 +35,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ruleengine.check.followed import followed, stop_only, views_reached
+from ruleengine.check.followed import followed, only_stops, views_reached
 from ruleengine.check.relaxed import Relaxed
 from ruleengine.check.system import Component, System
 from ruleengine.ir import FINAL_ANSWER
-from ruleengine.requirements.permission import AskPermissionRequirement
 from ruleengine.state import STATUSES
 
 __all__ = ["Orders", "never_finishes", "waits_in_vain"]
@@ -63,7 +62,7 @@ def never_finishes(system: System) -> bool:
 
 
 def waits_in_vain(system: System, name: str) -> bool:
-    """Whether requirement ``name`` only keeps the run from stopping (``stop_only``, each of
+    """Whether requirement ``name`` only keeps the run from stopping (``only_stops``, each of
     its components) where the other requirements never let it stop (``never_finishes`` of
     the system without it): it then changes no pass (the others' reachable states are the
     same, a denied stop being no step, and none lets the run stop). True is a proof; strict
@@ -72,10 +71,7 @@ def waits_in_vain(system: System, name: str) -> bool:
     (each only keeps the stop closed, and the orders of the others clash without it)."""
     if system.mode != "strict" or system.skips:
         return False
-    mine = [c for c in system.components if c.requirement.name == name]
-    if not mine or isinstance(mine[0].requirement, AskPermissionRequirement):
-        return False
-    if not all(stop_only(c) for c in mine):
+    if not only_stops(system, name):
         return False
     names = [r.name for r in system.requirements if r.name != name]
     return never_finishes(system.subsystem(names))
