@@ -37,6 +37,7 @@ from collections.abc import Callable, Sequence
 from functools import cached_property
 from typing import Any
 
+from ruleengine.check._bdd import pick
 from ruleengine.check.analysis import Analysis, Witness, listed
 from ruleengine.check.bounds import UNREACHABLE, apart
 from ruleengine.check.explicit import Outcome, _Explorer, callable_at
@@ -105,6 +106,18 @@ relations, which past that (400 requirements over 200 tools) take gigabytes."""
 FINISH_SECONDS = 5.0
 """The longest the first try at the states that can finish (``_can_finish``) may take; one
 cut short is tried again after the other verdicts, with the time left."""
+
+STUCK_LAYERS_SHARE = 0.25
+"""The share of the time left that the search of the first layers for the no-finish witness
+(``_stuck_in_layers``) may take."""
+
+SKIPPED_PATHS = 8
+"""The histories found last that ``_stuck_in_layers`` follows from a state, leaving out
+the steps not allowed, before a directed search of its own."""
+
+STUCK_LAYER_NODES = 4 * LAYER_NODES
+"""BDD nodes of the layers past which that search gives up (it asks little of them: a
+conjunction per history, where ``_first`` steps on toward the deeper findings)."""
 
 SHORT_GAP = 3
 """A history this many steps longer than the budget's lower bound at most: the next question
@@ -681,7 +694,9 @@ class _Decider:
         from the states that can finish (``_can_finish``, at most ``FINISH_SECONDS``, or
         ``again`` with the time left): the reachable states outside them are the stuck
         ones, ruled out or met as the other findings are (``_first``: the symbolic
-        engine's own witness, from the first breadth-first layer that meets them)."""
+        engine's own witness, from the first breadth-first layer that meets them). Where
+        those are not found in time, the first layers are searched for the witness state
+        by state (``_stuck_in_layers``), before the other verdicts."""
         decided = self.result.decided
         assert decided is not None
         if "no-finish" in decided or "no-finish" in self.unproven:
@@ -692,7 +707,9 @@ class _Decider:
             return
         finishing = self._can_finish(None if again else FINISH_SECONDS)
         if finishing is None:
-            return  # out of its time: tried again later
+            if not again:
+                self._stuck_in_layers()
+            return  # out of its time: tried again later, unless the layers decided
         stuck = self._deciding & self.projections.reached & ~finishing
         found = self._first(stuck, _has_pass, "no-finish")
         if found is not None:
@@ -775,6 +792,112 @@ class _Decider:
             decided.add("no-finish")
             return True
         return False
+
+    def _stuck_in_layers(self) -> bool:
+        """Look for the witness in the first breadth-first layers (see ``_no_finish``):
+        whether it decided, within ``STUCK_LAYERS_SHARE`` of the time left.
+
+        Layer by layer, the states with a pass not shown to finish are asked: while each
+        asked is shown to finish, any of them; then the one the smallest trace reaches
+        (``Verdicts._witness``, the engines' own order), which is the witness if it is
+        shown stuck (every state of the layers before, and every one the layer's smaller
+        traces reach, is shown to finish). A state is shown to finish by a history: one
+        found before, followed with the steps not allowed left out (``Finishing.skipping``),
+        or a directed search's; that history, replayed backward through the diagrams
+        (``Layers.event_preimage``), shows every state from which an end of it replays. On
+        `indep-counters-50-100-3` (the stuck state six steps deep, past the probe): 52
+        histories show the first six layers, about 7 s, where the states that can finish
+        are not found in the minute. (Tried and dropped: asking the probe's states one by
+        one, 25,000 states in 10 s; replaying a history backward with any of its steps
+        left out, which shows the six layers at once but built two million nodes in 17 s.)
+        Gives up past ``LAYERS`` or ``STUCK_LAYER_NODES``, or at a state neither shown to
+        finish nor stuck."""
+        v, bdd, system = self.verdicts, self.enc.bdd, self.system
+        decided = self.result.decided
+        assert decided is not None
+        until = self._share(STUCK_LAYERS_SHARE)
+        stop = v.some(v.pass_.can_stop)
+        open_ = self._deciding & ~stop
+        shown: list[Node] = []  # per history found, the states it shows to finish
+        kept = [
+            (i, self.enc.distances(c))
+            for i, c in enumerate(system.components)
+            if not c.requirement.yielding
+        ]
+        replays = Finishing(system, self.enc)
+        paths: list[tuple[Event, ...]] = []
+        try:
+            for d in range(LAYERS + 1):
+                layer = v._layer(d)
+                if layer is None:
+                    decided.add("no-finish")
+                    return True  # every reachable state shown to finish
+                if v.layered.dag_size > STUCK_LAYER_NODES or len(bdd) > MANAGER_NODES:
+                    return False
+                left = layer & open_
+                for back in shown:
+                    left &= ~back
+                ordered = False  # any state of ``left`` first, while each is shown to finish
+                while left != bdd.false:
+                    self._on_time()
+                    if until is not None and time.monotonic() > until:
+                        return False
+                    if ordered:
+                        witness = v._witness(left, _has_pass, d)
+                        state = system.initial
+                        for event in witness.trace:
+                            state = system.successor(state, event)
+                    else:
+                        picked = pick(bdd, left)
+                        assert picked is not None  # ``left`` is not empty
+                        state = tuple(self.enc.view(c, picked) for c in system.components)
+                    stuck = any(dist.steps[state[k]] >= UNREACHABLE for k, dist in kept)
+                    if not stuck:
+                        found = next(
+                            (
+                                taken
+                                for path in reversed(paths[-SKIPPED_PATHS:])
+                                if (taken := replays.skipping(state, path)) is not None
+                            ),
+                            None,
+                        ) or seek(
+                            system,
+                            FINAL_ANSWER,
+                            self.enc.distances,
+                            limit=searched(system, SEEK_STATES),
+                            start=state,
+                        )
+                        if found is not None:
+                            paths.append(found)
+                            back = self._backward(found, stop)
+                            if not self.enc.holds_at(back, system.components, state):
+                                return False  # INVARIANT: never (the replay is exact)
+                            shown.append(back)
+                            left &= ~back
+                            continue
+                        stuck = self.projections.at(state).never(stop, self.deadline)
+                    if not ordered:
+                        ordered = True  # the smallest trace's state is the one to decide
+                        continue
+                    if not stuck:
+                        return False
+                    self.result.no_finish = Witness(witness.trace, (), witness.depends_on_checks)
+                    decided.add("no-finish")
+                    return True
+        except _OutOfTime:
+            raise _Late from None
+        return False
+
+    def _backward(self, history: Sequence[Event], stop: Node) -> Node:
+        """The states from which some end of ``history`` (a part of it that runs to its
+        end) replays into ``stop``, every step allowed under some check values."""
+        v = self.verdicts
+        states = reached = stop
+        for event in reversed(history):
+            self._on_time()
+            states = v.event_preimage(states, event)
+            reached |= states
+        return reached
 
     @property
     def _deciding(self) -> Node:

@@ -214,6 +214,19 @@ class Finishing:
             finishing.update(passed)
         return arrived
 
+    def skipping(self, state: State, path: Sequence[Event]) -> tuple[Event, ...] | None:
+        """The steps of ``path`` taken in its order from ``state``, each where it is
+        allowed and left out where it is not, when the run may stop at their end (else
+        None): a history another state found, followed by one that has made some of its
+        calls already, or cannot make them all."""
+        taken: list[Event] = []
+        for event in path:
+            allowed, _ = self._open(state)
+            if event[0] in allowed:
+                taken.append(event)
+                state = self.system.successor(state, event)
+        return tuple(taken) if self._open(state)[1] else None
+
     def _open(self, state: State) -> tuple[frozenset[str], bool]:
         """The tools some check values allow at ``state``, and whether some let the run
         stop there (remembered in ``opens``)."""

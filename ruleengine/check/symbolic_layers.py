@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from functools import cached_property
 
 from ruleengine.check._bdd import and_exists as _and_exists
 from ruleengine.check._bdd import renamed as _renamed
@@ -198,6 +199,19 @@ class Layers:
         else:  # pragma: no cover
             back = bdd.exist(nexts, g.relation & primed)
         return back & g.guard
+
+    def event_preimage(self, states: Node, event: Event) -> Node:
+        """The states where ``event`` is a step (its tool allowed under some check values)
+        into ``states``: the states one fixed call leads from (replaying a history
+        backward)."""
+        moving = self._by_event.get(event)
+        back = states if moving is None else self._preimage(states, moving)
+        return back & self._callable(event[0])
+
+    @cached_property
+    def _by_event(self) -> dict[Event, _Group]:
+        """The group of each event that moves some component."""
+        return {e: g for g in self.groups for e in g.events}
 
     def _staying(self) -> Node:
         found = getattr(self, "_stay", None)
