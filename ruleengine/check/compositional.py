@@ -111,7 +111,7 @@ STUCK_LAYERS_SHARE = 0.25
 """The share of the time left that the search of the first layers for the no-finish witness
 (``_stuck_in_layers``) may take."""
 
-SKIPPED_PATHS = 8
+SKIPPED_PATHS = 64
 """The histories found last that ``_stuck_in_layers`` follows from a state, leaving out
 the steps not allowed, before a directed search of its own."""
 
@@ -826,6 +826,7 @@ class _Decider:
         ]
         replays = Finishing(system, self.enc)
         paths: list[tuple[Event, ...]] = []
+        unfound: set[State] = set()  # states no history was found from
         try:
             for d in range(LAYERS + 1):
                 layer = v._layer(d)
@@ -852,7 +853,9 @@ class _Decider:
                         assert picked is not None  # ``left`` is not empty
                         state = tuple(self.enc.view(c, picked) for c in system.components)
                     stuck = any(dist.steps[state[k]] >= UNREACHABLE for k, dist in kept)
-                    if not stuck:
+                    if ordered and not stuck:  # the witness, if any: stuck, mostly
+                        stuck = self.projections.at(state).never(stop, self.deadline)
+                    if not stuck and state not in unfound:
                         found = next(
                             (
                                 taken
@@ -875,7 +878,7 @@ class _Decider:
                             shown.append(back)
                             left &= ~back
                             continue
-                        stuck = self.projections.at(state).never(stop, self.deadline)
+                        unfound.add(state)
                     if not ordered:
                         ordered = True  # the smallest trace's state is the one to decide
                         continue
