@@ -163,18 +163,26 @@ def _lengthening(system: Checked) -> list[frozenset[str]]:
     return out
 
 
-def _stopping(system: Checked) -> list[frozenset[str]]:
+def _stopping(system: Checked, rounds: int = 0) -> list[frozenset[str]]:
     """Guesses for a no-finish's core: per requirement that may keep the run from stopping
     (its rules mention ``final_answer``), it and the requirements whose rules mention a
     tool it waits for (``_singled_out``: the target a count watches, the trigger of a force):
-    a demand and what may deny it forever."""
+    a demand and what may deny it forever. With ``rounds``, grown that many times by the
+    requirements whose rules mention a tool one of the guess's waits for: what denies a
+    tool forever may do so through a chain ("`p` only before `d`", "`s` forced after `p`",
+    "`d` forced after `s`")."""
     mentions: dict[str, frozenset[str]] = getattr(system, "mentions", {})
     waits = _singled_out(system)
-    return [
-        frozenset({name} | _mentioning(system, waits.get(name, set()) - {FINAL_ANSWER}))
-        for name, mentioned in mentions.items()
-        if FINAL_ANSWER in mentioned
-    ]
+    guesses = []
+    for name, mentioned in mentions.items():
+        if FINAL_ANSWER not in mentioned:
+            continue
+        guess = frozenset({name}) | _mentioning(system, waits.get(name, set()) - {FINAL_ANSWER})
+        for _ in range(rounds):
+            waited = set().union(*(waits.get(n, set()) for n in guess)) - {FINAL_ANSWER}
+            guess |= _mentioning(system, waited)
+        guesses.append(guess)
+    return guesses
 
 
 def _mentioning(system: Checked, tools: Iterable[str]) -> frozenset[str]:

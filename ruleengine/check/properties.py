@@ -37,7 +37,7 @@ from ruleengine.check.counterexamples import (
     directed,
 )
 from ruleengine.check.counterexamples import _variants as _variants
-from ruleengine.check.followed import never_live
+from ruleengine.check.followed import never_live, only_stops
 from ruleengine.check.guesses import (
     _between,
     _cones,
@@ -513,6 +513,14 @@ class _DeadRequirements:
         self.watched = _watched(system)
         self.linked = _watched(system, linking=True)
         self.singled = _singled_out(system)
+        self.stopping = _stopping(system, STOPPING_ROUNDS)
+        """Guesses for why the run never stops, for requirements that only keep it from
+        stopping (``_stopping``)."""
+
+    def only_stops(self, name: str) -> bool:
+        """Whether requirement ``name`` only keeps the run from stopping (``followed.only_stops``;
+        never for a system given as a reasoner)."""
+        return isinstance(self.system, System) and only_stops(self.system, name)
 
     def lanes(self, names: Sequence[str]) -> list[list[int]]:
         """Lanes for the core searches of the requirements ``names`` (by index): one per
@@ -599,6 +607,9 @@ def _dead_requirement(
             mentioning.union(*(context.closed.get(t, ()) for t in moving)),
             *hints.guesses(),
         ],
+        # One that only keeps the run from stopping is dead where the others never let it
+        # stop: a demand of theirs, and what denies it forever.
+        likely=[g | {name} for g in context.stopping] if context.only_stops(name) else (),
     )
     finding = _finding(
         "dead-requirement",
@@ -635,6 +646,7 @@ def requirement_core(
     cache: CoreCache | None = None,
     hints: Sequence[frozenset[str]] = (),
     grow_from: Iterable[str] = (),
+    likely: Sequence[frozenset[str]] = (),
 ) -> list[Requirement]:
     """Requirements for which ``holds`` when the policy keeps only them (with ``keep``), and
     not when any one of them (other than ``keep``) is dropped.
@@ -649,6 +661,8 @@ def requirement_core(
     earlier findings (``Hints``). They are tried smallest first (skipping those hardly
     smaller than the whole policy); when the finding holds with a guess's requirements
     alone, the search stays among them, where every question is about a small system.
+    ``likely`` are guesses tried with the small ones whatever their size (up to
+    ``LIKELY_GUESS``), before the search grows a pool of its own.
     """
     reqs = sorted(system.requirements, key=lambda r: (-r.priority, r.name))
     shared = cache if cache is not None else CoreCache()
@@ -748,7 +762,7 @@ def requirement_core(
         core_names: list[str] = []
     else:
         tries: list[frozenset[str]] = []
-        for hint in hints:
+        for hint in (*hints, *likely):
             if hint in tries or len(hint) * 4 > len(candidates) * 3:
                 continue  # tried, or hardly smaller than everything: no help
             tries.append(hint)
@@ -756,8 +770,9 @@ def requirement_core(
         # stays in a small pool. Small guesses first, then the pool grown from
         # counterexamples, then the larger guesses.
         tries.sort(key=len)
-        small = [h for h in tries if len(h) <= SMALL_GUESS]
-        large = [h for h in tries if len(h) > SMALL_GUESS]
+        early = {h for h in likely if len(h) <= LIKELY_GUESS}
+        small = [h for h in tries if len(h) <= SMALL_GUESS or h in early]
+        large = [h for h in tries if h not in small]
         found = next((h for h in small if holds_for(mask_of(h))), None)
         pool = None if found is None else [n for n in candidates if n in found]
         if pool is None and guided:
@@ -782,6 +797,16 @@ def requirement_core(
 
 SMALL_GUESS = 8
 """Guesses up to this size are tried before a core search grows its own pool."""
+
+LIKELY_GUESS = 16
+"""The largest of a core search's likely guesses tried with the small ones."""
+
+STOPPING_ROUNDS = 1
+"""Rounds the guesses for a requirement dead because the others never let the run stop
+are grown by (``_stopping``): `indep-conditionals-50-100-5`'s "`check_45` at least twice"
+is dead through a chain of two forces and an "only before" that keeps "`plan_29` at least
+twice" from ever being met, one round out (12 requirements; else the core search asks
+about subsystems of 22 to 30)."""
 
 IMPLIED_PAIRS = 8
 """Pairs (a tool a dead requirement mentions, one it watches) tried for a guess that other

@@ -526,3 +526,48 @@ def test_a_budget_question_the_first_search_misses_goes_to_a_longer_one(
         return
     core = requirement_core(system, holds, _no_engine, "finish:8")
     assert sorted(r.name for r in core) == sorted(r.name for r in requirements)
+
+
+def test_a_likely_guess_is_asked_before_the_pool_is_grown(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # "`x` at least twice" is dead: the others never let the run stop (`p` is needed twice,
+    # but the first call brings `s`, then `d`, after which `p` is denied). A guess of that
+    # chain, padded past the small guesses' size with demands that change nothing.
+    fillers = [f"f{i}" for i in range(properties.SMALL_GUESS)]
+    chain = [
+        C("p", only_before=["d"], name="p-before-d"),
+        C("s", force_after=["p"], name="s-after-p"),
+        C("d", force_after=["s"], name="d-after-s"),
+        C("p", min_invocations=2, name="need-p"),
+    ]
+    reqs = [*chain, C("x", min_invocations=2, name="need-x")]
+    reqs += [C(f, min_invocations=1, name=f"need-{f}") for f in fillers]
+    system = System(["p", "d", "s", "x", *fillers], reqs)
+    guess = frozenset(r.name for r in reqs[: len(chain) + 1 + properties.SMALL_GUESS // 2])
+    assert properties.SMALL_GUESS < len(guess) <= properties.LIKELY_GUESS
+    blockers: list[object] = []
+    blocker = properties._blocker
+
+    def counted(*args: Any) -> Any:
+        blockers.append(args)
+        return blocker(*args)
+
+    monkeypatch.setattr(properties, "_blocker", counted)
+
+    def core(**guesses: Any) -> set[str]:
+        found = requirement_core(
+            system,
+            lambda a: "need-x" not in a.live,
+            _explicit,
+            "live:need-x",
+            keep=("need-x",),
+            **guesses,
+        )
+        return {r.name for r in found}
+
+    assert core(likely=[guess]) == {r.name for r in chain} | {"need-x"}
+    assert blockers == []  # the guess held: no pool grown
+    # The same guess among the others: asked only once a pool is grown, the same core.
+    assert core(hints=[guess]) == {r.name for r in chain} | {"need-x"}
+    assert blockers

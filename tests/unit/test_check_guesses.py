@@ -737,3 +737,33 @@ class _CountingReorders:
     def reorder(self, order: object = None) -> None:
         self._calls.append(order)
         self._bdd.reorder(order)
+
+
+def _chained_policy() -> tuple[list[str], list[Any]]:
+    """`p` needed twice, but denied after `d`, which two forces bring right after the first
+    `p`: the run never stops. `x` needed twice and allowed once besides, and requirements
+    on other tools that change nothing of that."""
+    fillers = [f"f{i}" for i in range(12)]
+    reqs: list[Any] = [
+        C("p", only_before=["d"], name="p-before-d"),
+        C("s", force_after=["p"], name="s-after-p"),
+        C("d", force_after=["s"], name="d-after-s"),
+        C("p", min_invocations=2, name="need-p"),
+        C("x", min_invocations=2, name="need-x"),
+        C("x", max_invocations=1, name="cap-x"),
+        *(C(f, only_after=[g], name=f"{f}-after-{g}") for f, g in itertools.pairwise(fillers)),
+    ]
+    return ["p", "d", "s", "x", *fillers], reqs
+
+
+def test_a_demand_denied_through_a_chain_of_forces_is_guessed_a_round_out() -> None:
+    tools, reqs = _chained_policy()
+    system = System(tools, reqs)
+    chain = {"p-before-d", "s-after-p", "d-after-s", "need-p"}
+    # The demand and what mentions the tool it waits for: the force that `p` triggers and
+    # the "only before", not the force that brings `d`.
+    assert not any(chain <= g for g in properties._stopping(system))
+    # One round out, what mentions the tools those wait for: the whole chain.
+    grown = [g for g in properties._stopping(system, 1) if chain <= g]
+    assert grown and min(len(g) for g in grown) < len(reqs) // 2
+
