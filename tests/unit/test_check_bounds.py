@@ -368,3 +368,19 @@ def test_a_small_systems_within_question_waits_less_for_bounded_model_checking(
     monkeypatch.setattr(symbolic, "UNROLLED_LEAST", 0.5)
     analyse_symbolic(system, focus="finish:2")
     assert waited[-1] == pytest.approx(symbolic.UNROLLED_SECONDS / 4)
+
+
+def test_a_within_question_where_no_state_lets_the_run_stop_needs_no_model_checking(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # "`t` at least three times" and "at most twice": no reachable state lets the run stop,
+    # which the projections show (the two requirements' pair) before Z3 is asked.
+    system = System(
+        ["t", "a"], [C("t", min_invocations=3, name="need"), C("t", max_invocations=2, name="cap")]
+    )
+    asked: list[object] = []
+    monkeypatch.setattr(symbolic.Unrolled, "reaches", lambda *a, **k: asked.append(a))
+    found = analyse_symbolic(system, focus="finish:32")
+    assert found.complete and found.finish_depth is None and found.depth_done == 32
+    assert asked == []
+    assert analyse(system).finish_depth is None  # the explicit engine: never

@@ -256,6 +256,26 @@ def test_a_budget_question_on_orders_that_clash_needs_no_engine() -> None:
     assert shown == (True, None)
 
 
+def test_a_budget_question_about_a_small_system_goes_to_the_engine_before_the_long_search(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # "`t` at least three times" and "at most twice": the run never stops, which the counts
+    # and the orders do not show; the search within the budget would meet every state to
+    # show it, where the engine answers a system this small at once.
+    system = System(
+        ["t", "u"],
+        [
+            ConditionalRequirement("t", min_invocations=3, name="need"),
+            ConditionalRequirement("t", max_invocations=2, name="cap"),
+        ],
+    )
+    searched: list[object] = []
+    monkeypatch.setattr(properties, "seek_within", lambda *a, **k: searched.append(a))
+    assert properties._budget_shown(system, 32, CoreCache()) is None
+    assert searched == []
+    assert analyse(system).finish_depth is None  # what the engine then finds
+
+
 def test_a_search_within_a_budget_that_meets_every_state_proves_none_finishes() -> None:
     # "`t` at least 3 times": no history of 2 steps stops, and the search sees every state.
     system = System(["t", "u"], [ConditionalRequirement("t", min_invocations=3, name="t x3")])
