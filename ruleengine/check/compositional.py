@@ -856,25 +856,12 @@ class _Decider:
                     if ordered and not stuck:  # the witness, if any: stuck, mostly
                         stuck = self.projections.at(state).never(stop, self.deadline)
                     if not stuck and state not in unfound:
-                        found = next(
-                            (
-                                taken
-                                for path in reversed(paths[-SKIPPED_PATHS:])
-                                if (taken := replays.skipping(state, path)) is not None
-                            ),
-                            None,
-                        ) or seek(
-                            system,
-                            FINAL_ANSWER,
-                            self.enc.distances,
-                            limit=searched(system, SEEK_STATES),
-                            start=state,
-                        )
+                        found = self._finishing_from(state, paths, replays)
                         if found is not None:
                             paths.append(found)
                             back = self._backward(found, stop)
                             if not self.enc.holds_at(back, system.components, state):
-                                return False  # INVARIANT: never (the replay is exact)
+                                return False  # never (the replay is exact); else claim nothing
                             shown.append(back)
                             left &= ~back
                             continue
@@ -890,6 +877,24 @@ class _Decider:
         except _OutOfTime:
             raise _Late from None
         return False
+
+    def _finishing_from(
+        self, state: State, paths: list[tuple[Event, ...]], replays: Finishing
+    ) -> tuple[Event, ...] | None:
+        """A history from ``state`` to where the run may stop: one of the last
+        ``SKIPPED_PATHS`` of ``paths`` followed with the steps not allowed left out, else a
+        directed search's; None when neither finds one."""
+        for path in reversed(paths[-SKIPPED_PATHS:]):
+            taken = replays.skipping(state, path)
+            if taken is not None:
+                return taken
+        return seek(
+            self.system,
+            FINAL_ANSWER,
+            self.enc.distances,
+            limit=searched(self.system, SEEK_STATES),
+            start=state,
+        )
 
     def _backward(self, history: Sequence[Event], stop: Node) -> Node:
         """The states from which some end of ``history`` (a part of it that runs to its
