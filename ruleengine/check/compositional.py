@@ -894,6 +894,7 @@ class _Decider:
             self.enc.distances,
             limit=searched(self.system, SEEK_STATES),
             start=state,
+            deadline=self.deadline,
         )
 
     def _backward(self, history: Sequence[Event], stop: Node) -> Node:
