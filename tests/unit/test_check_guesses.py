@@ -766,4 +766,3 @@ def test_a_demand_denied_through_a_chain_of_forces_is_guessed_a_round_out() -> N
     # One round out, what mentions the tools those wait for: the whole chain.
     grown = [g for g in properties._stopping(system, 1) if chain <= g]
     assert grown and min(len(g) for g in grown) < len(reqs) // 2
-
