@@ -1,7 +1,10 @@
 """Real histories to a goal (``check/histories.py``): a finishing history with its detours
 taken out (``shortened``) still replays and still lets the run stop, and no single step of
 what is left can be dropped; a requirement waiting for a tool is shown live along a
-finishing history with that tool's calls left out, or failing (``along``)."""
+finishing history with that tool's calls left out, or failing (``along``); a history
+followed from another state leaves out the steps not allowed there (``Finishing.skipping``),
+and one step replayed backward through the diagrams gives the states it leads from
+(``Layers.event_preimage``)."""
 
 from __future__ import annotations
 
@@ -12,9 +15,12 @@ from hypothesis import strategies as st
 
 from ruleengine import ConditionalRequirement as C
 from ruleengine.check.explicit import asking_of, decide, live_at, reaches, walk
-from ruleengine.check.histories import along, shortened
+from ruleengine.check.histories import Finishing, along, shortened
+from ruleengine.check.symbolic import Encoding
+from ruleengine.check.symbolic_verdicts import Verdicts
 from ruleengine.check.system import Event, State, System
 from ruleengine.ir import FINAL_ANSWER
+from ruleengine.passes import Pass
 
 
 def _chain() -> System:
@@ -126,3 +132,62 @@ def test_a_demand_is_live_where_its_tool_is_left_out() -> None:
     )
     finishing: tuple[Event, ...] = (("t", "ok"), ("u", "ok"))
     assert along(system, [finishing], {"t"}, _live(system, "need-t")) == (("u", "ok"),)
+
+
+def test_a_history_followed_from_another_state_leaves_out_the_steps_not_allowed() -> None:
+    system = System(
+        ["a", "b", "c"],
+        [
+            C("a", max_invocations=1, name="a-once"),
+            C("c", only_after=["b"], name="c-after-b"),
+            C("c", min_invocations=1, name="need-c"),
+        ],
+    )
+    replays = Finishing(system, Encoding(system))
+    path: tuple[Event, ...] = (("a", "ok"), ("b", "ok"), ("c", "ok"))
+    after_a = walk(system, [("a", "ok")])
+    assert after_a is not None
+    # From where `a` was called already, its second call is left out; the rest finishes.
+    assert replays.skipping(after_a, path) == (("b", "ok"), ("c", "ok"))
+    assert reaches(system, (("a", "ok"), ("b", "ok"), ("c", "ok")), FINAL_ANSWER)
+    # Where what is left does not let the run stop, nothing.
+    assert replays.skipping(system.initial, (("a", "ok"), ("b", "ok"))) is None
+
+
+@given(
+    st.lists(st.sampled_from(["a", "b", "c", "x", "y"]), max_size=5),
+    st.sampled_from(["a", "b", "c", "x", "y"]),
+    st.sampled_from(["ok", "error"]),
+)
+def test_a_step_replayed_backward_gives_the_states_it_leads_from(
+    tools: list[str], tool: str, status: str
+) -> None:
+    # ``Layers.event_preimage`` of one reachable state, against the steps themselves: the
+    # reachable states from which the step is allowed and leads there.
+    system = _chain()
+    taken: list[Event] = []
+    for t in tools:
+        if walk(system, (*taken, (t, "ok"))) is not None:
+            taken.append((t, "ok"))
+    target = walk(system, taken)
+    assert target is not None
+    enc = Encoding(system)
+    v = Verdicts(system, enc, None, None, None, 30, witness_states=1000)
+    comps = system.components
+    cube = enc.bdd.true
+    for name, value in enc.state_bits(comps, target).items():
+        cube &= enc.bdd.var(name) if value else ~enc.bdd.var(name)
+    back = v.event_preimage(cube, (tool, status))
+    states: set[State] = set()
+    todo = [system.initial]
+    while todo:  # every reachable state (the system is small)
+        state = todo.pop()
+        if state in states:
+            continue
+        states.add(state)
+        todo += list(system.steps_from(state, set(system.callable)).keys())
+    for state in states:
+        outcomes = [decide(system, records) for records, _ in system.variants(state)]
+        allowed = any(isinstance(o, Pass) and tool in o.allowed for o in outcomes)
+        leads = allowed and system.successor(state, (tool, status)) == target
+        assert enc.holds_at(back, comps, state) == leads
