@@ -39,8 +39,8 @@ from typing import Any
 
 from ruleengine.check._bdd import pick
 from ruleengine.check.analysis import Analysis, Witness, listed
-from ruleengine.check.bounds import UNREACHABLE, apart
-from ruleengine.check.explicit import Outcome, _Explorer, callable_at
+from ruleengine.check.bounds import UNREACHABLE, Distances, apart
+from ruleengine.check.explicit import Outcome, _Explorer, callable_at, walk
 from ruleengine.check.followed import Followed, only_stops
 from ruleengine.check.gates import counted, gated, short_of
 from ruleengine.check.histories import (
@@ -767,11 +767,6 @@ class _Decider:
         result, explorer, system = self.result, self.explorer, self.system
         decided = result.decided
         assert decided is not None
-        kept = [
-            (i, self.enc.distances(c))
-            for i, c in enumerate(system.components)
-            if not c.requirement.yielding
-        ]
         stop = self.verdicts.some(self.verdicts.pass_.can_stop)
         finishing = Finishing(system, self.enc)
         reaches = explorer.reaching_finish()
@@ -781,7 +776,7 @@ class _Decider:
             if not explorer.deciding[i] or reaches[i]:
                 continue
             self._on_time()
-            stuck = any(d.steps[node.state[k]] >= UNREACHABLE for k, d in kept)
+            stuck = self._stuck_alone(node.state)
             if not stuck:
                 if finishing.can_finish(node.state):
                     continue
@@ -819,11 +814,6 @@ class _Decider:
         stop = v.some(v.pass_.can_stop)
         open_ = self._deciding & ~stop
         shown: list[Node] = []  # per history found, the states it shows to finish
-        kept = [
-            (i, self.enc.distances(c))
-            for i, c in enumerate(system.components)
-            if not c.requirement.yielding
-        ]
         replays = Finishing(system, self.enc)
         paths: list[tuple[Event, ...]] = []
         unfound: set[State] = set()  # states no history was found from
@@ -843,16 +833,9 @@ class _Decider:
                     self._on_time()
                     if until is not None and time.monotonic() > until:
                         return False
-                    if ordered:
-                        witness = v._witness(left, _has_pass, d)
-                        state = system.initial
-                        for event in witness.trace:
-                            state = system.successor(state, event)
-                    else:
-                        picked = pick(bdd, left)
-                        assert picked is not None  # ``left`` is not empty
-                        state = tuple(self.enc.view(c, picked) for c in system.components)
-                    stuck = any(dist.steps[state[k]] >= UNREACHABLE for k, dist in kept)
+                    witness = v._witness(left, _has_pass, d) if ordered else None
+                    state = self._state_of(left, witness)
+                    stuck = self._stuck_alone(state)
                     if ordered and not stuck:  # the witness, if any: stuck, mostly
                         stuck = self.projections.at(state).never(stop, self.deadline)
                     if not stuck and state not in unfound:
@@ -871,12 +854,37 @@ class _Decider:
                         continue
                     if not stuck:
                         return False
+                    assert witness is not None  # ``ordered``
                     self.result.no_finish = Witness(witness.trace, (), witness.depends_on_checks)
                     decided.add("no-finish")
                     return True
         except _OutOfTime:
             raise _Late from None
         return False
+
+    def _state_of(self, states: Node, witness: Witness | None) -> State:
+        """The state ``witness`` leads to, or without one any state of ``states``."""
+        if witness is not None:
+            state = walk(self.system, witness.trace)
+            assert state is not None  # a witness's steps are allowed under some check values
+            return state
+        picked = pick(self.enc.bdd, states)
+        assert picked is not None  # ``states`` is not empty
+        return tuple(self.enc.view(c, picked) for c in self.system.components)
+
+    @cached_property
+    def _alone(self) -> list[tuple[int, Distances]]:
+        """Per component that does not yield, its index and its own distances to a view
+        that lets the run stop (``Encoding.distances``)."""
+        comps = self.system.components
+        return [
+            (i, self.enc.distances(c)) for i, c in enumerate(comps) if not c.requirement.yielding
+        ]
+
+    def _stuck_alone(self, state: State) -> bool:
+        """Whether some component alone never lets the run stop from ``state``: stuck
+        whatever the others do."""
+        return any(dist.steps[state[i]] >= UNREACHABLE for i, dist in self._alone)
 
     def _finishing_from(
         self, state: State, paths: list[tuple[Event, ...]], replays: Finishing
