@@ -342,8 +342,8 @@ def _raced(
     child cannot start or fails, this process decides the verdicts itself
     (``_decided_here``)."""
     deadline, timeout = options.deadline, options.timeout
-    if symbolic_problem(system) is not None:
-        return None
+    if symbolic_problem(system) is not None or system.mode != "strict":
+        return None  # the verdicts one by one compose components as strict mode does
     if options.max_states is not None:
         return None  # a bound on the engine's search, which the other does not keep
     from ruleengine.check.lanes import Aside
@@ -820,16 +820,22 @@ def _engine(
     problem = symbolic_problem(system)
     if name == "symbolic" and problem is not None:
         raise PolicyError(f"the symbolic engine cannot check this policy: {problem}")
+
+    def explicit(sub: Any, focus: str | None = None) -> Analysis:
+        live: bool | str = focus is None
+        if focus is not None and focus.startswith("live:"):
+            live = focus[5:]
+        return analyse(sub, max_states=max_states, deadline=clock.deadline, live=live)
+
     if name == "explicit" or problem is not None:
-
-        def explicit(sub: Any, focus: str | None = None) -> Analysis:
-            live: bool | str = focus is None
-            if focus is not None and focus.startswith("live:"):
-                live = focus[5:]
-            return analyse(sub, max_states=max_states, deadline=clock.deadline, live=live)
-
         return explicit
-    return _SymbolicEngine(system, max_states=max_states, clock=clock, budget=budget)
+    return _SymbolicEngine(
+        system,
+        max_states=max_states,
+        clock=clock,
+        budget=budget,
+        fallback=None if name == "symbolic" else explicit,
+    )
 
 
 class _SymbolicEngine:
@@ -839,9 +845,18 @@ class _SymbolicEngine:
     the core questions) never pays for either."""
 
     def __init__(
-        self, system: System, *, max_states: int | None, clock: _Clock, budget: int
+        self,
+        system: System,
+        *,
+        max_states: int | None,
+        clock: _Clock,
+        budget: int,
+        fallback: Callable[[Any, str | None], Analysis] | None,
     ) -> None:
         self.system = system
+        self.fallback = fallback
+        """The explicit engine, for a (sub)system whose steps the encoding cannot decide
+        (``symbolic_priority.Ambiguous``); None where the symbolic engine was asked for."""
         self.max_states = max_states
         self.clock = clock
         self.budget = budget
@@ -853,6 +868,7 @@ class _SymbolicEngine:
 
     def __call__(self, sub: Any, focus: str | None = None) -> Analysis:
         from ruleengine.check.symbolic import Encoding, analyse_symbolic
+        from ruleengine.check.symbolic_priority import Ambiguous
 
         if self.encoding is None:
             self.encoding = Encoding(self.system)
@@ -869,13 +885,18 @@ class _SymbolicEngine:
         def unanswered() -> None:
             self.unanswered.setdefault(str(focus), []).append(names)
 
-        return analyse_symbolic(
-            sub,
-            max_states=self.max_states,
-            deadline=self.clock.deadline,
-            encoding=self.encoding,
-            focus=focus,
-            budget=self.budget,
-            unrolled=not tried,
-            unanswered=unanswered if asked else None,
-        )
+        try:
+            return analyse_symbolic(
+                sub,
+                max_states=self.max_states,
+                deadline=self.clock.deadline,
+                encoding=self.encoding,
+                focus=focus,
+                budget=self.budget,
+                unrolled=not tried,
+                unanswered=unanswered if asked else None,
+            )
+        except Ambiguous as exc:
+            if self.fallback is None:
+                raise PolicyError(f"the symbolic engine cannot check this policy: {exc}") from None
+            return self.fallback(sub, focus)

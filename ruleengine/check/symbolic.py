@@ -438,7 +438,10 @@ class _Symbolic(Verdicts):
 
     def _projected_never(self, where: Node) -> bool:
         """Whether the projections show that no reachable state is in ``where`` within
-        ``PROJECTED_SECONDS`` (True is a proof; False shows nothing)."""
+        ``PROJECTED_SECONDS`` (True is a proof; False shows nothing). Strict mode only: the
+        projections take a component's denials as holding, which priority mode overrides."""
+        if self.system.mode != "strict":
+            return False
         soon = time.monotonic() + PROJECTED_SECONDS
         if self.deadline is not None:
             soon = min(soon, self.deadline)

@@ -9,7 +9,8 @@ memoised: the analyses of a system and of its subsystems (requirement-level core
 one encoding.
 
 From those facts, ``_pass`` and ``_decided`` build the pass of any set of components as
-BDDs (SPEC §4 for literal rules in strict mode, yielding included), and ``_differ`` says
+BDDs (SPEC §4 for literal rules in strict mode, yielding included; priority mode's tiers
+are ``symbolic_priority``'s), and ``_differ`` says
 where two such passes differ. Nothing here searches: the layers of states are
 ``symbolic_layers``' and the search is ``symbolic``'s.
 """
@@ -24,7 +25,7 @@ from ruleengine._units import literal_masks
 from ruleengine.check._bdd import dd as _dd
 from ruleengine.check.bounds import Distances, Remembered
 from ruleengine.check.system import Component, State, System
-from ruleengine.ir import FINAL_ANSWER
+from ruleengine.ir import FINAL_ANSWER, Expr
 from ruleengine.rules import literals_of, lower
 
 __all__ = ["EncodingBase", "Node"]
@@ -46,6 +47,21 @@ class _Facts:
     """Where it soft-forces each tool (at the requirement's priority)."""
 
 
+Masks = tuple[int, int, int, int, int]
+"""A unit's tool masks (bit ``i`` for tool ``i``): what it denies (a hidden tool too), hides,
+requires allowed, requires visible, and hard-forces."""
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """What a record asserts, as priority mode weighs it: its restricting and its permitting
+    unit (``None``: it has none; ``_units.Compiled``) and the tool it soft-forces."""
+
+    restrict: Masks | None
+    permit: Masks | None
+    soft: str | None
+
+
 class EncodingBase:
     """The BDD variables of a system's components, and what each component contributes.
 
@@ -57,12 +73,15 @@ class EncodingBase:
 
     def __init__(self, system: System) -> None:
         self.tools = system.tools
+        self.mode = system.mode
         self.bdd = _dd.BDD()
         self.bits: dict[int, tuple[str, ...]] = {}
         self.next_bits: dict[int, tuple[str, ...]] = {}
         self.check_bits: dict[int, tuple[str, ...]] = {}
         self._facts: dict[int, _Facts] = {}
         self._facts_as: dict[tuple[int, int], _Facts] = {}
+        self._records: dict[int, dict[Record, Node]] = {}
+        self._records_as: dict[tuple[int, int], dict[Record, Node]] = {}
         self._moves: dict[tuple[int, int], Node] = {}
         self._relations: dict[tuple[tuple[int, int], ...], Node] = {}
         self._relations_any: dict[tuple[tuple[tuple[int, int], ...], ...], Node] = {}
@@ -194,6 +213,47 @@ class EncodingBase:
             )
         return found
 
+    def records(self, comp: Component) -> dict[Record, Node]:
+        """Per kind of record ``comp`` emits, where it emits one (over its view and check
+        bits; memoised): priority mode weighs each record's units on their own."""
+        key = id(comp)
+        found = self._records.get(key)
+        if found is None:
+            found = self._records[key] = self._encode_records(comp)
+        return found
+
+    def records_as(self, comp: Component, leader: Component) -> dict[Record, Node]:
+        """``records`` with ``comp``'s view bits read as ``leader``'s (``facts_as``)."""
+        key = (id(comp), id(leader))
+        found = self._records_as.get(key)
+        if found is None:
+            names = dict(zip(self.bits[id(comp)], self.bits[id(leader)], strict=True))
+            found = self._records_as[key] = {
+                r: self.bdd.let(names, u) for r, u in self.records(comp).items()
+            }
+        return found
+
+    def _encode_records(self, comp: Component) -> dict[Record, Node]:
+        key = id(comp)
+        bit = {t: 1 << i for i, t in enumerate(self.tools)}
+        out: dict[Record, Node] = {}
+        for view, variants in enumerate(comp.variants):
+            here = self.cube(self.bits[key], view)
+            for variant in variants:
+                when = here & self._checks(key, variant.checks)
+                for e in variant.records:
+                    lowered = lower(e.item)
+                    restrict: Masks | None
+                    if lowered.hard_force is not None:
+                        restrict = (0, 0, 0, 0, bit[lowered.hard_force])
+                    else:
+                        restrict = _masks(lowered.restrict, bit)
+                    permit = None if lowered.permit is None else _masks(lowered.permit, bit)
+                    record = Record(restrict, permit, lowered.soft_force)
+                    if record != Record(None, None, None):
+                        out[record] = out.get(record, self.bdd.false) | when
+        return out
+
     def _encode(self, comp: Component) -> _Facts:
         bdd, key = self.bdd, id(comp)
         bit = {t: 1 << i for i, t in enumerate(self.tools)}
@@ -315,6 +375,16 @@ class EncodingBase:
         return found
 
 
+def _masks(expr: Expr, bit: dict[str, int]) -> Masks | None:
+    """The masks of a conjunction of literals (``None`` for one that asserts nothing)."""
+    literals = literals_of(expr)
+    # INVARIANT: symbolic_problem refused systems with general formulas.
+    assert literals is not None
+    if not literals:
+        return None
+    return (*literal_masks(literals, bit), 0)
+
+
 def _variable_order(system: System) -> list[Component]:
     """The components in the order their bits are declared: the global ones (whose views
     most tools move: a "last tool", a step counter) first, the most moved first, then the
@@ -379,7 +449,7 @@ class _Shape:
 
 @dataclass(slots=True)
 class _Pass:
-    """A system's pass as BDDs over view and check bits (strict mode, literal rules)."""
+    """A system's pass as BDDs over view and check bits (literal rules, either mode)."""
 
     consistent: Node
     stuck: Node
@@ -443,16 +513,37 @@ def _pass(enc: EncodingBase, components: Sequence[Component], priorities: dict[i
         if t in deny:
             force_denied |= where & deny[t]
     consistent = ~(stuck | two_hard | force_denied)
-    allowed_pre = {t: ~where for t, where in deny.items()}  # a tool missing: everywhere
-    # Soft forces: the highest priority among allowed forced tools, ties by declared order.
-    # Per priority level, where each tool is bid for; only tools with a bid at a level
-    # take part in it (a tool without one changes none of the sets below).
-    position = {t: i for i, t in enumerate(tools)}
     bids: dict[int, dict[str, Node]] = {}
     for comp, fact in zip(components, facts, strict=True):
         for t, where in fact.soft.items():
             level = bids.setdefault(priorities[id(comp)], {})
             level[t] = level.get(t, false) | where
+    return _resolved(enc, deny, hide, hard, bids, consistent, stuck)
+
+
+def _resolved(
+    enc: EncodingBase,
+    deny: dict[str, Node],
+    hide: dict[str, Node],
+    hard: dict[str, Node],
+    bids: dict[int, dict[str, Node]],
+    consistent: Node,
+    stuck: Node,
+) -> _Pass:
+    """The pass from what the kept rules deny, hide and hard-force (per tool, where; a tool
+    missing: nowhere), the soft forces they bid (per priority, per tool, where), and where
+    they hold together at all: the forced tool, then what is allowed (SPEC §4.2-4.4; both
+    modes, once each has settled which rules it keeps)."""
+    bdd, tools = enc.bdd, enc.tools
+    false, true = bdd.false, bdd.true
+    any_hard = false
+    for where in hard.values():
+        any_hard |= where
+    allowed_pre = {t: ~where for t, where in deny.items()}  # a tool missing: everywhere
+    # Soft forces: the highest priority among allowed forced tools, ties by declared order.
+    # Per priority level, where each tool is bid for; only tools with a bid at a level
+    # take part in it (a tool without one changes none of the sets below).
+    position = {t: i for i, t in enumerate(tools)}
     soft: dict[str, Node] = {}
     tie = false
     above = false  # some allowed tool bids higher
@@ -524,8 +615,14 @@ def _decided(
     With one yielding requirement Y that is ``pass(all)`` where it is consistent, else
     ``pass(all − Y)``. When both clash, the runtime reports the clash without Y: either Y
     was in its core and gave way, or it was not and the core, its kind and its hard forces
-    are those of the rules without Y anyway (Y forces nothing).
+    are those of the rules without Y anyway (Y forces nothing). In priority mode, the
+    tiers' fold (``symbolic_priority.priority_decided``).
     """
+    if enc.mode == "priority":
+        # Imported here: that module builds on this one.
+        from ruleengine.check.symbolic_priority import priority_decided
+
+        return priority_decided(enc, components, priorities)
     yielding = [c for c in components if c.requirement.yielding]
     full = _pass(enc, components, priorities)
     if not yielding:

@@ -329,9 +329,12 @@ class Layers:
         """``fits[k]``: the states from which, by the components' relaxed distances
         (``bounds``), a stop may still be within ``k`` steps: every component's own
         distance is at most ``k``, and so is the sum over tools of the most calls of each
-        that a component needs."""
+        that a component needs. Strict mode only (the bounds' premise: a denial holds);
+        in priority mode every state fits."""
         bdd, enc = self.bdd, self.enc
         cap = steps + 1
+        if self.system.mode != "strict":
+            return [bdd.true] * cap
         comps = [c for c in self.system.components if not c.requirement.yielding]
         each = bdd.true
         by_steps = [bdd.true] * cap  # by_steps[k]: every component's own distance is ≤ k

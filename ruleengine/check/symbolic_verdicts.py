@@ -31,7 +31,7 @@ from ruleengine.check.symbolic_encoding import (
 )
 from ruleengine.check.symbolic_groups import Groups, TooComplex, split
 from ruleengine.check.symbolic_layers import Layers, _Cluster, _Group, _OutOfTime
-from ruleengine.check.system import Event, State, System
+from ruleengine.check.system import Component, Event, State, System
 from ruleengine.ir import FINAL_ANSWER
 from ruleengine.passes import Pass
 from ruleengine.requirements.permission import AskPermissionRequirement
@@ -254,9 +254,12 @@ class Verdicts(Layers):
         the same tool there; an allow or show that clashes with nothing is no fact at all),
         and every bid, so the pass is the same: the requirement is not live there. Far
         cheaper than ``_live_at`` (no pass without it), and exact enough for requirements
-        masked everywhere.
+        masked everywhere. Strict mode only: in priority mode a rule another requirement
+        states too may still decide a tier (everywhere, then).
         """
         bdd = self.bdd
+        if self.system.mode != "strict":
+            return bdd.true
         requirement = next(
             c.requirement for c in self.system.components if c.requirement.name == name
         )
@@ -334,12 +337,17 @@ class Verdicts(Layers):
             for t in self.enc.tools:
                 if requirement.covers(t):
                     where |= some(p.allowed[t])
-        if not any(
-            any((f.deny, f.hide, f.allow, f.show, f.hard, f.soft))
-            for f in (self.enc.facts(c) for c in mine)
-        ):
-            return where  # it restricts nothing anywhere: it cannot change a pass
+        if not any(self._states_something(c) for c in mine):
+            return where  # it states nothing anywhere: it cannot change a pass
         return where | some(_differ(p, self.pass_without(name), self.enc.tools))
+
+    def _states_something(self, comp: Component) -> bool:
+        """Whether ``comp`` states some fact of the pass somewhere (in priority mode, any
+        record: a permitting rule may override a lower denial)."""
+        if self.system.mode != "strict":
+            return bool(self.enc.records(comp))
+        f = self.enc.facts(comp)
+        return any((f.deny, f.hide, f.allow, f.show, f.hard, f.soft))
 
     def pass_without(self, name: str) -> _Pass:
         """The pass of the requirements other than ``name`` (yielding included), over the

@@ -648,8 +648,6 @@ def _give_way_together(yielding: Sequence[Component]) -> bool:
 def symbolic_problem(system: System) -> str | None:
     """Why the symbolic engine cannot check ``system`` (None: it can). Here, not in the
     engine's module, so that choosing an engine imports no BDD package."""
-    if system.mode != "strict":
-        return "it decides strict mode only"
     if system.skips:
         return "it has counters tabulated band by band, which only the explicit engine weighs"
     yielding = [c for c in system.components if c.requirement.yielding]
@@ -658,6 +656,17 @@ def symbolic_problem(system: System) -> str | None:
             "it models several yielding requirements only where they give way together "
             "(alike views and moves, the same rules where they act, as cycle guards)"
         )
+    if system.mode == "priority" and yielding:
+        if len({c.requirement.priority for c in yielding}) > 1:
+            return "in priority mode, it models yielding requirements at one priority only"
+        for comp in yielding:
+            for variants in comp.variants:
+                for variant in variants:
+                    if any(lower(e.item).hard_force is not None for e in variant.records):
+                        return (
+                            f"in priority mode, yielding requirement `{comp.requirement.name}` "
+                            "hard-forces a tool, which only the explicit engine weighs"
+                        )
     for comp in system.components:
         for variants in comp.variants:
             for variant in variants:

@@ -126,6 +126,7 @@ class CycleParams:
     max_strike_length: int
     max_total_occurrences: int
     window_size: int
+    priority: int = 1
 
 
 Params = CondParams | PermParams | CycleParams | UserParams
@@ -172,6 +173,7 @@ class ReqSpec:
                 max_strike_length=p.max_strike_length,
                 max_total_occurrences=p.max_total_occurrences,
                 window_size=p.window_size,
+                priority=p.priority,
                 name=name,
                 enabled=enabled,
             )
@@ -221,7 +223,7 @@ class ReqSpec:
             return (
                 f"CycleGuard(max_strike_length={p.max_strike_length}, "
                 f"max_total_occurrences={p.max_total_occurrences}, "
-                f"window_size={p.window_size}, name={self.name!r}{off})"
+                f"window_size={p.window_size}, priority={p.priority}, name={self.name!r}{off})"
             )
         return f"UserParams{(p.tool, p.other, p.limit, p.kind, p.priority)}.build({self.name!r})"
 

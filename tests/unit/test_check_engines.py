@@ -173,3 +173,95 @@ def test_yielding_requirements_that_need_not_give_way_together_are_not_taken() -
     assert check_policy(alike, engine="symbolic").model_dump(exclude={"stats"}) == check_policy(
         alike, engine="explicit"
     ).model_dump(exclude={"stats"})
+
+
+def test_priority_mode_is_checked_by_the_symbolic_engine() -> None:
+    # A denial at priority 5 overridden by a permission at 20 wherever `b` has run: strict
+    # mode would keep `a` out for good (deny wins); priority mode lets it in after `b`. The
+    # first step's `b` is forced at 30, and a lower force on `c` (dropped with its record
+    # where `c` is denied above) never wins. Checked by the diagrams, the explicit report.
+    policy = Policy(
+        ["a", "b", "c"],
+        [
+            C("a", max_invocations=0, priority=5, name="never-a"),
+            C("a", only_after=["b"], priority=20, name="a-after-b"),
+            C("b", force_at_step=1, priority=30, name="b-first"),
+            C("c", force_after=["b"], priority=3, name="c-after-b"),
+            C("c", max_invocations=0, priority=25, name="never-c"),
+            C("a", min_invocations=1, priority=10, name="needs-a"),
+        ],
+        mode="priority",
+        max_iterations=6,
+    )
+    assert symbolic.supports(System(policy.tools, policy.requirements, mode="priority")) is None
+    by_symbolic = check_policy(policy, engine="symbolic")
+    by_explicit = check_policy(policy, engine="explicit")
+    assert by_symbolic.complete
+    assert by_symbolic.model_dump(exclude={"stats"}) == by_explicit.model_dump(exclude={"stats"})
+    strict = check_policy(Policy(policy.tools, policy.requirements, max_iterations=6))
+    assert {f.id for f in strict.findings} != {f.id for f in by_symbolic.findings}
+
+
+def _ambiguous(guard_priority: int) -> Policy:
+    """Priority mode, with a guard denying `a` after `a, a`: a permission of `a` at 5
+    (overridden by the guard there), and at 3 `a` and `b` denied and the stop prevented.
+    After `a, a` the tier at 3 denies everything: its units clash without the guard's too,
+    and without the guard the permission at 5 overrides the denial of `a` and the rest
+    holds together, so whether the guard gives way hangs on the core the runtime finds."""
+    return Policy(
+        ["a", "b"],
+        [
+            CycleGuard(max_strike_length=1, priority=guard_priority, name="guard"),
+            C("a", only_after=[], priority=5, name="allow-a"),
+            C("a", max_invocations=1, priority=3, name="a-once"),
+            C("b", max_invocations=0, priority=3, name="never-b"),
+            C("b", min_invocations=1, priority=3, name="needs-b"),
+        ],
+        mode="priority",
+        max_iterations=5,
+    )
+
+
+def test_a_step_the_runtime_core_decides_is_refused_by_the_symbolic_engine() -> None:
+    policy = _ambiguous(10)
+    with pytest.raises(PolicyError, match="gives way depends on the core"):
+        check_policy(policy, engine="symbolic")
+    # `auto` takes the explicit engine there, and says what it says.
+    auto = check_policy(policy)
+    assert auto.model_dump(exclude={"stats"}) == check_policy(policy, engine="explicit").model_dump(
+        exclude={"stats"}
+    )
+    # The symbolic engine `auto` would take hands such a (sub)system to the explicit one.
+    system = System(policy.tools, policy.requirements, mode="priority")
+    clock = check_run._Clock(None)
+    run = check_run._engine(system, "auto", max_states=None, clock=clock, budget=4)
+    assert isinstance(run, check_run._SymbolicEngine)
+    by_fallback = run(system, None)
+    by_explicit = check_run._engine(system, "explicit", max_states=None, clock=clock, budget=4)(
+        system, None
+    )
+    assert by_fallback.complete and by_fallback.states == by_explicit.states
+    assert by_fallback.live == by_explicit.live and "guard" not in by_fallback.live
+    # With the guard below every other rule, no tier under it can clash: taken, and exact.
+    low = _ambiguous(1)
+    assert check_policy(low, engine="symbolic").model_dump(exclude={"stats"}) == check_policy(
+        low, engine="explicit"
+    ).model_dump(exclude={"stats"})
+
+
+def test_in_priority_mode_a_rule_overridden_in_part_drops_its_soft_force() -> None:
+    # After `a`, `b-after-a` forces `b` and prevents the stop; `stop-ok` at 20 asserts
+    # `final_answer` allowed, which overrides that restricting part, and the rule goes
+    # whole: `c` alone is forced, no tie. (Bidding the dropped force ties `b` and `c`.)
+    tools = ["a", "b", "c"]
+    reqs = [
+        C("final_answer", max_invocations=5, priority=20, name="stop-ok"),
+        C("c", force_after=["a"], force_prevent_stop=False, priority=5, name="c-after-a"),
+        C("b", force_after=["a"], force_prevent_stop=True, priority=5, name="b-after-a"),
+    ]
+    policy = Policy(tools, reqs, mode="priority", max_iterations=4)
+    by_symbolic = check_policy(policy, engine="symbolic")
+    assert "forced-tie" not in {f.id for f in by_symbolic.findings}
+    assert by_symbolic.model_dump(exclude={"stats"}) == check_policy(
+        policy, engine="explicit"
+    ).model_dump(exclude={"stats"})

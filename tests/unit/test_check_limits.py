@@ -16,6 +16,7 @@ import ruleengine.check.explicit as explicit_engine
 import ruleengine.check.run as check_run
 from ruleengine import (
     ConditionalRequirement,
+    CycleGuard,
     Policy,
     PolicyError,
     Reasoner,
@@ -371,8 +372,16 @@ def test_confirm_names_bad_input() -> None:
 
 
 def test_the_symbolic_engine_refuses_what_it_cannot_decide() -> None:
-    with pytest.raises(PolicyError, match="strict mode"):
-        check(["a"], [C("a", max_invocations=1)], mode="priority", engine="symbolic")
+    # In priority mode, guards that give way together, but at two priorities: which tier
+    # each denial sits in would decide which gives way first.
+    guards = [CycleGuard(name="g1"), CycleGuard(priority=5, name="g2")]
+    with pytest.raises(PolicyError, match="yielding requirements at one priority"):
+        check(["a", "b"], guards, mode="priority", engine="symbolic")
+    # At one priority it takes them, and says what the explicit engine says.
+    alike = [CycleGuard(name="g1"), CycleGuard(name="g2"), C("a", max_invocations=1)]
+    by_symbolic = check(["a", "b"], alike, mode="priority", engine="symbolic")
+    by_explicit = check(["a", "b"], alike, mode="priority", engine="explicit")
+    assert by_symbolic.model_dump(exclude={"stats"}) == by_explicit.model_dump(exclude={"stats"})
 
 
 def test_bad_tools_and_requirements_are_policy_errors() -> None:
@@ -494,7 +503,6 @@ def test_the_explicit_search_looks_at_the_clock_within_a_state(
     # the deadline from the second state's expansion on), and the search ends there with
     # what it found, not after 63 more states.
     from ruleengine.check.system import System
-    from ruleengine.requirements import CycleGuard
 
     reqs = [CycleGuard(max_strike_length=n, name=f"guard{n}") for n in (2, 3, 4)]
     system = System(["a", "b"], [*reqs, C("a", max_invocations=3, name="cap")])
