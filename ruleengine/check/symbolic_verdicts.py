@@ -254,17 +254,17 @@ class Verdicts(Layers):
         the same tool there; an allow or show that clashes with nothing is no fact at all),
         and every bid, so the pass is the same: the requirement is not live there. Far
         cheaper than ``_live_at`` (no pass without it), and exact enough for requirements
-        masked everywhere. Strict mode only: in priority mode a rule another requirement
-        states too may still decide a tier (everywhere, then).
+        masked everywhere. In priority mode, where a rule another requirement states too may
+        still decide a tier: ``_unmasked_by_tiers``.
         """
         bdd = self.bdd
-        if self.system.mode != "strict":
-            return bdd.true
         requirement = next(
             c.requirement for c in self.system.components if c.requirement.name == name
         )
         if requirement.yielding or isinstance(requirement, AskPermissionRequirement):
             return bdd.true
+        if self.system.mode != "strict":
+            return self._unmasked_by_tiers(name)
         counts = self._fact_counts()
         out = bdd.false
         for where in self._stated(name, "soft").values():
@@ -278,6 +278,37 @@ class Verdicts(Layers):
                 elif table == "show":
                     changed &= counts["hide"][0][t]
                 out |= changed
+        return self.some(out)
+
+    def _unmasked_by_tiers(self, name: str) -> Node:
+        """``_unmasked`` in priority mode: where requirement ``name`` emits a record that
+        restricts or bids, or one that requires a tool allowed which some lower-priority
+        record denies there. Elsewhere it emits nothing, or only permissions that override
+        nothing: its records dropped, every tier keeps what it kept (a permission contradicts
+        only a denial, and its own priority's denials come before it), and the pass is the
+        same."""
+        bdd, enc = self.bdd, self.enc
+        out = bdd.false
+        for comp in self.system.components:
+            if comp.requirement.name != name:
+                continue
+            mine = comp.requirement.priority
+            for record, where in enc.records(comp).items():
+                if record.restrict is not None or record.soft is not None:
+                    out |= where
+                    continue
+                # INVARIANT: a record is kept in ``records`` only where it asserts something.
+                assert record.permit is not None
+                allows = record.permit[2]
+                below = bdd.false
+                for other in self.system.components:
+                    if other.requirement.priority >= mine:
+                        continue
+                    for theirs, there in enc.records(other).items():
+                        denies = 0 if theirs.restrict is None else theirs.restrict[0]
+                        if denies & allows:
+                            below |= there
+                out |= where & below
         return self.some(out)
 
     def _stated(self, name: str, table: str) -> dict[str, Node]:
