@@ -8,7 +8,8 @@ returns a ``Policy``. They model what real agents declare:
 * ``counters`` — per-tool budgets: minimum and maximum calls;
 * ``react`` — a ReAct loop: ``think`` forced at step 1 and after every action, actions capped;
 * ``approvals`` — risky tools behind remembered human approval, with ordering between them;
-* ``mixed`` — random parameters of every built-in, some of them contradicting each other;
+* ``mixed`` — random parameters of every built-in, some of them contradicting each other,
+  a quarter of the seeds in priority mode;
 * ``conditionals`` — random conditionals on random targets, one parameter each;
 * ``tallies`` — independent per-tool counters (caps, minimums, two counting modes).
 
@@ -187,7 +188,9 @@ def mixed(tools: int, reqs: int, seed: int) -> Policy:
             params["only_success_invocations"] = False
         params["priority"] = rng.randint(1, 20)
         _conditional(out, target, f"r{len(out)}-{target}", **params)
-    return Policy(names, out, source=f"mixed-{tools}-{reqs}-{seed}")
+    # Every fourth seed (3, 7, ...) in priority mode; each keeps its requirements.
+    mode = "priority" if seed % 4 == 3 else "strict"
+    return Policy(names, out, mode=mode, source=f"mixed-{tools}-{reqs}-{seed}")
 
 
 def conditionals(tools: int, reqs: int, seed: int) -> Policy:
