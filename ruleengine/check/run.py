@@ -819,7 +819,9 @@ def _engine(
     """The engine ``name`` picks for ``system``, as a function of a (sub)system and a focus."""
     problem = symbolic_problem(system)
     if name == "symbolic" and problem is not None:
-        raise PolicyError(f"the symbolic engine cannot check this policy: {problem}")
+        raise PolicyError(
+            f"the symbolic engine cannot check this policy: {problem}", hint=_EXPLICIT_HINT
+        )
 
     def explicit(sub: Any, focus: str | None = None) -> Analysis:
         live: bool | str = focus is None
@@ -836,6 +838,9 @@ def _engine(
         budget=budget,
         fallback=None if name == "symbolic" else explicit,
     )
+
+
+_EXPLICIT_HINT = "the default engine (`auto`) checks it with the explicit engine"
 
 
 class _SymbolicEngine:
@@ -898,5 +903,7 @@ class _SymbolicEngine:
             )
         except Ambiguous as exc:
             if self.fallback is None:
-                raise PolicyError(f"the symbolic engine cannot check this policy: {exc}") from None
+                raise PolicyError(
+                    f"the symbolic engine cannot check this policy: {exc}", hint=_EXPLICIT_HINT
+                ) from None
             return self.fallback(sub, focus)
