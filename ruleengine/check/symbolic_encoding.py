@@ -10,7 +10,7 @@ one encoding.
 
 From those facts, ``_pass`` and ``_decided`` build the pass of any set of components as
 BDDs (SPEC §4 for literal rules in strict mode, yielding included; priority mode's tiers
-are ``symbolic_priority``'s), and ``_differ`` says
+are ``symbolic_priority``'s, which also picks by mode), and ``_differ`` says
 where two such passes differ. Nothing here searches: the layers of states are
 ``symbolic_layers``' and the search is ``symbolic``'s.
 """
@@ -615,14 +615,10 @@ def _decided(
     With one yielding requirement Y that is ``pass(all)`` where it is consistent, else
     ``pass(all − Y)``. When both clash, the runtime reports the clash without Y: either Y
     was in its core and gave way, or it was not and the core, its kind and its hard forces
-    are those of the rules without Y anyway (Y forces nothing). In priority mode, the
-    tiers' fold (``symbolic_priority.priority_decided``).
+    are those of the rules without Y anyway (Y forces nothing). Strict mode: priority
+    mode's is ``symbolic_priority.priority_decided`` (``symbolic_priority.decided`` takes
+    the system's mode).
     """
-    if enc.mode == "priority":
-        # Imported here: that module builds on this one.
-        from ruleengine.check.symbolic_priority import priority_decided
-
-        return priority_decided(enc, components, priorities)
     yielding = [c for c in components if c.requirement.yielding]
     full = _pass(enc, components, priorities)
     if not yielding:

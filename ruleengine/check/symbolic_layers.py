@@ -22,7 +22,8 @@ from ruleengine.check._bdd import and_exists as _and_exists
 from ruleengine.check._bdd import renamed as _renamed
 from ruleengine.check.analysis import Analysis
 from ruleengine.check.progress import note as note_progress
-from ruleengine.check.symbolic_encoding import EncodingBase, Node, _decided
+from ruleengine.check.symbolic_encoding import EncodingBase, Node
+from ruleengine.check.symbolic_priority import decided
 from ruleengine.check.system import Component, Event, State, System
 from ruleengine.state import STATUSES
 
@@ -110,7 +111,7 @@ class Layers:
         self.focus = focus
         comps = system.components
         self.priorities = {id(c): c.requirement.priority for c in comps}
-        self.pass_ = _decided(enc, comps, self.priorities)
+        self.pass_ = decided(enc, comps, self.priorities)
         self.check_names = [n for c in comps for n in enc.check_bits[id(c)]]
         self._callable_where: dict[str, Node] = {}
         self.groups = self._groups()

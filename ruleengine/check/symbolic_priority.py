@@ -25,10 +25,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ruleengine.check.symbolic_encoding import EncodingBase, Masks, Node, Record, _Pass, _resolved
+from ruleengine.check.symbolic_encoding import (
+    EncodingBase,
+    Masks,
+    Node,
+    Record,
+    _decided,
+    _Pass,
+    _resolved,
+)
 from ruleengine.check.system import Component
 
-__all__ = ["Ambiguous", "priority_decided"]
+__all__ = ["Ambiguous", "decided", "priority_decided"]
 
 
 class Ambiguous(Exception):
@@ -260,3 +268,13 @@ def priority_decided(
         callable=each(whole.callable, rest.callable),
         tie=pick(whole.tie, rest.tie),
     )
+
+
+def decided(
+    enc: EncodingBase, components: Sequence[Component], priorities: dict[int, int]
+) -> _Pass:
+    """The pass the runtime gives for ``components``, in the encoded system's mode: strict
+    mode's (``symbolic_encoding._decided``) or priority mode's (``priority_decided``)."""
+    if enc.mode == "priority":
+        return priority_decided(enc, components, priorities)
+    return _decided(enc, components, priorities)

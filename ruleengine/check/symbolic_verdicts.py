@@ -25,12 +25,12 @@ from ruleengine.check.symbolic_encoding import (
     _FACT_TABLES,
     EncodingBase,
     Node,
-    _decided,
     _differ,
     _Pass,
 )
 from ruleengine.check.symbolic_groups import Groups, TooComplex, split
 from ruleengine.check.symbolic_layers import Layers, _Cluster, _Group, _OutOfTime
+from ruleengine.check.symbolic_priority import decided
 from ruleengine.check.system import Component, Event, State, System
 from ruleengine.ir import FINAL_ANSWER
 from ruleengine.passes import Pass
@@ -384,7 +384,7 @@ class Verdicts(Layers):
         """The pass of the requirements other than ``name`` (yielding included), over the
         view and check bits: where it differs from ``pass_``, that requirement is live."""
         others = [c for c in self.system.components if c.requirement.name != name]
-        return _decided(self.enc, others, self.priorities)
+        return decided(self.enc, others, self.priorities)
 
     # -- depths and witnesses ----------------------------------------------------------------
 
