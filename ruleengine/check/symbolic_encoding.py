@@ -624,6 +624,12 @@ def _decided(
     if not yielding:
         return full
     rest = _pass(enc, [c for c in components if not c.requirement.yielding], priorities)
+    return _given_way(full, rest)
+
+
+def _given_way(full: _Pass, rest: _Pass) -> _Pass:
+    """The pass of every requirement (``full``) where it holds together, else that without
+    the yielding ones (``rest``): where they give way. Where both clash, ``rest``'s kind."""
     keep = full.consistent
 
     def pick(a: Node, b: Node) -> Node:

@@ -31,6 +31,7 @@ from ruleengine.check.symbolic_encoding import (
     Node,
     Record,
     _decided,
+    _given_way,
     _Pass,
     _resolved,
 )
@@ -249,25 +250,7 @@ def priority_decided(
             "in priority mode, a step where the rules clash below a cycle guard's priority "
             "and would clash without it too: whether it gives way depends on the core found"
         )
-    keep = whole.consistent
-
-    def pick(a: Node, b: Node) -> Node:
-        return (keep & a) | (~keep & b)
-
-    def each(a: dict[str, Node], b: dict[str, Node]) -> dict[str, Node]:
-        return {t: pick(a[t], b[t]) for t in a}
-
-    return _Pass(
-        consistent=whole.consistent | rest.consistent,
-        stuck=rest.stuck,
-        hard=rest.hard,
-        allowed=each(whole.allowed, rest.allowed),
-        hidden=each(whole.hidden, rest.hidden),
-        forced=each(whole.forced, rest.forced),
-        can_stop=pick(whole.can_stop, rest.can_stop),
-        callable=each(whole.callable, rest.callable),
-        tie=pick(whole.tie, rest.tie),
-    )
+    return _given_way(whole, rest)
 
 
 def decided(
