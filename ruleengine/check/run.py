@@ -588,14 +588,7 @@ def _probe_only(
         f"what it met, {n} verdict{'' if n == 1 else 's'} left undecided: "
         f"{listed(mine.undecided)}"
     )
-    if send is None:
-        return _light(mine), *_found(system, mine, run, options)
-    send(mine)
-
-    def reported(found: list[Finding]) -> None:
-        send(_Cored(mine, found))
-
-    return _light(mine), *_found(system, mine, run, options, reported=reported)
+    return _sent_and_cored(system, mine, run, options, send)
 
 
 SIDE_PROBE_STATES = 100_000
@@ -650,6 +643,18 @@ def _one_by_one(
     sought, and then again with each core found (``_Cored``), for a parent that cannot wait
     for the end."""
     mine = _decided(system, run, options, stop, progress=send)
+    return _sent_and_cored(system, mine, run, options, send)
+
+
+def _sent_and_cored(
+    system: System,
+    mine: Analysis,
+    run: Callable[[Any, str | None], Analysis],
+    options: _Options,
+    send: Callable[[object], None] | None,
+) -> tuple[Analysis, list[Finding], list[str]]:
+    """A second child's answer: ``mine`` with its findings and cores, ``mine`` sent first
+    (``send``, if given) and again with each core found (``_Cored``)."""
     if send is None:
         return _light(mine), *_found(system, mine, run, options)
     send(mine)
