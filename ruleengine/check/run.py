@@ -429,6 +429,10 @@ def _raced(
                 if ok and theirs is not None:
                     return crowd.noted(theirs)
         if not strict:
+            if side is not None and side.ready():
+                ok, theirs = side.result()
+                if ok and theirs is not None:
+                    return crowd.noted(theirs)  # the engine's child stopped for memory
             return _engine_alone(child, stop)
         return _decided_here(system, run, options, child, stop)
     finally:
