@@ -370,8 +370,6 @@ def _raced(
             # Behind the engine for the CPUs: it takes what the engine leaves idle.
             with contextlib.suppress(OSError):
                 os.nice(SIDE_NICE)
-            if not strict:
-                return _probe_only(system, run, options, stop, send)
             return _one_by_one(system, run, options, stop, send)
 
         side = Aside.reporting(beside)
@@ -567,21 +565,15 @@ def _lost(system: System, probe: Analysis | None, why: str | None = None) -> Ana
     return Analysis(states=0, complete=False, reason=f"{why}: nothing is decided")
 
 
-def _probe_only(
-    system: System,
-    run: Callable[[Any, str | None], Analysis],
-    options: _Options,
-    stop: float | None,
-    send: Callable[[object], None] | None = None,
-) -> tuple[Analysis, list[Finding], list[str]]:
-    """``_raced``'s second child in priority mode, where no verdict is decided one by one
+def _first_states(system: System, stop: float | None) -> Analysis:
+    """Priority mode's analysis beside the engine, where no verdict is decided one by one
     (that analysis composes components as strict mode does: a denial holds): a
     breadth-first search without liveness until ``stop``, of at most ``SIDE_PROBE_STATES``
-    states, what it decides (``compositional.decided_by_probe``: the witnesses it met, each
-    a shortest history) with its findings and cores, sent as ``_one_by_one`` sends them.
-    Where the reasoner weighs tiers state by state it goes deeper than the reserve's search
-    (`indep-mixes-50-100-1`: a forced conflict two steps deep, 22,500 states in), and it is
-    what a report holds when the engine is stopped in the middle of one step."""
+    states, and what it decides (``compositional.decided_by_probe``: the witnesses it met,
+    each a shortest history), the rest named undecided. Where the reasoner weighs tiers
+    state by state it goes deeper than the reserve's search (`indep-mixes-50-100-1`: a
+    forced conflict two steps deep, 22,500 states in), and it is what a report holds when
+    the engine is stopped in the middle of one step."""
     from ruleengine.check.compositional import decided_by_probe
 
     probe = analyse(system, max_states=SIDE_PROBE_STATES, deadline=stop, live=False)
@@ -592,11 +584,11 @@ def _probe_only(
         f"what it met, {n} verdict{'' if n == 1 else 's'} left undecided: "
         f"{listed(mine.undecided)}"
     )
-    return _sent_and_cored(system, mine, run, options, send)
+    return mine
 
 
 SIDE_PROBE_STATES = 100_000
-"""The states ``_probe_only``'s search explores at most: about 200 MB at 50 tools (its
+"""The states ``_first_states``'s search explores at most: about 200 MB at 50 tools (its
 breadth-first frontier of 150 events a state grows fast: a million states pass 2 GiB)."""
 
 
@@ -616,7 +608,7 @@ def _with_side(
     engine: _Answer, side: Aside[_Answer], deadline: float | None, timeout: float | None
 ) -> _Answer:
     """The engine's incomplete answer in priority mode, with the findings of the second
-    child's search (``_probe_only``) that it lacks, once that child answers (by the limit
+    child's search (``_first_states``) that it lacks, once that child answers (by the limit
     less the cores' margin): each a real shortest history, with its core."""
     until = None
     if deadline is not None and timeout is not None:
@@ -641,24 +633,16 @@ def _one_by_one(
     stop: float | None,
     send: Callable[[object], None] | None = None,
 ) -> tuple[Analysis, list[Finding], list[str]]:
-    """The verdicts decided one at a time until ``stop`` (``_decided``), with their
-    findings and cores, as ``_raced``'s second child reports them; ``send`` (if given) is
-    sent what is decided as the analysis goes on, the whole analysis before its cores are
-    sought, and then again with each core found (``_Cored``), for a parent that cannot wait
-    for the end."""
-    mine = _decided(system, run, options, stop, progress=send)
-    return _sent_and_cored(system, mine, run, options, send)
-
-
-def _sent_and_cored(
-    system: System,
-    mine: Analysis,
-    run: Callable[[Any, str | None], Analysis],
-    options: _Options,
-    send: Callable[[object], None] | None,
-) -> tuple[Analysis, list[Finding], list[str]]:
-    """A second child's answer: ``mine`` with its findings and cores, ``mine`` sent first
-    (``send``, if given) and again with each core found (``_Cored``)."""
+    """The verdicts decided one at a time until ``stop`` (``_decided``; in priority mode,
+    what a search of the first states meets, ``_first_states``), with their findings and
+    cores, as ``_raced``'s second child reports them; ``send`` (if given) is sent what is
+    decided as the analysis goes on, the whole analysis before its cores are sought, and
+    then again with each core found (``_Cored``), for a parent that cannot wait for the
+    end."""
+    if system.mode == "strict":
+        mine = _decided(system, run, options, stop, progress=send)
+    else:
+        mine = _first_states(system, stop)
     if send is None:
         return _light(mine), *_found(system, mine, run, options)
     send(mine)
