@@ -211,18 +211,23 @@ def test_the_jobs_run_with_the_objects_of_the_fork_frozen_and_thaw_after(
 def test_a_freeze_the_program_made_is_left_as_it_is(meeting: _Meeting) -> None:
     # The command line freezes what its imports built; a thaw here would undo that (and a
     # program's own freeze before it forks workers).
+    # Frozen objects that die leave the count, so it may only fall by what died since; a
+    # freeze on top (or a thaw and a new freeze) would take in the containers made after
+    # the program's, and a thaw alone would leave nothing frozen.
     gc.freeze()
     try:
         before = gc.get_freeze_count()
         assert before > 0
+        made_after = [[i] for i in range(10_000)]
         found, here = run_jobs([meeting.first(gc.get_freeze_count)] * 2)
         assert here == [True, False]
-        assert found[0] == before  # nothing frozen on top of it here
+        assert 0 < found[0] <= before  # nothing frozen on top of it here
         assert found[1] > 0  # the child inherits it (less what it freed since the fork)
-        assert gc.get_freeze_count() == before  # not thawed, nothing added
+        assert 0 < gc.get_freeze_count() <= before  # not thawed, nothing added
         with pytest.raises(ValueError, match="here"):
             run_jobs([_raise_here, gc.get_freeze_count])
-        assert gc.get_freeze_count() == before
+        assert 0 < gc.get_freeze_count() <= before
+        assert len(made_after) == 10_000
     finally:
         gc.unfreeze()
 
