@@ -58,6 +58,7 @@ from ruleengine.check.seek import SEEK_STATES, Estimates, searched, seek
 from ruleengine.check.symbolic_encoding import EncodingBase
 from ruleengine.check.symbolic_layers import _OutOfTime
 from ruleengine.check.symbolic_verdicts import (
+    Chase,
     Verdicts,
     _conflict_kind,
     _forced_on,
@@ -103,9 +104,10 @@ FINISH_COMPONENTS = 200
 """Components up to which the steps back are tried: they build the encoding's transition
 relations, which past that (400 requirements over 200 tools) take gigabytes."""
 
-FINISH_SECONDS = 5.0
+FINISH_SECONDS = 1.5
 """The longest the first try at the states that can finish (``_can_finish``) may take; one
-cut short is tried again after the other verdicts, with the time left."""
+cut short goes on after the other verdicts, with the time left, from where it stopped
+(``Chase``)."""
 
 STUCK_LAYERS_SHARE = 0.25
 """The share of the time left that the search of the first layers for the no-finish witness
@@ -377,6 +379,9 @@ class _Decider:
         self.can_finish: Node | None = None
         """The states (reachable or not) from which a path reaches one that may stop,
         exact on the reachable ones (``_can_finish``), once computed."""
+        self._chases: dict[tuple[Node, Node], Chase] = {}
+        """``_finishing``'s backward chainings, by the states they lead to and those they
+        run through, kept to go on with where one was cut short."""
 
     def undecided(self) -> list[str]:
         decided = self.result.decided
@@ -733,7 +738,9 @@ class _Decider:
         """The states from which a state of ``stop`` is reachable: the symbolic engine's
         backward chaining through the states the projections leave (a superset of the
         reachable ones, so the answer is exact on those); None when ``until``, the manager's
-        ``MANAGER_NODES`` or ``interrupt`` ran out first (``_Late`` past the deadline)."""
+        ``MANAGER_NODES`` or ``interrupt`` ran out first (``_Late`` past the deadline). A
+        chaining cut short is kept (``Chase``): the next ask for the same states goes on
+        from where it stopped."""
         v, bdd = self.verdicts, self.enc.bdd
         asked = itertools.count()
 
@@ -748,8 +755,12 @@ class _Decider:
 
         if give_up():
             return None
+        reach = self.projections.reached
+        chase = self._chases.get((stop, reach))
+        if chase is None:
+            chase = self._chases[(stop, reach)] = Chase(v, stop, reach)
         try:
-            return v._can_finish(stop, self.projections.reached, give_up)
+            return chase.run(give_up)
         except _OutOfTime:
             self._on_time()
             return None

@@ -38,7 +38,7 @@ from ruleengine.requirements.permission import AskPermissionRequirement
 from ruleengine.rules import Emitted
 from ruleengine.state import STATUSES
 
-__all__ = ["Verdicts"]
+__all__ = ["Chase", "Verdicts"]
 
 SEEK_STATES = 256
 """States a directed search (``seek``) decides for a tool allowed, or a stop within the
@@ -120,61 +120,9 @@ class Verdicts(Layers):
         """The reachable states from which some path of deciding states reaches ``finish``
         (``reach``: a set of states that holds every reachable one, by default the reachable
         set; the answer is then exact on the reachable states, for a path from one passes
-        only through reachable ones); ``_OutOfTime`` once ``give_up()`` says so (asked before
-        each preimage), as past the deadline:
-        backward chaining, event-driven. Each cluster keeps the states added since it last
-        stepped back from them (its *pending* set); the cluster with the lowest index whose
-        pending set meets its range (the states one of its steps can lead to) steps back
-        from those alone, and what it adds becomes pending for every cluster whose range it
-        meets. A cluster is skipped only where its preimage must be empty, so the fixpoint
-        is the same as stepping every cluster back from everything; but a chain of steps is
-        followed link after link (300 tools chained by `only_after`: 90,000 preimages of
-        the whole set before, about one per link now). Done as soon as every deciding state
-        is in."""
-        bdd = self.bdd
-        if reach is None:
-            reach = self.reach
-        deciding = reach & self.some(self.pass_.consistent)
-        reaches = reach & finish
-        if deciding & ~reaches == bdd.false:
-            return reaches
-        groups = self._split()
-        if groups is not None:
-            # Every path leaves from a deciding state (a step needs a pass), so the states
-            # reaching ``finish`` by some path are these (the same set: BDDs are canonical).
-            try:
-                return reach & groups.backward(finish)
-            except TooComplex:
-                pass
-        # A cluster that cannot fire in a deciding state adds nothing (and its relation is
-        # never built).
-        active = [(c, deciding & c.guard) for c in self.clusters]
-        active = [(g, where) for g, where in active if where != bdd.false]
-        ranges = [self._range(g) for g, _ in active]
-        pending = [reaches] * len(active)
-        heap = [i for i in range(len(active)) if reaches & ranges[i] != bdd.false]
-        queued = set(heap)
-        while heap:
-            i = heapq.heappop(heap)
-            queued.discard(i)
-            g, where = active[i]
-            todo, pending[i] = pending[i], bdd.false
-            self._tick()
-            if give_up is not None and give_up():
-                raise _OutOfTime
-            new = where & self._preimage(todo & ranges[i], g) & ~reaches
-            if new == bdd.false:
-                continue
-            reaches |= new
-            if deciding & ~reaches == bdd.false:
-                return reaches  # every deciding state is in: nothing more to add
-            for j in range(len(active)):
-                if new & ranges[j] != bdd.false:  # elsewhere its preimage adds nothing
-                    pending[j] |= new
-                    if j not in queued:
-                        heapq.heappush(heap, j)
-                        queued.add(j)
-        return reaches
+        only through reachable ones); ``_OutOfTime`` once ``give_up()`` says so, as past
+        the deadline (``Chase``, which a caller that may come back keeps instead)."""
+        return Chase(self, finish, self.reach if reach is None else reach).run(give_up)
 
     def _range(self, g: _Group | _Cluster) -> Node:
         """The states one step of ``g`` can lead to (from any state its guard holds in)."""
@@ -567,3 +515,93 @@ def _has_pass(o: Outcome) -> bool:
 
 def _has_tie(o: Outcome) -> bool:
     return isinstance(o, Pass) and o.forced_tie is not None
+
+
+class Chase:
+    """Backward chaining from the states of ``finish`` through those of ``reach`` (see
+    ``Verdicts._can_finish``), which a caller can stop and later take up where it stopped.
+
+    Event-driven: each cluster keeps the states added since it last stepped back from them
+    (its *pending* set); the cluster with the lowest index whose pending set meets its range
+    (the states one of its steps can lead to) steps back from those alone, and what it adds
+    becomes pending for every cluster whose range it meets. A cluster is skipped only where
+    its preimage must be empty, so the fixpoint is the same as stepping every cluster back
+    from everything; but a chain of steps is followed link after link (300 tools chained by
+    `only_after`: 90,000 preimages of the whole set before, about one per link now). Done as
+    soon as every deciding state is in. Independent groups (``symbolic_groups``), where the
+    analysis has them, answer at once instead (or are given up for the chaining).
+
+    ``run`` asks ``give_up`` before each preimage and raises ``_OutOfTime`` when it says
+    so, its sets as they were after the last preimage: the next ``run`` goes on from there
+    (on `indep-counters-50-100-3` the states that can finish are not found in a minute;
+    a first try cut short at 1.5 s leaves the rest of its time to the first layers'
+    search, which finds the stuck state, instead of throwing away 5 s of steps back)."""
+
+    def __init__(self, verdicts: Verdicts, finish: Node, reach: Node) -> None:
+        self._v, self._reach = verdicts, reach
+        self._deciding = reach & verdicts.some(verdicts.pass_.consistent)
+        self._reaches = reach & finish
+        self._finish = finish
+        self._active: list[tuple[_Cluster, Node]] | None = None
+        self._ranges: list[Node] = []
+        self._pending: list[Node] = []
+        self._heap: list[int] = []
+        self._queued: set[int] = set()
+        self.done: Node | None = None
+        """The answer, once a run has ended."""
+
+    def run(self, give_up: Callable[[], bool] | None = None) -> Node:
+        """The states of ``reach`` from which some path of deciding states reaches
+        ``finish``; ``_OutOfTime`` once ``give_up()`` says so (the chase can be run
+        again)."""
+        if self.done is not None:
+            return self.done
+        v, bdd = self._v, self._v.bdd
+        if self._active is None:
+            if self._deciding & ~self._reaches == bdd.false:
+                self.done = self._reaches
+                return self.done
+            groups = v._split()
+            if groups is not None:
+                # Every path leaves from a deciding state (a step needs a pass), so the
+                # states reaching ``finish`` by some path are these (the same set: BDDs are
+                # canonical).
+                try:
+                    self.done = self._reach & groups.backward(self._finish)
+                    return self.done
+                except TooComplex:
+                    pass
+            # A cluster that cannot fire in a deciding state adds nothing (and its relation
+            # is never built).
+            guarded = [(c, self._deciding & c.guard) for c in v.clusters]
+            active = [(g, where) for g, where in guarded if where != bdd.false]
+            self._ranges = [v._range(g) for g, _ in active]
+            self._pending = [self._reaches] * len(active)
+            self._heap = [
+                i for i in range(len(active)) if self._reaches & self._ranges[i] != bdd.false
+            ]
+            self._queued = set(self._heap)
+            self._active = active
+        active, ranges, pending, heap = self._active, self._ranges, self._pending, self._heap
+        while heap:
+            v._tick()
+            if give_up is not None and give_up():
+                raise _OutOfTime
+            i = heapq.heappop(heap)
+            self._queued.discard(i)
+            g, where = active[i]
+            todo, pending[i] = pending[i], bdd.false
+            new = where & v._preimage(todo & ranges[i], g) & ~self._reaches
+            if new == bdd.false:
+                continue
+            self._reaches |= new
+            if self._deciding & ~self._reaches == bdd.false:
+                break  # every deciding state is in: nothing more to add
+            for j in range(len(active)):
+                if new & ranges[j] != bdd.false:  # elsewhere its preimage adds nothing
+                    pending[j] |= new
+                    if j not in self._queued:
+                        heapq.heappush(heap, j)
+                        self._queued.add(j)
+        self.done = self._reaches
+        return self.done
