@@ -399,6 +399,11 @@ class Aside(Generic[T]):
         """Why the child failed, once it did: the traceback its job told, or how the
         process ended (for diagnosis: a failed child changes no answer, see ``result``)."""
 
+    @property
+    def pid(self) -> int:
+        """The child's process id (it may have ended)."""
+        return self._pid
+
     @staticmethod
     def start(job: Callable[[], T]) -> Aside[T] | None:
         """``job`` running in a forked child, or None where ``forking_allowed()`` is false or

@@ -29,7 +29,7 @@ from ruleengine.check.progress import note as note_progress
 from ruleengine.check.properties import findings
 from ruleengine.check.report import FINDING_IDS, Finding, Report, Stats
 from ruleengine.check.skipping import Impure, expand
-from ruleengine.check.supervise import memory_share
+from ruleengine.check.supervise import held_by, memory_share
 from ruleengine.check.system import Checked, System, Unexplorable, symbolic_problem
 from ruleengine.errors import PolicyError
 from ruleengine.passes import Mode
@@ -218,9 +218,11 @@ def _engine_path(
     options: _Options,
     analysis: Analysis | None,
     probe: Analysis | None,
+    analysed: Callable[[Analysis], None] | None = None,
 ) -> tuple[Analysis, list[Finding], list[str]]:
     """``_checked`` past the choice of an engine: its analysis (unless ``analysis`` is
-    given), then the findings."""
+    given), then the findings; ``analysed`` (if given) is told the analysis (``_light``)
+    before the findings' cores are sought."""
     engine, timeout, deadline, clock = (
         options.engine,
         options.timeout,
@@ -247,6 +249,8 @@ def _engine_path(
                 probe = late
         if probe is not None and not analysis.complete:
             analysis = with_probe(analysis, probe)
+    if analysed is not None:
+        analysed(_light(analysis))
     return analysis, *_found(system, analysis, run, options)
 
 
@@ -349,11 +353,11 @@ def _raced(
         return None  # a bound on the engine's search, which the other does not keep
     from ruleengine.check.lanes import Aside
 
-    def job() -> tuple[Analysis, list[Finding], list[str]]:
-        analysis, found, cut = _engine_path(system, run, options, None, probe)
+    def job(send: Callable[[object], None]) -> tuple[Analysis, list[Finding], list[str]]:
+        analysis, found, cut = _engine_path(system, run, options, None, probe, send)
         return _light(analysis), found, cut
 
-    child = Aside.start(job)
+    child = Aside.reporting(job)
     if child is None:
         return None
     # Without a limit, both run until one is complete (or both have answered).
@@ -389,7 +393,18 @@ def _raced(
                         # Near the memory limit with the engine's child gone: what the
                         # other sent so far is the answer, before the supervisor stops all.
                         return _kept(system, run, options, side, probe, crowd.why())
-                    if not dropped and (_settled(side.latest()) or share >= ENGINE_MEMORY):
+                    settled = _settled(side.latest())
+                    crowded = not dropped and not settled and share >= ENGINE_MEMORY
+                    done = not dropped and not settled and _settled(child.latest())
+                    if done or (crowded and _side_heavier(child, side)):
+                        # The engine's analysis complete: only its cores are left, which
+                        # take the CPU and the memory the other child would hold
+                        # (`indep-mixes-20-40-3`: complete at 17 s, its cores' lanes
+                        # crowded at 21 s, and the engine was stopped). Or the verdicts
+                        # one by one hold more than its diagrams. They give way.
+                        why = crowd.why() if crowded else None
+                        return _side_gave_way(system, run, options, (child, side), probe, stop, why)
+                    if not dropped and (settled or share >= ENGINE_MEMORY):
                         # Every verdict decided one by one: only their cores are left,
                         # which take the CPU the engine's child would hold. Or the two
                         # near the memory limit: the engine's child, which holds the most
@@ -437,6 +452,43 @@ def _raced(
         child.stop()
         if side is not None:
             side.stop()
+
+
+def _side_heavier(child: Aside[_Answer], side: Aside[_Answer]) -> bool:
+    """Whether ``_raced``'s second child (and its own children) holds more memory than the
+    engine's (``supervise.held_by``)."""
+    return held_by(side.pid) > held_by(child.pid)
+
+
+def _side_gave_way(
+    system: System,
+    run: Callable[[Any, str | None], Analysis],
+    options: _Options,
+    children: tuple[Aside[_Answer], Aside[_Answer]],
+    probe: Analysis | None,
+    stop: float | None,
+    why: str | None,
+) -> _Answer | None:
+    """``_raced`` where the engine's analysis is complete (only its cores are left), or
+    near the memory limit where its second child holds more than the engine's (``why``
+    says so): that child is stopped, and the engine's answer is the answer where it comes
+    complete by ``stop`` (with a complete analysis, by the limit: its cores stop there);
+    else the analysis the second child last sent, with its cores (``_kept``), or where it
+    sent none, the engine's incomplete answer if it came (None: the engine's child failed,
+    and the caller repeats its error)."""
+    child, side = children
+    side.stop()  # what it sent stays (``Aside.latest``)
+    if _settled(child.latest()) and options.deadline is not None:
+        stop = options.deadline
+    engine = None
+    if child.wait(stop):
+        engine = _taken(child)
+        if engine is None or engine[0].complete:
+            return engine
+    child.stop()
+    if engine is not None and not isinstance(side.latest(), Analysis | _Cored):
+        return engine
+    return _kept(system, run, options, side, probe, why)
 
 
 def _sooner(stop: float | None, seconds: float) -> float:

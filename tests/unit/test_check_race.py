@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import select
+import signal
 import threading
 import time
 from typing import Any
@@ -667,8 +668,111 @@ def test_near_the_memory_limit_the_engines_child_gives_way(
     # stops it (its diagrams hold the most), and their report is the answer. Without that,
     # the wait runs out with the process alive.
     monkeypatch.setattr(run_module, "memory_share", lambda: 0.7)
+    monkeypatch.setattr(run_module, "_side_heavier", lambda child, side: False)
     gone = _seen_gone(monkeypatch, tmp_path, "_decided")
     assert gone, "the engine's child was still running near the memory limit"
+
+
+def _side_seen_gone(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any, waiting: str, timeout: float = 600
+) -> tuple[bool, Any]:
+    """Race ``wide()``, the verdicts one by one sending their child's pid down a pipe and
+    never ending, the engine's child's ``waiting`` (a function of ``run_module``) waiting
+    for that process to end first (on its pidfd). Whether the engine's child saw it end,
+    and the report."""
+    policy = wide()
+    parent, seen = os.getpid(), tmp_path / "seen"
+    reader, writer = os.pipe()
+
+    def one_by_one(*args: Any, **kwargs: Any) -> Any:
+        os.write(writer, f"{os.getpid()}\n".encode())
+        time.sleep(600)
+
+    real = getattr(run_module, waiting)
+
+    def waited(*args: Any, **kwargs: Any) -> Any:
+        if os.getpid() != parent and _ended(reader):
+            seen.write_text("gone")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(run_module, "_one_by_one", one_by_one)
+    monkeypatch.setattr(run_module, waiting, waited)
+    try:
+        raced = check_policy(policy, timeout=timeout)
+    finally:
+        os.close(reader)
+        os.close(writer)
+    return seen.exists(), raced
+
+
+@needs_fork
+@pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="waits on the other child's exit")
+def test_once_the_engines_analysis_is_complete_the_other_child_gives_way(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    # The engine's cores wait for the other child to end before they start: it does,
+    # because this process stops it as soon as the engine's analysis comes in complete
+    # (its cores then get the CPU and the memory). Without that, the wait runs out with
+    # the process alive (`indep-mixes-20-40-3`: the engine's cores crowded the memory
+    # limit, and the engine was stopped with its analysis complete).
+    alone = _alone(wide())
+    gone, raced = _side_seen_gone(monkeypatch, tmp_path, "_found")
+    assert gone, "the other child was still running during the engine's cores"
+    assert raced.complete and _shape(raced) == _shape(alone)
+
+
+@needs_fork
+@pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="waits on the other child's exit")
+def test_near_the_memory_limit_the_heavier_child_gives_way(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    # At 70% of the memory limit, with the verdicts one by one holding more than the
+    # engine's diagrams, they are stopped: the engine, which waits for that before its
+    # analysis, goes on alone, and its report is the answer.
+    alone = _alone(wide())
+    heavier: list[tuple[int, int]] = []
+
+    def side_heavier(child: Any, side: Any) -> bool:
+        heavier.append((child.pid, side.pid))
+        return True
+
+    monkeypatch.setattr(run_module, "memory_share", lambda: 0.7)
+    monkeypatch.setattr(run_module, "_side_heavier", side_heavier)
+    gone, raced = _side_seen_gone(monkeypatch, tmp_path, "_engine_path")
+    assert gone, "the other child was still running near the memory limit"
+    assert raced.complete and _shape(raced) == _shape(alone) and raced.reason is None
+    assert heavier and all(child != side for child, side in heavier)
+
+
+def test_a_process_and_its_children_hold_what_each_holds() -> None:
+    from ruleengine.check.supervise import held_by
+
+    here = held_by(os.getpid())
+    assert here > 0
+    reader, writer = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        os.close(reader)
+        block = bytearray(64 << 20)  # 64 MiB of its own, written: resident
+        for i in range(0, len(block), 4096):
+            block[i] = 1
+        os.write(writer, b"x")
+        time.sleep(60)
+        os._exit(0)
+    os.close(writer)
+    try:
+        assert select.select([reader], [], [], 60)[0]  # a bound on a hang, not a timing
+        os.read(reader, 1)
+        child = held_by(pid)
+        assert child >= 64 << 20  # its own pages, whole
+        # With its child (the pages they share split between them, and a little slack
+        # for what this process freed since).
+        assert held_by(os.getpid()) >= here + (48 << 20)
+    finally:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        os.close(reader)
+    assert held_by(pid) == 0  # gone
 
 
 @needs_fork
@@ -682,6 +786,7 @@ def test_nearer_the_memory_limit_what_is_decided_so_far_is_the_answer(
     _stuck_in_the_child(monkeypatch)
     _deaf_in_children(monkeypatch, "_decided")
     monkeypatch.setattr(run_module, "memory_share", lambda: 0.9)
+    monkeypatch.setattr(run_module, "_side_heavier", lambda child, side: False)
     raced = check_policy(policy, timeout=120)
     assert not raced.complete and raced.undecided
     assert (raced.reason or "").startswith(
