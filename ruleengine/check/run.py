@@ -402,8 +402,9 @@ def _raced(
                         # (`indep-mixes-20-40-3`: complete at 17 s, its cores' lanes
                         # crowded at 21 s, and the engine was stopped). Or the verdicts
                         # one by one hold more than its diagrams. They give way.
-                        why = crowd.why() if crowded else None
-                        return _side_gave_way(system, run, options, (child, side), probe, stop, why)
+                        return _side_gave_way(
+                            system, run, options, (child, side), probe, stop, (crowd, crowded)
+                        )
                     if not dropped and (settled or share >= ENGINE_MEMORY):
                         # Every verdict decided one by one: only their cores are left,
                         # which take the CPU the engine's child would hold. Or the two
@@ -467,21 +468,32 @@ def _side_gave_way(
     children: tuple[Aside[_Answer], Aside[_Answer]],
     probe: Analysis | None,
     stop: float | None,
-    why: str | None,
+    memory: tuple[_Crowd, bool],
 ) -> _Answer | None:
     """``_raced`` where the engine's analysis is complete (only its cores are left), or
-    near the memory limit where its second child holds more than the engine's (``why``
-    says so): that child is stopped, and the engine's answer is the answer where it comes
-    complete by ``stop`` (with a complete analysis, by the limit: its cores stop there);
-    else the analysis the second child last sent, with its cores (``_kept``), or where it
-    sent none, the engine's incomplete answer if it came (None: the engine's child failed,
-    and the caller repeats its error)."""
+    near the memory limit where its second child holds more than the engine's (``memory``:
+    the race's ``_Crowd``, and whether that was why): that child is stopped, and the
+    engine's answer is the answer where it comes complete by ``stop`` (with a complete
+    analysis, by the limit: its cores stop there); else the analysis the second child last
+    sent, with its cores (``_kept``), or where it sent none, the engine's incomplete answer
+    if it came (None: the engine's child failed, and the caller repeats its error). The
+    engine's child alone at ``SIDE_MEMORY`` is stopped too, and what the other sent is the
+    answer: past the limit the supervisor would stop the check with a report that claims
+    nothing."""
     child, side = children
+    crowd, crowded = memory
     side.stop()  # what it sent stays (``Aside.latest``)
     if _settled(child.latest()) and options.deadline is not None:
         stop = options.deadline
     engine = None
-    if child.wait(stop):
+    why = crowd.why() if crowded else None
+    while not child.wait(_sooner(stop, LOOK_SECONDS)):
+        if stop is not None and time.monotonic() >= stop:
+            break
+        if crowd.share() >= SIDE_MEMORY:
+            why = crowd.why(engine_after=True)
+            break
+    else:
         engine = _taken(child)
         if engine is None or engine[0].complete:
             return engine
@@ -543,12 +555,14 @@ class _Crowd:
             self.held = max(self.held, self.last)
         return self.last
 
-    def why(self) -> str:
-        """Why an answer was taken early for memory."""
+    def why(self, engine_after: bool = False) -> str:
+        """Why an answer was taken early for memory (``engine_after``: the verdicts one by
+        one were stopped first, and the engine's process after them)."""
         engine = " (the engine's process stopped first)" if self.dropped else ""
+        then = ", and the engine's process after them" if engine_after else ""
         return (
             f"the check's processes came to {self.held:.0%} of the memory limit{engine}; "
-            "the verdicts decided one by one were stopped there"
+            f"the verdicts decided one by one were stopped there{then}"
         )
 
     def noted(self, answer: _Answer) -> _Answer:

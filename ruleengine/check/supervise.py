@@ -202,7 +202,8 @@ def held_by(pid: int) -> int:
     its proportional share (``_proportional``); 0 for a process that is gone. Which of two
     forked children holds more: most of their pages are their parent's, shared. Cost: a
     look at each process in ``/proc``, and the kernel's walk of the page tables of those
-    counted."""
+    counted. ``PolicyError`` for a ``pid`` that is not a whole number of at least 1."""
+    _validate.integer(pid, name="pid", owner="held_by", least=1)
     total = 0
     for entry in [str(pid), *_children(pid)]:
         with contextlib.suppress(OSError, ValueError, IndexError):

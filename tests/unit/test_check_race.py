@@ -744,7 +744,30 @@ def test_near_the_memory_limit_the_heavier_child_gives_way(
     assert heavier and all(child != side for child, side in heavier)
 
 
+@needs_fork
+def test_the_engine_alone_nearer_the_memory_limit_is_stopped_too(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The verdicts one by one, heavier, gave way at 70% of the memory limit; the engine's
+    # child, alone and never ending, then holds 90%: it is stopped too, and the report is
+    # what was decided so far, saying why, long before the time limit (past the limit the
+    # supervisor would stop the check with a report that claims nothing).
+    policy = wide()
+    _stuck_in_the_child(monkeypatch)
+    _deaf_in_children(monkeypatch, "_decided")
+    shares = iter([0.7])
+    monkeypatch.setattr(run_module, "memory_share", lambda: next(shares, 0.9))
+    monkeypatch.setattr(run_module, "_side_heavier", lambda child, side: True)
+    raced = check_policy(policy, timeout=120)
+    assert not raced.complete and raced.undecided
+    assert (raced.reason or "").startswith(
+        "the check's processes came to 90% of the memory limit; the verdicts decided one by "
+        "one were stopped there, and the engine's process after them"
+    )
+
+
 def test_a_process_and_its_children_hold_what_each_holds() -> None:
+    from ruleengine import PolicyError
     from ruleengine.check.supervise import held_by
 
     here = held_by(os.getpid())
@@ -773,6 +796,9 @@ def test_a_process_and_its_children_hold_what_each_holds() -> None:
         os.waitpid(pid, 0)
         os.close(reader)
     assert held_by(pid) == 0  # gone
+    for bad in ("1", 0, True, 1.5):
+        with pytest.raises(PolicyError, match="held_by: pid="):
+            held_by(bad)  # type: ignore[arg-type]
 
 
 @needs_fork
