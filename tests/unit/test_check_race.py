@@ -614,16 +614,25 @@ def test_one_by_one_deaf_before_its_diagrams_gives_what_the_probe_decided(
 
 
 def _seen_gone(monkeypatch: pytest.MonkeyPatch, tmp_path: Any, waiting: str) -> bool:
-    """Race ``wide()`` under a far limit, its engine's child sending its pid down a pipe
-    and never ending, the other child's ``waiting`` (a function of ``run_module``) waiting
-    for that process to end first (on its pidfd, which turns readable when the process
-    ends). The report must be the engine's alone; whether the other child saw it end."""
-    policy = wide()
-    alone = _alone(policy)
+    """``_gone_before`` with the engine's child never ending: the report must be the
+    engine's alone (the other child's); whether the other child saw it end."""
+    alone = _alone(wide())
+    gone, raced = _gone_before(monkeypatch, tmp_path, "_engine_path", waiting)
+    assert raced.complete and _shape(raced) == _shape(alone)
+    return gone
+
+
+def _gone_before(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any, hanging: str, waiting: str
+) -> tuple[bool, Any]:
+    """Race ``wide()`` under a far limit, ``hanging`` (a function of ``run_module``)
+    sending its child's pid down a pipe and never ending, the other child's ``waiting``
+    (another) waiting for that process to end first (on its pidfd, which turns readable
+    when the process ends). Whether it saw it end, and the report."""
     parent, seen = os.getpid(), tmp_path / "seen"
     reader, writer = os.pipe()
 
-    def engine_path(*args: Any, **kwargs: Any) -> Any:
+    def hangs(*args: Any, **kwargs: Any) -> Any:
         os.write(writer, f"{os.getpid()}\n".encode())
         time.sleep(600)
 
@@ -634,15 +643,14 @@ def _seen_gone(monkeypatch: pytest.MonkeyPatch, tmp_path: Any, waiting: str) -> 
             seen.write_text("gone")
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(run_module, "_engine_path", engine_path)
+    monkeypatch.setattr(run_module, hanging, hangs)
     monkeypatch.setattr(run_module, waiting, waited)
     try:
-        raced = check_policy(policy, timeout=600)
+        raced = check_policy(wide(), timeout=600)
     finally:
         os.close(reader)
         os.close(writer)
-    assert raced.complete and _shape(raced) == _shape(alone)
-    return seen.exists()
+    return seen.exists(), raced
 
 
 @needs_fork
@@ -673,38 +681,6 @@ def test_near_the_memory_limit_the_engines_child_gives_way(
     assert gone, "the engine's child was still running near the memory limit"
 
 
-def _side_seen_gone(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Any, waiting: str, timeout: float = 600
-) -> tuple[bool, Any]:
-    """Race ``wide()``, the verdicts one by one sending their child's pid down a pipe and
-    never ending, the engine's child's ``waiting`` (a function of ``run_module``) waiting
-    for that process to end first (on its pidfd). Whether the engine's child saw it end,
-    and the report."""
-    policy = wide()
-    parent, seen = os.getpid(), tmp_path / "seen"
-    reader, writer = os.pipe()
-
-    def one_by_one(*args: Any, **kwargs: Any) -> Any:
-        os.write(writer, f"{os.getpid()}\n".encode())
-        time.sleep(600)
-
-    real = getattr(run_module, waiting)
-
-    def waited(*args: Any, **kwargs: Any) -> Any:
-        if os.getpid() != parent and _ended(reader):
-            seen.write_text("gone")
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(run_module, "_one_by_one", one_by_one)
-    monkeypatch.setattr(run_module, waiting, waited)
-    try:
-        raced = check_policy(policy, timeout=timeout)
-    finally:
-        os.close(reader)
-        os.close(writer)
-    return seen.exists(), raced
-
-
 @needs_fork
 @pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="waits on the other child's exit")
 def test_once_the_engines_analysis_is_complete_the_other_child_gives_way(
@@ -716,7 +692,7 @@ def test_once_the_engines_analysis_is_complete_the_other_child_gives_way(
     # the process alive (`indep-mixes-20-40-3`: the engine's cores crowded the memory
     # limit, and the engine was stopped with its analysis complete).
     alone = _alone(wide())
-    gone, raced = _side_seen_gone(monkeypatch, tmp_path, "_found")
+    gone, raced = _gone_before(monkeypatch, tmp_path, "_one_by_one", "_found")
     assert gone, "the other child was still running during the engine's cores"
     assert raced.complete and _shape(raced) == _shape(alone)
 
@@ -738,7 +714,7 @@ def test_near_the_memory_limit_the_heavier_child_gives_way(
 
     monkeypatch.setattr(run_module, "memory_share", lambda: 0.7)
     monkeypatch.setattr(run_module, "_side_heavier", side_heavier)
-    gone, raced = _side_seen_gone(monkeypatch, tmp_path, "_engine_path")
+    gone, raced = _gone_before(monkeypatch, tmp_path, "_one_by_one", "_engine_path")
     assert gone, "the other child was still running near the memory limit"
     assert raced.complete and _shape(raced) == _shape(alone) and raced.reason is None
     assert heavier and all(child != side for child, side in heavier)
