@@ -334,7 +334,8 @@ def _raced(
     ``ASIDE_GRACE`` of the limit, the verdicts decided one at a time (``_one_by_one``) in a
     second one; this process only waits on both. The first complete report is the answer
     (both give the same verdicts, traces and cores). Where neither is complete by the limit
-    less the reserve, the engine's incomplete report if it came, else the engine's child is
+    less the reserve, the engine's incomplete report if it came (``_fuller``: the other's
+    where that came too and holds every finding it does), else the engine's child is
     killed there, however deep in one BDD operation it is, and the other's report, whose
     cores it computes in the reserve, is the answer; should that one not come by the
     limit either (a step that does not stop when told), it is killed too, and the answer
@@ -432,7 +433,7 @@ def _raced(
             if engine is not None and not strict:
                 return _with_side(engine, side, deadline, timeout)
             if engine is not None:
-                return engine  # incomplete, as is the other's: the engine's, as ever
+                return _fuller(engine, side)  # both incomplete
             if deadline is not None and timeout is not None:  # the limit ended the wait
                 child.stop()  # the other's cores come next, in the reserve
                 if not side.wait(deadline - _core_margin(timeout) / 2):
@@ -453,6 +454,23 @@ def _raced(
         child.stop()
         if side is not None:
             side.stop()
+
+
+def _fuller(engine: _Answer, side: Aside[_Answer]) -> _Answer:
+    """Of ``_raced``'s two incomplete answers in strict mode, the engine's and the verdicts
+    decided one by one (if theirs came): theirs where it reports every finding the
+    engine's does (by subject), for it also names the verdicts it left undecided, all the
+    others decided, where an engine's incomplete report decides none; else the
+    engine's."""
+    if not side.ready():
+        return engine
+    ok, theirs = side.result()
+    if not ok or theirs is None:
+        return engine
+    subjects = {(f.id, f.tool, f.requirement) for f in theirs[1]}
+    if all((f.id, f.tool, f.requirement) in subjects for f in engine[1]):
+        return theirs
+    return engine
 
 
 def _side_heavier(child: Aside[_Answer], side: Aside[_Answer]) -> bool:

@@ -938,3 +938,35 @@ def test_in_priority_mode_an_incomplete_engine_report_takes_what_the_search_besi
     for f in raced.findings:
         assert engine[(f.id, f.tool, f.requirement)] == f
     assert "forced-tie" in {f.id for f in raced.findings}
+
+
+class _Answered:
+    """A second child whose answer is in."""
+
+    def __init__(self, ok: bool, answer: Any) -> None:
+        self.answer = (ok, answer)
+
+    def ready(self) -> bool:
+        return True
+
+    def result(self) -> tuple[bool, Any]:
+        return self.answer
+
+
+def test_of_two_incomplete_answers_the_one_that_decides_more_is_taken() -> None:
+    from types import SimpleNamespace
+
+    def found(*subjects: tuple[str, str | None]) -> list[Any]:
+        return [SimpleNamespace(id=i, tool=t, requirement=None) for i, t in subjects]
+
+    cut = Analysis(complete=False, reason="the time limit ran out")
+    engine = (cut, found(("forced-conflict", "a")), [])
+    more = (cut, found(("forced-conflict", "a"), ("dead-tool", "b")), [])
+    # Theirs holds every finding the engine's does, and names what it left undecided.
+    assert run_module._fuller(engine, _Answered(True, more)) is more  # type: ignore[arg-type]
+    # Theirs lacks one of the engine's findings: the engine's.
+    other = (cut, found(("dead-tool", "b")), [])
+    assert run_module._fuller(engine, _Answered(True, other)) is engine  # type: ignore[arg-type]
+    # Theirs failed, or is not in: the engine's.
+    assert run_module._fuller(engine, _Answered(False, None)) is engine  # type: ignore[arg-type]
+    assert run_module._fuller(engine, _LateSide(None)) is engine  # type: ignore[arg-type]
