@@ -57,8 +57,10 @@ from ruleengine.check.projections import Projections, without_dead
 from ruleengine.check.seek import SEEK_STATES, Estimates, searched, seek
 from ruleengine.check.symbolic_encoding import EncodingBase
 from ruleengine.check.symbolic_layers import _OutOfTime
+from ruleengine.check.symbolic_priority import Ambiguous
 from ruleengine.check.symbolic_verdicts import (
     Chase,
+    StepsBack,
     Verdicts,
     _conflict_kind,
     _forced_on,
@@ -108,6 +110,14 @@ FINISH_SECONDS = 1.5
 """The longest the first try at the states that can finish (``_can_finish``) may take; one
 cut short goes on after the other verdicts, with the time left, from where it stopped
 (``Chase``)."""
+
+BACK_SHARE = 0.25
+"""The share of the time left that the layers backward from the states that may stop
+take, in priority mode, before the unrolled steps (``_Exact._finish_back``)."""
+
+BACK_FIRST = 1.0
+"""The longest the first layers backward from each open set may take, in priority mode
+(``_Exact._back``); those cut short go on later, from where they stopped."""
 
 STUCK_LAYERS_SHARE = 0.25
 """The share of the time left that the search of the first layers for the no-finish witness
@@ -228,11 +238,19 @@ def analyse_compositional(
         return probe
     if progress is not None:  # what the probe decided, before the diagrams are built
         progress(decided_by_probe(system, probe))
-    decider = _Decider(system, enc, explorer, probe, budget, deadline, interrupt, progress)
+    kind = _Decider if system.mode == "strict" else _Exact
+    try:
+        decider = kind(system, enc, explorer, probe, budget, deadline, interrupt, progress)
+    except Ambiguous:  # a step whose pass the runtime's choice of core decides
+        first = _from_probe(system, probe)
+        assert first.decided is not None
+        return _closed(first, [k for k in _keys(system) if k not in first.decided], cut=False)
     try:
         decider.run()
     except _Late:
         cut = True
+    except Ambiguous:
+        cut = False  # what was decided before the step stands
     else:
         cut = False
     return _closed(decider.result, decider.undecided(), cut=cut)
@@ -336,6 +354,10 @@ class _Decider:
     """One compositional analysis (``analyse_compositional``): ``result`` fills as each
     verdict is decided, and ``result.decided`` names each one."""
 
+    exact = False
+    """Whether only the exact steps decide (``_Exact``): no projections, no bounds from
+    the components on their own."""
+
     def __init__(
         self,
         system: System,
@@ -356,7 +378,7 @@ class _Decider:
             system, enc, None, deadline, None, budget, witness_states=WITNESS_STATES
         )
         v.begin()
-        self.projections = Projections(system, enc)
+        self.projections = Projections(system, enc, relaxed=not self.exact)
         self.paths: list[tuple[Event, ...]] = []
         """Histories found so far (to tools, to a finish), for the liveness searches."""
         self.result = _from_probe(system, probe)
@@ -453,28 +475,7 @@ class _Decider:
         return self.interrupt is not None and self.interrupt()
 
     def run(self) -> None:
-        result = self.result
-        decided = result.decided
-        assert decided is not None
-        p, some = self.verdicts.pass_, self.verdicts.some
-        inconsistent = ~p.consistent
-        # What the probe met is decided already, and no tool that nothing hard-forces is in a
-        # forced conflict (``_from_probe``).
-        if result.deadlock is None:
-            result.deadlock = self._first(
-                some(inconsistent & p.stuck), _conflict_kind("deadlock"), "deadlock"
-            )
-        forcing = inconsistent & ~p.stuck
-        for t in self.enc.tools:
-            key = f"forced-conflict:{t}"
-            if key in decided:
-                continue
-            target = some(forcing & p.hard[t])
-            found = self._first(target, _forced_on(t), key)
-            if found is not None:
-                result.forced_conflicts[t] = found
-        if result.tie is None:
-            result.tie = self._first(some(p.tie), _has_tie, "forced-tie")
+        self._findings()
         self._tools()
         self._finish()
         self._no_finish()
@@ -504,6 +505,32 @@ class _Decider:
         self._unroll(UNROLL_DEPTHS[-1:])
         self._prove(PROVE_SECONDS)
         self._finish_unrolled()
+
+    def _findings(self) -> None:
+        """The deadlock, each forced conflict and the tie, where the probe did not meet
+        them: each met in the first layers (its shortest witness), or shown never (``_first``)."""
+        result = self.result
+        decided = result.decided
+        assert decided is not None
+        p, some = self.verdicts.pass_, self.verdicts.some
+        inconsistent = ~p.consistent
+        # What the probe met is decided already, and no tool that nothing hard-forces is in a
+        # forced conflict (``_from_probe``).
+        if result.deadlock is None:
+            result.deadlock = self._first(
+                some(inconsistent & p.stuck), _conflict_kind("deadlock"), "deadlock"
+            )
+        forcing = inconsistent & ~p.stuck
+        for t in self.enc.tools:
+            key = f"forced-conflict:{t}"
+            if key in decided:
+                continue
+            target = some(forcing & p.hard[t])
+            found = self._first(target, _forced_on(t), key)
+            if found is not None:
+                result.forced_conflicts[t] = found
+        if result.tie is None:
+            result.tie = self._first(some(p.tie), _has_tie, "forced-tie")
 
     def _first(self, target: Node, finding: Callable[[Outcome], bool], key: str) -> Witness | None:
         """The shortest witness of a finding the probe did not meet (the engines' own:
@@ -556,8 +583,7 @@ class _Decider:
             where = some(p.allowed[tool])
             found = self._sought(tool, GLANCE_STATES)
             if found is None and (
-                self.orders.never_called(tool)
-                or self.projections.never(where, self._soon(QUICK_NEVER))
+                self._never_called(tool) or self.projections.never(where, self._soon(QUICK_NEVER))
             ):
                 decided.add(key)
                 continue
@@ -570,6 +596,11 @@ class _Decider:
             else:
                 self.open[key] = some(p.callable[tool])
         self._without_dead()
+
+    def _never_called(self, tool: str) -> bool:
+        """Whether the orders of the histories that would call ``tool`` contradict each
+        other (``Orders.never_called``): True is a proof that it is never allowed."""
+        return self.orders.never_called(tool)
 
     def _sought(
         self, goal: str, states: int = SEEK_STATES, *, within: int | None = None
@@ -658,26 +689,36 @@ class _Decider:
         elif never_finishes(self.system) or self._never(some(p.can_stop)):
             self._stuck_at_start()  # never, from the start
         else:
-            # Undecided; but the components' relaxed distances bound it from below.
-            estimates = Estimates(self.system, FINAL_ANSWER, self.enc.distances)
-            least = estimates.bound(self.system.initial)
-            if least is None:
-                decided.add("budget")  # some component alone never lets the run stop
-            else:
-                # Each tool every finishing history calls costs a step of its own, and so
-                # do the calls that the soft forces they set off cost besides.
-                until = time.monotonic() + FORCED_SECONDS
-                if self.deadline is not None:
-                    until = min(until, self.deadline)
-                # Where a history is known, a bound as long makes it exact: the calls are
-                # sought only until they show that much.
-                known = None if self.finished is None else len(self.finished) - 1
-                steps, self.needed = least_steps(self.system, until, beyond=known)
-                each = estimates.least_calls(self.system.initial, self.needed)
-                assert each is not None  # as ``bound``
-                result.finish_after = max(result.finish_after, least - 1, steps - 1, each - 1)
-                if self.finished is not None and len(self.finished) <= result.finish_after + 1:
-                    self._exact(self.finished)  # a history as short as the bound
+            self._finish_bounded()
+
+    def _finish_bounded(self) -> None:
+        """Where no history to ``final_answer`` was found within the budget: the least
+        number of steps before it bounded from below (``finish_after``), by the components'
+        relaxed distances and the calls every finishing history makes; the budget decided
+        where some component alone never lets the run stop, or a history as short as the
+        bound is known."""
+        result = self.result
+        decided = result.decided
+        assert decided is not None
+        estimates = Estimates(self.system, FINAL_ANSWER, self.enc.distances)
+        least = estimates.bound(self.system.initial)
+        if least is None:
+            decided.add("budget")  # some component alone never lets the run stop
+        else:
+            # Each tool every finishing history calls costs a step of its own, and so
+            # do the calls that the soft forces they set off cost besides.
+            until = time.monotonic() + FORCED_SECONDS
+            if self.deadline is not None:
+                until = min(until, self.deadline)
+            # Where a history is known, a bound as long makes it exact: the calls are
+            # sought only until they show that much.
+            known = None if self.finished is None else len(self.finished) - 1
+            steps, self.needed = least_steps(self.system, until, beyond=known)
+            each = estimates.least_calls(self.system.initial, self.needed)
+            assert each is not None  # as ``bound``
+            result.finish_after = max(result.finish_after, least - 1, steps - 1, each - 1)
+            if self.finished is not None and len(self.finished) <= result.finish_after + 1:
+                self._exact(self.finished)  # a history as short as the bound
 
     def _shorter(self, found: tuple[Event, ...]) -> tuple[Event, ...]:
         """``found`` (a finishing history), or a shorter one: while a directed search
@@ -1524,3 +1565,170 @@ class _Decider:
             )
         except GaveUp:
             raise _Late from None  # the deadline, or told to stop
+
+
+class _Exact(_Decider):
+    """The verdicts one by one by the exact steps alone, for priority mode: there a higher
+    tier overrides a component's denial, so neither a component on its own nor any two
+    bound the runs, and nothing that reasons from them applies (the projections, the
+    orders of the histories, the relaxed distances as bounds, the calls every finishing
+    history makes). What is left decides each verdict only by a real history, replayed
+    through the runtime's reasoner (the probe, the directed searches, the histories known
+    followed, bounded model checking), by the breadth-first layers of the encoding while
+    they stay small, or by a proof over the encoding's own steps (the states that can
+    finish, chained backward; property-directed reachability). Slower to decide a "never"
+    than the strict analysis, but it needs no reachable set: `mixed-50-100-3` (a cycle
+    guard's window of 10 calls over 50 tools, 5 × 10¹¹ states reached within the minute
+    and more to come) is decided where the reachable set is not."""
+
+    exact = True
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._backs: dict[Node, StepsBack] = {}
+        """``_stepped_back``'s layers, by the states they lead to."""
+
+    def run(self) -> None:
+        self._findings()
+        self._tools()
+        self._finish()
+        self._finish_back(self._left(BACK_SHARE))
+        self._no_finish()
+        self._live()
+        self._live_searched(directed=False)
+        self._live_after()
+        self._live_without()
+        self._live_triggered()
+        # The layers backward before the unrolled steps: each decides for good, a "never"
+        # as well as a "sometimes", and holds its diagrams, where the unrolled steps take
+        # a copy of every bit per step (`indep-mixes-50-100-1`: 500 MB in 20 s).
+        self._back(BACK_FIRST)
+        self._unroll(UNROLL_DEPTHS[:UNROLL_FIRST])
+        self._live_never()
+        self._live_searched()
+        self._finish_back(self._left(BACK_SHARE))
+        self._prove(PROVE_FIRST)
+        self._no_finish(again=True)
+        for depth in UNROLL_DEPTHS[UNROLL_FIRST:-1]:
+            self._unroll((depth,))
+            self._back(PROVE_SECONDS)
+            self._prove(PROVE_SECONDS, balanced=True)
+        self._unroll(UNROLL_DEPTHS[-1:])
+        self._back(None)
+        self._prove(PROVE_SECONDS)
+        self._finish_unrolled()
+
+    def _left(self, share: float) -> float | None:
+        """``share`` of the seconds left (None without a deadline)."""
+        if self.deadline is None:
+            return None
+        return share * max(0.0, self.deadline - time.monotonic())
+
+    def _stepped_back(self, target: Node, seconds: float | None) -> StepsBack | None:
+        """The breadth-first layers backward from ``target`` (``StepsBack``, kept between
+        calls), run for at most ``seconds`` more (None: the time left) or until the
+        manager holds ``MANAGER_NODES``; None when they were cut short there (``_Late``
+        past the deadline)."""
+        self._on_time()
+        bdd = self.enc.bdd
+        back = self._backs.get(target)
+        if back is None:
+            back = self._backs[target] = StepsBack(self.verdicts, target, self.projections.reached)
+        until = None if seconds is None else time.monotonic() + seconds
+        asked = itertools.count()
+
+        def give_up() -> bool:
+            if until is not None and time.monotonic() >= until:
+                return True
+            if next(asked) % MANAGER_EVERY == 0 and len(bdd) > MANAGER_NODES:
+                return True
+            return self._late()
+
+        try:
+            back.run(give_up)
+        except _OutOfTime:
+            self._on_time()
+            return None
+        return back
+
+    def _back(self, most: float | None) -> None:
+        """What is still open, decided by the layers backward from its states
+        (``_stepped_back``, at most ``most`` seconds each): a finding met there has its
+        shortest witness, the engines' own; a tool allowed or a requirement live, its
+        shortest history; and where the layers end without the initial state, none is
+        reachable. (`mixed-50-100-7` in priority mode: two requirements never live, shown
+        so in 1 s and 0.3 s, where property-directed reachability gave up on both.)"""
+        decided = self.result.decided
+        assert decided is not None
+        for table in (self.unproven, self.open):
+            for key, where in list(table.items()):
+                if key not in table:
+                    continue  # met along an earlier one's history
+                back = self._stepped_back(where, most)
+                if back is None:
+                    continue
+                del table[key]
+                decided.add(key)
+                if back.met is None:
+                    continue  # never
+                trace = back.trace()
+                if table is self.open:
+                    table[key] = where
+                    decided.discard(key)
+                    self._met(tuple(trace))
+                else:
+                    self._witnessed(key, trace)
+
+    def _witnessed(self, key: str, trace: list[Event]) -> None:
+        """The finding of ``key`` (decided) with its shortest witness, ``trace``."""
+        result, v = self.result, self.verdicts
+        if key == "deadlock":
+            result.deadlock = v.witness_along(trace, _conflict_kind("deadlock"))
+        elif key == "forced-tie":
+            result.tie = v.witness_along(trace, _has_tie)
+        elif key == "no-finish":
+            found = v.witness_along(trace, _has_pass)
+            result.no_finish = Witness(found.trace, (), found.depends_on_checks)
+        else:
+            tool = key.removeprefix("forced-conflict:")
+            result.forced_conflicts[tool] = v.witness_along(trace, _forced_on(tool))
+
+    def _finish_back(self, seconds: float | None) -> None:
+        """The budget, by the layers backward from the states that may stop (at most
+        ``seconds`` more): the least number of steps before ``final_answer``, with the
+        shortest history; or none at all, where the layers end first (then they hold
+        every state that can finish, for the no-finish). Cut short, each whole layer
+        raises the lower bound (``finish_after``)."""
+        result = self.result
+        decided = result.decided
+        assert decided is not None
+        if "budget" in decided:
+            return
+        v = self.verdicts
+        target = v.some(v.pass_.can_stop)
+        back = self._stepped_back(target, seconds)
+        if back is None:
+            back = self._backs[target]
+            result.finish_after = max(result.finish_after, len(back.layers) - 1)
+            return
+        if back.met is not None:
+            self._exact(tuple(back.trace()))
+            return
+        decided.add("budget")  # never: ``finish_depth`` stays None
+        if self.can_finish is None:
+            self.can_finish = back.seen
+
+    def _never_called(self, tool: str) -> bool:
+        return False  # the orders hold only where every denial does
+
+    def _without_dead(self) -> bool:
+        return False  # no projections to rebuild
+
+    def _finish_bounded(self) -> None:
+        pass  # no bound from the components alone: bounded model checking's, later
+
+    def _first_stuck(self) -> bool:
+        return False  # a state is shown stuck only by the states that can finish
+
+    def _stuck_in_layers(self) -> bool:
+        return False  # as ``_first_stuck``

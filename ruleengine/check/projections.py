@@ -56,7 +56,9 @@ class Projections:
     docstring). ``never(where)`` is a proof that no reachable state is in ``where`` when it
     says True; False means only that the projections could not show it. ``never``: tools
     shown never allowed in a reachable state, whose steps every projection leaves out (no
-    history takes one)."""
+    history takes one). ``relaxed=False`` takes no component's relaxed product: the
+    projections rule out no state (in priority mode a higher tier may override a
+    component's denial, so a component alone does not bound the runs)."""
 
     _kept: list[int]
     callable: frozenset[str]
@@ -77,6 +79,7 @@ class Projections:
         *,
         like: Projections | None = None,
         never: frozenset[str] = frozenset(),
+        relaxed: bool = True,
     ) -> None:
         self.system = system
         self.start = system.initial if start is None else start
@@ -89,6 +92,10 @@ class Projections:
             self._kept, self.callable, self._open = like._kept, like.callable, like._open
             self._moving, self._blocks = like._moving, like._blocks
             self._restricting, self._owner = like._restricting, like._owner
+        elif not relaxed:  # no component bounds the runs: every state of views is kept
+            self._kept, self.callable = [], frozenset(system.tools) - never
+            self._open, self._moving, self._blocks, self._restricting = {}, {}, {}, {}
+            self._owner = {}
         else:
             self._kept = [i for i, c in enumerate(comps) if not c.requirement.yielding]
             self.callable = Relaxed(comps, system.tools).callable(never=never)
@@ -104,6 +111,8 @@ class Projections:
         self.reached = self.bdd.true
         """The states whose every component is at a view it reaches on its own (the pairs a
         refinement adds are kept apart: ``never`` conjoins only those a question reads)."""
+        if not relaxed:
+            self.reached = enc.views(comps)
         for i in self._kept:
             found = self.views[i] = frozenset(v for (v,) in self._reach((i,)))
             self.reached &= self._set((i,), ((v,) for v in found))

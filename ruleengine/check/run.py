@@ -2,8 +2,8 @@
 
 Engines: ``explicit`` (breadth-first over the monitors' product, every state decided by the
 runtime reasoner; any policy whose requirements have monitors) and ``symbolic`` (binary
-decision diagrams over the same tabulated monitors; strict-mode policies whose rules are
-literals, which covers every built-in). ``auto`` takes the symbolic engine when it applies,
+decision diagrams over the same tabulated monitors; policies whose rules are literals,
+which covers every built-in, in either mode). ``auto`` takes the symbolic engine when it applies,
 except for the analysis of a whole policy with at most ``SMALL_STATES`` reachable states:
 a breadth-first search that finds so few settles it with the explicit engine (the engines
 agree; on so few states deciding each costs a fraction of building the BDD relations).
@@ -27,7 +27,7 @@ from ruleengine.check.examples import with_examples
 from ruleengine.check.explicit import analyse
 from ruleengine.check.progress import note as note_progress
 from ruleengine.check.properties import findings
-from ruleengine.check.report import FINDING_IDS, Finding, Report, Stats
+from ruleengine.check.report import Finding, Report, Stats
 from ruleengine.check.skipping import Impure, expand
 from ruleengine.check.supervise import held_by, memory_share
 from ruleengine.check.system import Checked, System, Unexplorable, symbolic_problem
@@ -349,7 +349,6 @@ def _raced(
     deadline, timeout = options.deadline, options.timeout
     if symbolic_problem(system) is not None:
         return None
-    strict = system.mode == "strict"
     if options.max_states is not None:
         return None  # a bound on the engine's search, which the other does not keep
     from ruleengine.check.lanes import Aside
@@ -421,8 +420,6 @@ def _raced(
                         return engine  # None: failed, the caller repeats its error
                 if side.ready():
                     ok, theirs = side.result()
-                    if (not ok or theirs is None) and not strict:
-                        return _engine_alone(child, stop)  # nothing is decided one by one
                     if not ok or theirs is None:  # failed: decided here instead
                         if dropped:  # no engine to ask after: on our own
                             mine = _decided(system, run, options, stop)
@@ -430,8 +427,6 @@ def _raced(
                         return _decided_here(system, run, options, child, stop)
                     if theirs[0].complete:
                         return theirs
-            if engine is not None and not strict:
-                return _with_side(engine, side, deadline, timeout)
             if engine is not None:
                 return _fuller(engine, side)  # both incomplete
             if deadline is not None and timeout is not None:  # the limit ended the wait
@@ -443,12 +438,6 @@ def _raced(
                 ok, theirs = side.result()
                 if ok and theirs is not None:
                     return crowd.noted(theirs)
-        if not strict:
-            if side is not None and side.ready():
-                ok, theirs = side.result()
-                if ok and theirs is not None:
-                    return crowd.noted(theirs)  # the engine's child stopped for memory
-            return _engine_alone(child, stop)
         return _decided_here(system, run, options, child, stop)
     finally:
         child.stop()
@@ -457,7 +446,7 @@ def _raced(
 
 
 def _fuller(engine: _Answer, side: Aside[_Answer]) -> _Answer:
-    """Of ``_raced``'s two incomplete answers in strict mode, the engine's and the verdicts
+    """Of ``_raced``'s two incomplete answers, the engine's and the verdicts
     decided one by one (if theirs came): theirs where it reports every finding the
     engine's does (by subject), for it also names the verdicts it left undecided, all the
     others decided, where an engine's incomplete report decides none; else the
@@ -649,67 +638,6 @@ def _lost(system: System, probe: Analysis | None, why: str | None = None) -> Ana
     return Analysis(states=0, complete=False, reason=f"{why}: nothing is decided")
 
 
-def _first_states(system: System, stop: float | None) -> Analysis:
-    """Priority mode's analysis beside the engine, where no verdict is decided one by one
-    (that analysis composes components as strict mode does: a denial holds): a
-    breadth-first search without liveness until ``stop``, of at most ``SIDE_PROBE_STATES``
-    states, and what it decides (``compositional.decided_by_probe``: the witnesses it met,
-    each a shortest history), the rest named undecided. Where the reasoner weighs tiers
-    state by state it goes deeper than the reserve's search (`indep-mixes-50-100-1`: a
-    forced conflict two steps deep, 22,500 states in), and it is what a report holds when
-    the engine is stopped in the middle of one step."""
-    from ruleengine.check.compositional import decided_by_probe
-
-    probe = analyse(system, max_states=SIDE_PROBE_STATES, deadline=stop, live=False)
-    mine = decided_by_probe(system, probe)
-    n = len(mine.undecided)
-    mine.reason = (
-        f"{UNFINISHED}; a breadth-first search of the first {probe.states:,} states decided "
-        f"what it met, {n} verdict{'' if n == 1 else 's'} left undecided: "
-        f"{listed(mine.undecided)}"
-    )
-    return mine
-
-
-SIDE_PROBE_STATES = 100_000
-"""The states ``_first_states``'s search explores at most: about 200 MB at 50 tools (its
-breadth-first frontier of 150 events a state grows fast: a million states pass 2 GiB)."""
-
-
-def _engine_alone(child: Aside[_Answer], stop: float | None) -> _Answer | None:
-    """``_raced`` in priority mode once its second child failed or the limit less the
-    reserve came: the engine's answer if it comes by ``stop``; else None (the engine's
-    child stopped), and the caller runs the engine's path itself."""
-    if child.ready() or child.wait(stop):
-        answer = _taken(child)
-        if answer is not None:
-            return answer
-    child.stop()
-    return None
-
-
-def _with_side(
-    engine: _Answer, side: Aside[_Answer], deadline: float | None, timeout: float | None
-) -> _Answer:
-    """The engine's incomplete answer in priority mode, with the findings of the second
-    child's search (``_first_states``) that it lacks, once that child answers (by the limit
-    less the cores' margin): each a real shortest history, with its core."""
-    until = None
-    if deadline is not None and timeout is not None:
-        until = deadline - _core_margin(timeout) / 2
-    if not side.wait(until):
-        return engine
-    ok, theirs = side.result()
-    if not ok or theirs is None:
-        return engine
-    analysis, found, cut = engine
-    subjects = {(f.id, f.tool, f.requirement) for f in found}
-    more = [f for f in theirs[1] if (f.id, f.tool, f.requirement) not in subjects]
-    rank = {finding_id: i for i, finding_id in enumerate(FINDING_IDS)}
-    merged = sorted([*found, *more], key=lambda f: rank[f.id])  # as ``findings`` orders them
-    return analysis, merged, [*cut, *theirs[2]]
-
-
 def _one_by_one(
     system: System,
     run: Callable[[Any, str | None], Analysis],
@@ -717,16 +645,12 @@ def _one_by_one(
     stop: float | None,
     send: Callable[[object], None] | None = None,
 ) -> tuple[Analysis, list[Finding], list[str]]:
-    """The verdicts decided one at a time until ``stop`` (``_decided``; in priority mode,
-    what a search of the first states meets, ``_first_states``), with their findings and
-    cores, as ``_raced``'s second child reports them; ``send`` (if given) is sent what is
-    decided as the analysis goes on, the whole analysis before its cores are sought, and
-    then again with each core found (``_Cored``), for a parent that cannot wait for the
-    end."""
-    if system.mode == "strict":
-        mine = _decided(system, run, options, stop, progress=send)
-    else:
-        mine = _first_states(system, stop)
+    """The verdicts decided one at a time until ``stop`` (``_decided``), with their
+    findings and cores, as ``_raced``'s second child reports them; ``send`` (if given) is
+    sent what is decided as the analysis goes on, the whole analysis before its cores are
+    sought, and then again with each core found (``_Cored``), for a parent that cannot
+    wait for the end."""
+    mine = _decided(system, run, options, stop, progress=send)
     if send is None:
         return _light(mine), *_found(system, mine, run, options)
     send(mine)

@@ -138,6 +138,27 @@ class EncodingBase:
             )
         return found
 
+    def views(self, components: Sequence[Component]) -> Node:
+        """The states whose every component of ``components`` is at one of its views (its
+        bits spell a number below its count of views)."""
+        u = self.bdd.true
+        for comp in components:
+            u &= self._below(self.bits[id(comp)], len(comp.views))
+        return u
+
+    def _below(self, names: Sequence[str], count: int) -> Node:
+        """The bits ``names`` (lowest first) spell a number below ``count``: one node per
+        bit, from the highest."""
+        bdd = self.bdd
+        if count >= 1 << len(names):
+            return bdd.true
+        u = bdd.false  # no bits spell 0, which is not below 0 (``count mod 1``)
+        for b, name in enumerate(names):
+            # ``u``: the bits below ``b`` spell a number below ``count mod 2^b``.
+            x = bdd.var(name)
+            u = (~x | u) if count >> b & 1 else (~x & u)
+        return u
+
     def state_bits(self, components: Sequence[Component], state: State) -> dict[str, bool]:
         """The assignment of every view bit for a concrete state."""
         out: dict[str, bool] = {}

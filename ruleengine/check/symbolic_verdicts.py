@@ -38,7 +38,7 @@ from ruleengine.requirements.permission import AskPermissionRequirement
 from ruleengine.rules import Emitted
 from ruleengine.state import STATUSES
 
-__all__ = ["Chase", "Verdicts"]
+__all__ = ["Chase", "StepsBack", "Verdicts"]
 
 SEEK_STATES = 256
 """States a directed search (``seek``) decides for a tool allowed, or a stop within the
@@ -369,7 +369,6 @@ class Verdicts(Layers):
     ) -> Witness:
         """The lexicographically smallest shortest trace into ``target`` (over view bits);
         ``depth``: the first layer meeting it, when the caller knows."""
-        system = self.system
         if depth is None:
             depth = self._depth(target)
         assert depth is not None
@@ -378,6 +377,15 @@ class Verdicts(Layers):
             trace = self._forward_trace(target, depth)
         if trace is None:
             trace = self._backward_trace(target, depth)
+        return self.witness_along(trace, finding)
+
+    def witness_along(
+        self, trace: list[Event], finding: Callable[[Outcome], bool] | None
+    ) -> Witness:
+        """The witness of a finding at the end of ``trace`` (a history into its states):
+        the records of the first variant there that shows it (``finding``), and whether it
+        depends on the checks' values, on the way or there."""
+        system = self.system
         state = system.initial
         depends = False
         for event in trace:
@@ -605,3 +613,96 @@ class Chase:
                         self._queued.add(j)
         self.done = self._reaches
         return self.done
+
+
+class StepsBack:
+    """Breadth-first layers backward from the states of ``target`` through those of
+    ``reach`` (a superset of the reachable states): layer ``k`` holds the states from which
+    the fewest steps into the target, through states with a pass, are ``k``. Where the
+    initial state is in layer ``k`` (``met``), ``k`` is the length of a shortest history
+    into the target, and ``trace`` gives the lexicographically smallest one (the engines'
+    witness). Where a layer comes out empty first (``done``), no history reaches the target
+    at all: a proof. Each whole layer ``k`` without the initial state proves that no
+    history of ``k`` steps or fewer does.
+
+    Unlike ``Chase`` it keeps the number of steps, at the cost of every cluster stepping
+    back from each layer (a long chain of steps costs a layer per link); the two compute
+    the same states once done. ``run`` asks ``give_up`` before each preimage and raises
+    ``_OutOfTime`` when it says so: the next ``run`` goes on from there."""
+
+    def __init__(self, verdicts: Verdicts, target: Node, reach: Node) -> None:
+        self._v = verdicts
+        self._deciding = reach & verdicts.some(verdicts.pass_.consistent)
+        first = reach & target
+        self.layers: list[Node] = [first]
+        """The layers so far, each whole."""
+        self.seen: Node = first
+        """Their union: the states within ``len(layers) - 1`` steps of the target."""
+        self.met: int | None = None
+        """The initial state's layer, once met."""
+        self.done = first == verdicts.bdd.false
+        """Whether the last layer came out empty (the initial state in none)."""
+        self._firing: list[_Cluster] | None = None
+        self._next = verdicts.bdd.false
+        """The layer being built, from the clusters before ``_at``."""
+        self._at = 0
+        self._initial_in(first, 0)
+
+    def _initial_in(self, layer: Node, k: int) -> None:
+        system = self._v.system
+        if self._v.enc.holds_at(layer, system.components, system.initial):
+            self.met = k
+
+    def run(self, give_up: Callable[[], bool] | None = None) -> None:
+        """Add layers until the initial state is met, a layer comes out empty, or
+        ``give_up()`` says to stop (``_OutOfTime``; the layers so far stay whole)."""
+        v, bdd = self._v, self._v.bdd
+        if self._firing is None:
+            # A cluster that cannot fire in a deciding state adds nothing (and its relation
+            # is never built).
+            self._firing = [c for c in v.clusters if self._deciding & c.guard != bdd.false]
+        firing = self._firing
+        while self.met is None and not self.done:
+            frontier = self.layers[-1]
+            while self._at < len(firing):
+                v._tick()
+                if give_up is not None and give_up():
+                    raise _OutOfTime
+                g = firing[self._at]
+                todo = frontier & v._range(g)
+                if todo != bdd.false:
+                    # Within the guard already: a step needs its tool allowed.
+                    self._next |= v._preimage(todo, g)
+                self._at += 1
+            new = self._next & self._deciding & ~self.seen
+            self._next, self._at = bdd.false, 0
+            if new == bdd.false:
+                self.done = True
+                break
+            self.layers.append(new)
+            self.seen |= new
+            self._initial_in(new, len(self.layers) - 1)
+
+    def trace(self) -> list[Event]:
+        """The lexicographically smallest shortest history into the target, once ``met``:
+        from the initial state, each step the first in declared order that leads one layer
+        nearer."""
+        assert self.met is not None
+        v = self._v
+        comps = v.system.components
+        state = v.system.initial
+        trace: list[Event] = []
+        for k in range(self.met - 1, -1, -1):
+            chosen = next(
+                (
+                    (event, after)
+                    for event, after in v._steps_from(state)
+                    if v.enc.holds_at(self.layers[k], comps, after)
+                ),
+                None,
+            )
+            # INVARIANT: ``state`` is in layer k + 1, so some step leads into layer k.
+            assert chosen is not None
+            trace.append(chosen[0])
+            state = chosen[1]
+        return trace

@@ -343,6 +343,31 @@ def policies(
     return PolicyCase(tools, tuple(specs), mode, draw(st.integers(*max_iterations)))
 
 
+@st.composite
+def priority_policies(draw: st.DrawFn, *, guards: bool = False) -> PolicyCase:
+    """A random policy in priority mode; with ``guards``, one to three cycle guards, at
+    one priority (often above other requirements'), besides its other requirements."""
+    case = draw(policies(priority=False, cycle=not guards))
+    specs = case.specs
+    if guards:
+        priority = draw(st.sampled_from([1, 10, 15, 30]))
+        drawn = draw(
+            st.lists(
+                st.builds(
+                    CycleParams,
+                    st.integers(1, 3),
+                    st.integers(1, 3),
+                    st.integers(1, 4),
+                    st.just(priority),
+                ),
+                min_size=1,
+                max_size=3,
+            )
+        )
+        specs = (*specs, *(ReqSpec(f"g{i}", p) for i, p in enumerate(drawn)))
+    return PolicyCase(case.tools, specs, "priority", case.max_iterations)
+
+
 def drawn_conditional(
     draw: st.DrawFn, tools: Sequence[str], kinds: Sequence[str], name: str
 ) -> ConditionalRequirement:
@@ -383,6 +408,15 @@ __all__ = [
     "policies",
     "requirement_params",
 ]
+
+
+def priority_system(case: PolicyCase) -> System:
+    """The case's system in priority mode, when the symbolic engine takes it; else the
+    example is skipped (``assume``)."""
+    note(case.source())
+    system = System(list(case.tools), case.requirements(), mode="priority")
+    assume(supports(system) is None)
+    return system
 
 
 def symbolic_system(case: PolicyCase) -> System:

@@ -16,7 +16,13 @@ from unittest import mock
 
 from hypothesis import assume, given
 from hypothesis import strategies as st
-from policy_strategies import PolicyCase, policies, symbolic_system
+from policy_strategies import (
+    PolicyCase,
+    policies,
+    priority_policies,
+    priority_system,
+    symbolic_system,
+)
 
 from ruleengine.check import compositional
 from ruleengine.check.analysis import Analysis, Witness, settled
@@ -81,6 +87,29 @@ def test_what_it_gives_as_it_goes_is_decided_and_only_grows(case: PolicyCase, pr
         assert analysis.complete == (not analysis.undecided)
 
 
+@given(
+    case=st.booleans().flatmap(lambda g: priority_policies(guards=g)),
+    probe=st.integers(1, 12),
+    layers=st.booleans(),
+)
+def test_in_priority_mode_what_it_decides_is_what_the_engine_finds(
+    case: PolicyCase, probe: int, layers: bool
+) -> None:
+    # Only the exact parts decide there (``_Exact``): no component alone bounds the runs.
+    # Without the first layers, the findings are left to the layers backward.
+    system = priority_system(case)
+    exact = _exact(system)
+    with mock.patch.object(compositional, "LAYERS", compositional.LAYERS if layers else -1):
+        found = _compositional(case, system, probe)
+    _agrees(found, exact, system, case.max_iterations - 1)
+
+
+@given(case=st.booleans().flatmap(lambda g: priority_policies(guards=g)), probe=st.integers(1, 12))
+def test_in_priority_mode_its_examples_replay(case: PolicyCase, probe: int) -> None:
+    system = priority_system(case)
+    _replays(_compositional(case, system, probe), system)
+
+
 def _agrees(found: Analysis, exact: Analysis, system: System, budget: int) -> None:
     """What ``found`` says it decided is what the explicit engine found (``exact``)."""
     if settled(found, "deadlock"):
@@ -119,7 +148,11 @@ def _agrees(found: Analysis, exact: Analysis, system: System, budget: int) -> No
 @given(case=policies(priority=False), probe=st.integers(1, 12))
 def test_its_examples_replay(case: PolicyCase, probe: int) -> None:
     system = symbolic_system(case)
-    found = _compositional(case, system, probe)
+    _replays(_compositional(case, system, probe), system)
+
+
+def _replays(found: Analysis, system: System) -> None:
+    """Every history ``found`` gives as an example replays to what it claims."""
     for key, trace in found.firsts.items():
         assert walk(system, trace) is not None, key
         if key.startswith("tool:"):
@@ -188,8 +221,17 @@ def _reachable(system: System) -> set[State]:
 @given(case=policies(priority=False))
 def test_a_complete_analysis_is_the_engines(case: PolicyCase) -> None:
     system = symbolic_system(case)
-    exact = _exact(system)
-    found = _compositional(case, system, 1)
+    _complete_agrees(_compositional(case, system, 1), _exact(system))
+
+
+@given(case=st.booleans().flatmap(lambda g: priority_policies(guards=g)))
+def test_in_priority_mode_a_complete_analysis_is_the_engines(case: PolicyCase) -> None:
+    system = priority_system(case)
+    _complete_agrees(_compositional(case, system, 1), _exact(system))
+
+
+def _complete_agrees(found: Analysis, exact: Analysis) -> None:
+    """A complete ``found`` is ``exact``, verdict for verdict."""
     if not found.complete:
         return
     assert _trace(found.deadlock) == _trace(exact.deadlock)

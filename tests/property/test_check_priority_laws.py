@@ -7,38 +7,12 @@ choice of core would decide a step; ``auto`` then gives the explicit engine's re
 from __future__ import annotations
 
 from hypothesis import event, given
-from hypothesis import strategies as st
-from policy_strategies import CycleParams, PolicyCase, ReqSpec, policies
+from policy_strategies import PolicyCase, priority_policies
 from test_check_laws import checked, comparable
 
 from ruleengine.check.symbolic import supports
 from ruleengine.check.system import System
 from ruleengine.errors import PolicyError
-
-
-@st.composite
-def priority_policies(draw: st.DrawFn, *, guards: bool = False) -> PolicyCase:
-    """A random policy in priority mode; with ``guards``, one to three cycle guards, at
-    one priority (often above other requirements'), besides its other requirements."""
-    case = draw(policies(priority=False, cycle=not guards))
-    specs = case.specs
-    if guards:
-        priority = draw(st.sampled_from([1, 10, 15, 30]))
-        drawn = draw(
-            st.lists(
-                st.builds(
-                    CycleParams,
-                    st.integers(1, 3),
-                    st.integers(1, 3),
-                    st.integers(1, 4),
-                    st.just(priority),
-                ),
-                min_size=1,
-                max_size=3,
-            )
-        )
-        specs = (*specs, *(ReqSpec(f"g{i}", p) for i, p in enumerate(drawn)))
-    return PolicyCase(case.tools, specs, "priority", case.max_iterations)
 
 
 def _agree(case: PolicyCase) -> None:
