@@ -24,8 +24,11 @@ verdict can still be decided on its own:
 
 What stays undecided is named (``Analysis.undecided``) and makes the analysis incomplete;
 a complete one gives the same verdicts as the engines (``states`` counts the states the
-probe explored, not the reachable ones). It applies where the symbolic engine does (strict
-mode, literal rules): it reads the encoding's pass diagrams.
+probe explored, not the reachable ones). It applies where the symbolic engine does (literal
+rules): it reads the encoding's pass diagrams. In priority mode a higher tier may override
+a component's denial, so neither the projections nor anything else that reasons from the
+components alone holds there: ``_Exact`` decides by the exact parts only (real histories,
+layers forward and backward, proofs over the whole system's steps).
 """
 
 from __future__ import annotations
@@ -115,7 +118,7 @@ BACK_SHARE = 0.25
 """The share of the time left that the layers backward from the states that may stop
 take, in priority mode, before the unrolled steps (``_Exact._finish_back``)."""
 
-BACK_FIRST = 1.0
+BACK_FIRST = 3.0
 """The longest the first layers backward from each open set may take, in priority mode
 (``_Exact._back``); those cut short go on later, from where they stopped."""
 
@@ -1413,8 +1416,8 @@ class _Decider:
         or two, and its questions cost more than the one-set questions they saved.)"""
         for k in depths:
             for key, where in list(self.open.items()):
-                if key not in self.open:
-                    continue  # met along an earlier one's history
+                if key not in self.open or self._none_within(where, k):
+                    continue  # met along an earlier one's history, or none that short
                 self._on_time()
                 spent = self.spent.setdefault(key, [0.0, 0.0])
                 began = time.monotonic()
@@ -1429,6 +1432,10 @@ class _Decider:
                     spent[0] += time.monotonic() - began
                 if found is not None:
                     self._met(found)
+
+    def _none_within(self, where: Node, steps: int) -> bool:
+        """Whether no history of at most ``steps`` steps is known to reach ``where``."""
+        return False
 
     def _met(self, path: tuple[Event, ...]) -> None:
         """Decide every open verdict some state along ``path`` (a real history) shows,
@@ -1652,32 +1659,50 @@ class _Exact(_Decider):
         return back
 
     def _back(self, most: float | None) -> None:
-        """What is still open, decided by the layers backward from its states
-        (``_stepped_back``, at most ``most`` seconds each): a finding met there has its
-        shortest witness, the engines' own; a tool allowed or a requirement live, its
-        shortest history; and where the layers end without the initial state, none is
-        reachable. (`mixed-50-100-7` in priority mode: two requirements never live, shown
-        so in 1 s and 0.3 s, where property-directed reachability gave up on both.)"""
+        """What is still open, decided backward from its states, at most ``most`` seconds
+        each (None: the time left), half of it for each of two searches, each kept to go on
+        with at the next call: the chaining (``_finishing``), where the initial state is
+        not among the states it finds, none is reachable (`mixed-50-100-7` in priority
+        mode: two requirements never live, shown so in 1 s and 0.3 s, where
+        property-directed reachability gave up on both); then the layers
+        (``_stepped_back``): a finding met there has its shortest witness, the engines'
+        own; a tool allowed or a requirement live, its shortest history; and where they
+        end without the initial state, none is reachable."""
         decided = self.result.decided
         assert decided is not None
+        system = self.system
+        each = None if most is None else most / 2
         for table in (self.unproven, self.open):
             for key, where in list(table.items()):
                 if key not in table:
                     continue  # met along an earlier one's history
-                back = self._stepped_back(where, most)
-                if back is None:
+                # The chaining first, for a "never": it follows a chain of steps link by
+                # link, where the layers take every cluster at each step.
+                until = None if each is None else time.monotonic() + each
+                chased = self._finishing(where, until)
+                if chased is not None and not self.enc.holds_at(
+                    chased, system.components, system.initial
+                ):
+                    del table[key]
+                    decided.add(key)
                     continue
-                del table[key]
-                decided.add(key)
-                if back.met is None:
-                    continue  # never
-                trace = back.trace()
-                if table is self.open:
-                    table[key] = where
-                    decided.discard(key)
-                    self._met(tuple(trace))
+                back = self._stepped_back(where, each)
+                if back is None:
+                    continue  # cut short: it goes on at the next call
+                if back.met is None:  # the layers ended without the start: never
+                    del table[key]
+                    decided.add(key)
+                elif table is self.open:
+                    self._met(tuple(back.trace()))  # this one, and any other on the way
                 else:
-                    self._witnessed(key, trace)
+                    del table[key]
+                    decided.add(key)
+                    self._witnessed(key, back.trace())
+
+    def _none_within(self, where: Node, steps: int) -> bool:
+        # Each whole layer backward without the start rules out a history that short.
+        back = self._backs.get(where)
+        return back is not None and back.met is None and len(back.layers) > steps
 
     def _witnessed(self, key: str, trace: list[Event]) -> None:
         """The finding of ``key`` (decided) with its shortest witness, ``trace``."""
