@@ -785,18 +785,8 @@ class _Decider:
         ``MANAGER_NODES`` or ``interrupt`` ran out first (``_Late`` past the deadline). A
         chaining cut short is kept (``Chase``): the next ask for the same states goes on
         from where it stopped."""
-        v, bdd = self.verdicts, self.enc.bdd
-        asked = itertools.count()
-
-        def give_up() -> bool:
-            if until is not None and time.monotonic() >= until:
-                return True
-            # The manager's size only now and then: CUDD's count of its nodes collects
-            # the dead ones first, and clears the cache the preimages live on.
-            if next(asked) % MANAGER_EVERY == 0 and len(bdd) > MANAGER_NODES:
-                return True
-            return self._late()
-
+        v = self.verdicts
+        give_up = self._giving_up(until)
         if give_up():
             return None
         reach = self.projections.reached
@@ -808,6 +798,23 @@ class _Decider:
         except _OutOfTime:
             self._on_time()
             return None
+
+    def _giving_up(self, until: float | None) -> Callable[[], bool]:
+        """When a search that steps back through the diagrams stops: at ``until``, once
+        the manager holds ``MANAGER_NODES``, or at the deadline (or told to)."""
+        bdd = self.enc.bdd
+        asked = itertools.count()
+
+        def give_up() -> bool:
+            if until is not None and time.monotonic() >= until:
+                return True
+            # The manager's size only now and then: CUDD's count of its nodes collects
+            # the dead ones first, and clears the cache the preimages live on.
+            if next(asked) % MANAGER_EVERY == 0 and len(bdd) > MANAGER_NODES:
+                return True
+            return self._late()
+
+        return give_up
 
     def _first_stuck(self) -> bool:
         """Look for the witness in the probe (see ``_no_finish``): whether it decided.
@@ -1633,26 +1640,14 @@ class _Exact(_Decider):
 
     def _stepped_back(self, target: Node, seconds: float | None) -> StepsBack | None:
         """The breadth-first layers backward from ``target`` (``StepsBack``, kept between
-        calls), run for at most ``seconds`` more (None: the time left) or until the
-        manager holds ``MANAGER_NODES``; None when they were cut short there (``_Late``
-        past the deadline)."""
+        calls), run for at most ``seconds`` more (None: the time left; ``_giving_up``);
+        None when they were cut short (``_Late`` past the deadline)."""
         self._on_time()
-        bdd = self.enc.bdd
         back = self._backs.get(target)
         if back is None:
             back = self._backs[target] = StepsBack(self.verdicts, target, self.projections.reached)
-        until = None if seconds is None else time.monotonic() + seconds
-        asked = itertools.count()
-
-        def give_up() -> bool:
-            if until is not None and time.monotonic() >= until:
-                return True
-            if next(asked) % MANAGER_EVERY == 0 and len(bdd) > MANAGER_NODES:
-                return True
-            return self._late()
-
         try:
-            back.run(give_up)
+            back.run(self._giving_up(None if seconds is None else time.monotonic() + seconds))
         except _OutOfTime:
             self._on_time()
             return None
