@@ -1589,11 +1589,11 @@ class _Exact(_Decider):
     history makes). What is left decides each verdict only by a real history, replayed
     through the runtime's reasoner (the probe, the directed searches, the histories known
     followed, bounded model checking), by the breadth-first layers of the encoding while
-    they stay small, or by a proof over the encoding's own steps (the states that can
-    finish, chained backward; property-directed reachability). Slower to decide a "never"
-    than the strict analysis, but it needs no reachable set: `mixed-50-100-3` (a cycle
-    guard's window of 10 calls over 50 tools, 5 × 10¹¹ states reached within the minute
-    and more to come) is decided where the reachable set is not."""
+    they stay small, by the layers backward from a verdict's states (``StepsBack``), or by
+    a proof over the encoding's own steps (the backward chaining; property-directed
+    reachability). Slower to decide a "never" than the strict analysis, but it needs no
+    reachable set: `mixed-50-100-7` (a cycle guard's window of 10 calls over 50 tools,
+    1.3·10¹⁰ states reached in the minute without a fixpoint) is complete in 35 s."""
 
     exact = True
 
