@@ -27,6 +27,9 @@ from ruleengine.check.run import _SymbolicEngine, _whole_if_small
 from ruleengine.check.system import System
 
 needs_fork = pytest.mark.skipif(not forking_allowed(), reason="the engine's child is forked")
+needs_pidfd = pytest.mark.skipif(
+    not hasattr(os, "pidfd_open"), reason="waits on a forked child's exit"
+)
 
 TOOLS = [f"t{i}" for i in range(9)]
 
@@ -654,7 +657,7 @@ def _gone_before(
 
 
 @needs_fork
-@pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="waits on the engine's exit")
+@needs_pidfd
 def test_the_engines_child_is_stopped_once_every_verdict_is_decided_one_by_one(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Any
 ) -> None:
@@ -667,7 +670,7 @@ def test_the_engines_child_is_stopped_once_every_verdict_is_decided_one_by_one(
 
 
 @needs_fork
-@pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="waits on the engine's exit")
+@needs_pidfd
 def test_near_the_memory_limit_the_engines_child_gives_way(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Any
 ) -> None:
@@ -682,7 +685,7 @@ def test_near_the_memory_limit_the_engines_child_gives_way(
 
 
 @needs_fork
-@pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="waits on the other child's exit")
+@needs_pidfd
 def test_once_the_engines_analysis_is_complete_the_other_child_gives_way(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Any
 ) -> None:
@@ -698,7 +701,7 @@ def test_once_the_engines_analysis_is_complete_the_other_child_gives_way(
 
 
 @needs_fork
-@pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="waits on the other child's exit")
+@needs_pidfd
 def test_near_the_memory_limit_the_heavier_child_gives_way(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Any
 ) -> None:
