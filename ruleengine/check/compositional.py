@@ -245,9 +245,7 @@ def analyse_compositional(
     try:
         decider = kind(system, enc, explorer, probe, budget, deadline, interrupt, progress)
     except Ambiguous:  # a step whose pass the runtime's choice of core decides
-        first = _from_probe(system, probe)
-        assert first.decided is not None
-        return _closed(first, [k for k in _keys(system) if k not in first.decided], cut=False)
+        return decided_by_probe(system, probe, cut=False)
     try:
         decider.run()
     except _Late:
@@ -271,14 +269,14 @@ def _past(deadline: float | None) -> bool:
     return deadline is not None and time.monotonic() > deadline
 
 
-def decided_by_probe(system: System, probe: Analysis) -> Analysis:
+def decided_by_probe(system: System, probe: Analysis, *, cut: bool = True) -> Analysis:
     """What a breadth-first search of the first states (``explicit.analyse`` cut short by a
     state or time limit, with or without liveness) decides, as an incomplete analysis that
     names the other verdicts undecided (``_from_probe``): all a time limit leaves where
-    nothing else was decided in time."""
+    nothing else was decided in time (``cut``), or all that is in reach."""
     first = _from_probe(system, probe)
     assert first.decided is not None
-    return _closed(first, [k for k in _keys(system) if k not in first.decided], cut=True)
+    return _closed(first, [k for k in _keys(system) if k not in first.decided], cut=cut)
 
 
 def _keys(system: System) -> list[str]:
