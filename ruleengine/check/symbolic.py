@@ -115,6 +115,13 @@ the whole reachable set (``_Symbolic._unrolled_into``) ..."""
 INTO_SECONDS = 2.0
 """... each for at most this long."""
 
+INTO_COMPONENTS = 16
+"""Components below which those questions skip bounded model checking and go straight to
+the whole reachable set: on `indep-mixes-20-40-3` the core questions of its dead
+requirements were about subsystems of 6 to 9 components whose early layers passed
+``EARLY_NODES`` (a step counter's ten views) but whose reachable sets hold at most 22,000
+states (0.2 s at most); Z3 took 0.4 to 1.4 s for each depth in turn, to find no history."""
+
 PROJECTED_SECONDS = 0.5
 """The longest the projections (``Projections.never``) are given to show such a question's
 "never" before any history is sought: a core question about a dead requirement or tool is
@@ -457,10 +464,15 @@ class _Symbolic(Verdicts):
         At 50 tools, a dead requirement's core questions about 64 and 68 requirements
         had a history of 16 steps that the whole reachable set took 17 and 60 s to show
         (the second cut at its deadline); Z3 found each in under a second."""
-        if not self.unrolled or UNROLLED_SECONDS <= 0 or len(self.layers) > EARLY_LAYERS:
-            # The early layers stayed small: the whole reachable set is cheap (on the
-            # subsystems of 8 to 18 requirements of those cores, Z3 took 0.05 to 1.7 s
-            # where the layers took milliseconds).
+        if (
+            not self.unrolled
+            or UNROLLED_SECONDS <= 0
+            or len(self.layers) > EARLY_LAYERS
+            or len(self.system.components) < INTO_COMPONENTS
+        ):
+            # The early layers stayed small, or the system is: the whole reachable set is
+            # cheap (on the subsystems of 8 to 18 requirements of those cores, Z3 took 0.05
+            # to 1.7 s where the layers took milliseconds).
             return None
         unrolled = Unrolled(self)
         for steps in INTO_DEPTHS:

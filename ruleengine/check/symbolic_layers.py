@@ -126,6 +126,8 @@ class Layers:
         """Whether some layer kept only part of the states first reached there."""
         self.settled = False
         """Whether the breadth-first layers reached every reachable state."""
+        self._unions: list[tuple[Node, Node]] = []
+        """``_within``'s unions so far, each with the layer it last took in."""
 
     def _groups(self) -> list[_Group]:
         system, enc = self.system, self.enc
@@ -263,6 +265,20 @@ class Layers:
             self.layers.append(frontier)
             self.layered |= frontier
         return self.layers[d]
+
+    def _within(self, d: int) -> Node:
+        """The states of layers 0 to ``d`` (every state within ``d`` steps, unless a layer
+        was pruned), for ``d`` up to the last layer computed. Memoised while the layers are
+        the same (``_layers_within`` may drop the last ones)."""
+        unions = self._unions
+        k = 0
+        while k < len(unions) and k <= d and unions[k][0] is self.layers[k]:
+            k += 1
+        del unions[k:]
+        while len(unions) <= d:
+            layer = self.layers[len(unions)]
+            unions.append((layer, layer if not unions else unions[-1][1] | layer))
+        return unions[d][1]
 
     def _layers_within(self, limit: int) -> int:
         """Breadth-first layers while the states they hold stay within ``limit`` (a layer

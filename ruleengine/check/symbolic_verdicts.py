@@ -18,6 +18,7 @@ import heapq
 from collections.abc import Callable
 
 from ruleengine.aggregate import Clash
+from ruleengine.check._bdd import restricted
 from ruleengine.check.analysis import Witness
 from ruleengine.check.explicit import Outcome, callable_at, decide
 from ruleengine.check.seek import seek
@@ -488,7 +489,12 @@ class Verdicts(Layers):
         back[depth] = self.layers[depth] & target
         for d in range(depth - 1, -1, -1):
             self._tick()
-            back[d] = self.preimage(back[d + 1], self.layers[d])
+            into = back[d + 1]
+            if not self.pruned:
+                # A step from layer d stays within d + 1 steps: elsewhere the set is free,
+                # and far smaller that way than its own diagram.
+                into = restricted(into, self._within(d + 1))
+            back[d] = self.preimage(into, self.layers[d])
         state = system.initial
         trace: list[Event] = []
         comps = system.components

@@ -157,9 +157,10 @@ def test_what_the_pairs_exclude_the_engine_never_meets(case: PolicyCase) -> None
 def test_focused_questions_asked_of_z3_past_the_early_layers_agree_with_the_engine(
     case: PolicyCase,
 ) -> None:
-    # The early layers stop at once (as if grown too large) and the directed search finds
-    # nothing: whether a tool is ever allowed, a requirement ever live, is first asked of
-    # the unrolled steps (``_Symbolic._unrolled_into``), then of the whole reachable set.
+    # The early layers stop at once (as if grown too large), the system counts as large
+    # and the directed search finds nothing: whether a tool is ever allowed, a requirement
+    # ever live, is first asked of the unrolled steps (``_Symbolic._unrolled_into``), then
+    # of the whole reachable set.
     system = symbolic_system(case)
     exact = analyse(system, max_states=MAX_STATES, live=True)
     assume(exact.complete)
@@ -167,6 +168,7 @@ def test_focused_questions_asked_of_z3_past_the_early_layers_agree_with_the_engi
     asking = asking_of(system)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(symbolic_layers, "EARLY_NODES", 0)
+        patch.setattr(symbolic, "INTO_COMPONENTS", 0)
         patch.setattr(symbolic, "seek", lambda *args, **kwargs: None)
         for tool in system.callable:
             one = analyse_symbolic(system, encoding=enc, focus=f"tool:{tool}")
