@@ -177,14 +177,10 @@ class Unrolled:
             self._on_time(deadline)
             out.append(z3.Implies(pick, self._translate(group.guard, i - 1)))
             for comp, index in group.moved:
-                bits = self.enc.bits[id(comp)]
-                for view, then in enumerate(comp.moves[index]):
-                    out.append(
-                        z3.Implies(
-                            z3.And(pick, self._is(bits, view, before)),
-                            self._is(bits, then, after),
-                        )
-                    )
+                # The encoding's own relation of the move table, translated node by node:
+                # the groups that move a component alike share its formula (at 50 tools, a
+                # cube per view and group took 1 to 3.5 s a step; this, under 0.2 s).
+                out.append(z3.Implies(pick, self._translate(self.enc.move(comp, index), i - 1)))
                 moving.setdefault(id(comp), []).append(pick)
         for comp in self.system.components:
             movers = moving.get(id(comp), [])
@@ -192,11 +188,6 @@ class Unrolled:
                 stays = before[x] == after[x]
                 out.append(z3.Or(stays, *movers) if movers else stays)
         return out
-
-    def _is(self, bits: Sequence[str], view: int, copy: dict[str, z3.BoolRef]) -> z3.BoolRef:
-        """The bits ``bits`` spell ``view`` in ``copy`` (lowest bit first)."""
-        literals = [copy[b] if view >> k & 1 else z3.Not(copy[b]) for k, b in enumerate(bits)]
-        return z3.And(*literals) if literals else z3.BoolVal(True, self.ctx)
 
     def _translate(self, u: Node, i: int) -> z3.BoolRef:
         """The BDD ``u`` as a Z3 formula with its current view bits at copy ``i`` and its
