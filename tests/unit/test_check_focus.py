@@ -173,6 +173,24 @@ def test_early_layers_that_stayed_small_leave_the_answer_to_the_reachable_set(
     assert not found.partial and found.complete and last in found.allowed_tools
 
 
+@pytest.mark.parametrize("focus", ["tool", "live"])
+def test_a_small_system_past_early_layers_that_grew_leaves_the_answer_to_the_reachable_set(
+    focus: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Fewer components than INTO_COMPONENTS: however its early layers grew, the whole
+    # reachable set is cheap, and Z3 is not asked (at 6 to 9 components it spent 2-3 s a
+    # question for no history, where the reachable set took 0.2 s at most).
+    system, last = _deep(6)
+    assert len(system.components) < symbolic.INTO_COMPONENTS
+    question = f"tool:{last}" if focus == "tool" else f"live:cap-{last}"
+    monkeypatch.setattr(symbolic_layers, "EARLY_NODES", 0)
+    monkeypatch.setattr(symbolic, "seek", lambda *args, **kwargs: None)
+    monkeypatch.setattr(symbolic.Unrolled, "reaches", _never)
+    found = analyse_symbolic(system, focus=question)
+    assert not found.partial and found.complete
+    assert last in found.allowed_tools if focus == "tool" else found.live == {question[5:]}
+
+
 def test_z3_stopped_at_its_limit_leaves_the_answer_to_the_reachable_set(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -641,9 +641,11 @@ def test_a_stop_the_walk_passes_by_is_found_by_the_search_without_layers() -> No
 def test_the_engine_skips_bounded_model_checking_where_a_smaller_system_showed_nothing(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # The early layers stop at once (no node to spare), so "is `t11` ever allowed?" goes to
-    # bounded model checking (here it gives up), then to the whole reachable set.
+    # The early layers stop at once (no node to spare) and 11 components count as many,
+    # so "is `t11` ever allowed?" goes to bounded model checking (here it gives up), then
+    # to the whole reachable set.
     monkeypatch.setattr(symbolic_layers, "EARLY_NODES", 0)
+    monkeypatch.setattr(symbolic, "INTO_COMPONENTS", 0)
     asked: list[int] = []
 
     def gave_up(self: Any, where: Any, steps: int, *args: Any, **kwargs: Any) -> Any:
