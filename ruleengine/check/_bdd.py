@@ -56,7 +56,7 @@ def restricted(u: Any, care: Any) -> Any:
     small a diagram as CUDD's *restrict* (Coudert and Madre) makes it: for an argument whose
     states outside ``care`` cannot matter (a preimage whose source states all step into
     ``care``). A diagram of 86,000 nodes came out with 3 (the layers of
-    `indep-mixes-20-40-3`, whose witnesses' preimages took 3 s each, 0.3 s after). Where
+    `indep-mixes-20-40-3`, whose witnesses' preimages took 3 s each, 0.4 s after). Where
     the backend has no *restrict*, ``u`` itself, which agrees everywhere."""
     restrict = getattr(dd, "restrict", None)
     return u if restrict is None else restrict(u, care)

@@ -120,7 +120,8 @@ INTO_COMPONENTS = 16
 the whole reachable set: on `indep-mixes-20-40-3` the core questions of its dead
 requirements were about subsystems of 6 to 9 components whose early layers passed
 ``EARLY_NODES`` (a step counter's ten views) but whose reachable sets hold at most 22,000
-states (0.2 s at most); Z3 took 0.4 to 1.4 s for each depth in turn, to find no history."""
+states (0.2 s at most); Z3 took 1 to 1.5 s a question over the three depths, to find no
+history (the check in one process: 11 s with this bound, 16 s without)."""
 
 PROJECTED_SECONDS = 0.5
 """The longest the projections (``Projections.never``) are given to show such a question's

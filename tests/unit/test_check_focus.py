@@ -178,7 +178,7 @@ def test_a_small_system_past_early_layers_that_grew_leaves_the_answer_to_the_rea
     focus: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Fewer components than INTO_COMPONENTS: however its early layers grew, the whole
-    # reachable set is cheap, and Z3 is not asked (at 6 to 9 components it spent 2-3 s a
+    # reachable set is cheap, and Z3 is not asked (at 6 to 9 components it spent 1-3 s a
     # question for no history, where the reachable set took 0.2 s at most).
     system, last = _deep(6)
     assert len(system.components) < symbolic.INTO_COMPONENTS
