@@ -486,6 +486,7 @@ class _Decider:
         self._findings()
         self._tools()
         self._finish()
+        self._finish_back(self._left(BACK_SHARE))
         self._no_finish()
         self._live()
         # Along the histories found so far first (a requirement waiting for a tool is live
@@ -497,9 +498,17 @@ class _Decider:
         self._live_without()
         self._live_triggered()
         self._live_stuck()
-        self._unroll(UNROLL_DEPTHS[:UNROLL_FIRST])
+        # The shortest questions to the unrolled steps before the layers backward (in
+        # priority mode: each history found spares them a search), the deeper ones after:
+        # each backward search decides for good, a "never" as well as a "sometimes", and
+        # holds its diagrams, where the unrolled steps take a copy of every bit per step
+        # (`indep-mixes-50-100-1`: 500 MB in 20 s).
+        self._unroll(UNROLL_DEPTHS[:UNROLL_BEFORE_BACK])
+        self._back(BACK_FIRST)
+        self._unroll(UNROLL_DEPTHS[UNROLL_BEFORE_BACK:UNROLL_FIRST])
         self._live_never()
         self._live_searched()
+        self._finish_back(self._left(BACK_SHARE))
         self._prove(PROVE_FIRST)
         if self._without_dead():  # tools the proofs showed never allowed
             self._live_never()
@@ -509,10 +518,27 @@ class _Decider:
         # histories cost, and one never reached its histories about what its proof costs.
         for depth in UNROLL_DEPTHS[UNROLL_FIRST:-1]:
             self._unroll((depth,))
+            self._back(PROVE_SECONDS)
             self._prove(PROVE_SECONDS, balanced=True)
         self._unroll(UNROLL_DEPTHS[-1:])
+        self._back(None)
         self._prove(PROVE_SECONDS)
         self._finish_unrolled()
+
+    def _finish_back(self, seconds: float | None) -> None:
+        """The budget by the layers backward from the states that may stop, at most
+        ``seconds`` more (``_Exact``); in strict mode the bounds of ``_finish_bounded`` and
+        bounded model checking decide it."""
+
+    def _back(self, most: float | None) -> None:
+        """What is still open, decided backward from its states, at most ``most`` seconds
+        each (``_Exact``); in strict mode the projections and proofs decide it."""
+
+    def _left(self, share: float) -> float | None:
+        """``share`` of the seconds left (None without a deadline)."""
+        if self.deadline is None:
+            return None
+        return share * max(0.0, self.deadline - time.monotonic())
 
     def _findings(self) -> None:
         """The deadlock, each forced conflict and the tie, where the probe did not meet
@@ -1607,43 +1633,6 @@ class _Exact(_Decider):
         self._backs: dict[Node, StepsBack] = {}
         """``_stepped_back``'s layers, by the states they lead to."""
 
-    def run(self) -> None:
-        self._findings()
-        self._tools()
-        self._finish()
-        self._finish_back(self._left(BACK_SHARE))
-        self._no_finish()
-        self._live()
-        self._live_searched(directed=False)
-        self._live_after()
-        self._live_without()
-        self._live_triggered()
-        # The layers backward before the deeper unrolled steps: each decides for good, a
-        # "never" as well as a "sometimes", and holds its diagrams, where the unrolled
-        # steps take a copy of every bit per step (`indep-mixes-50-100-1`: 500 MB in 20 s).
-        self._unroll(UNROLL_DEPTHS[:UNROLL_BEFORE_BACK])
-        self._back(BACK_FIRST)
-        self._unroll(UNROLL_DEPTHS[UNROLL_BEFORE_BACK:UNROLL_FIRST])
-        self._live_never()
-        self._live_searched()
-        self._finish_back(self._left(BACK_SHARE))
-        self._prove(PROVE_FIRST)
-        self._no_finish(again=True)
-        for depth in UNROLL_DEPTHS[UNROLL_FIRST:-1]:
-            self._unroll((depth,))
-            self._back(PROVE_SECONDS)
-            self._prove(PROVE_SECONDS, balanced=True)
-        self._unroll(UNROLL_DEPTHS[-1:])
-        self._back(None)
-        self._prove(PROVE_SECONDS)
-        self._finish_unrolled()
-
-    def _left(self, share: float) -> float | None:
-        """``share`` of the seconds left (None without a deadline)."""
-        if self.deadline is None:
-            return None
-        return share * max(0.0, self.deadline - time.monotonic())
-
     def _stepped_back(self, target: Node, seconds: float | None) -> StepsBack | None:
         """The breadth-first layers backward from ``target`` (``StepsBack``, kept between
         calls), run for at most ``seconds`` more (None: the time left; ``_giving_up``);
@@ -1755,6 +1744,12 @@ class _Exact(_Decider):
 
     def _first_stuck(self) -> bool:
         return False  # a state is shown stuck only by the states that can finish
+
+    def _live_waiting(self) -> None:
+        pass  # what the others need holds only where every denial does
+
+    def _live_stuck(self) -> None:
+        pass  # as ``_live_waiting``
 
     def _stuck_in_layers(self) -> bool:
         return False  # as ``_first_stuck``
