@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from ruleengine.check.system import Component
 from ruleengine.ir import FINAL_ANSWER
 
-__all__ = ["UNREACHABLE", "Distances", "Remembered", "distances", "shortest"]
+__all__ = ["UNREACHABLE", "Distances", "Horizon", "Remembered", "distances", "horizon", "shortest"]
 
 UNREACHABLE = 1 << 30
 """The distance of a view from which the component never lets the run stop."""
@@ -102,6 +102,66 @@ def distances(comp: Component, tools: Sequence[str], goal: str = FINAL_ANSWER) -
         if any(0 < d < UNREACHABLE for d in found):
             calls[t] = found
     return Distances(steps, calls)
+
+
+@dataclass(frozen=True, slots=True)
+class Horizon:
+    """Per view of one component: after how many steps a run can hold it.
+
+    The component's own moves, every tool's every status open at every view, take a run
+    from view 0 to whichever views it can hold; every history of the system moves each
+    component by one of these steps (whatever the passes and the mode: a move does not
+    depend on what is allowed), so a run holds a view no sooner than ``least`` and no
+    later than ``most`` says. A step counter (``force_at_step``) holds its first views
+    once each, a step apart: a set of states at such views lies within a bounded number
+    of steps, where bounded model checking of that many steps is a proof."""
+
+    least: tuple[int, ...]
+    """The fewest steps to each view (``UNREACHABLE``: none, on the component alone)."""
+    most: tuple[int | None, ...]
+    """The most steps after which each view can be held (None: no bound; a view on a
+    cycle of the moves, or after one; ``UNREACHABLE`` views also None)."""
+
+
+def horizon(comp: Component, tools: Sequence[str]) -> Horizon:
+    """The ``Horizon`` of ``comp`` over ``tools`` (the callable ones: ``final_answer`` ends
+    a run and moves nothing). Deterministic; linear in its views × move tables."""
+    size = len(comp.views)
+    tables = sorted({comp.classes[t] * 3 + s for t in tools if t in comp.classes for s in range(3)})
+    after: list[set[int]] = [set() for _ in range(size)]
+    for v in range(size):
+        for table in tables:
+            after[v].add(comp.moves[table][v])
+    least = [UNREACHABLE] * size
+    least[0] = 0
+    queue: deque[int] = deque([0])
+    while queue:
+        v = queue.popleft()
+        for w in after[v]:
+            if least[w] == UNREACHABLE:
+                least[w] = least[v] + 1
+                queue.append(w)
+    # Kahn's order over the views a run can hold: those it never takes lie on a cycle of
+    # the moves (a view the step leaves as it is counts) or after one, and have no bound;
+    # the others (view 0 first: nothing else is without a way in) have the longest path
+    # from view 0.
+    into = [0] * size
+    for v in range(size):
+        if least[v] != UNREACHABLE:
+            for w in after[v]:
+                into[w] += 1
+    longest = [0] * size
+    taken = [False] * size
+    ready: deque[int] = deque([0] if into[0] == 0 else [])
+    while ready:
+        v = ready.popleft()
+        taken[v] = True
+        for w in after[v]:
+            longest[w] = max(longest[w], longest[v] + 1)
+            into[w] -= 1
+            if into[w] == 0:
+                ready.append(w)
+    return Horizon(tuple(least), tuple(longest[v] if taken[v] else None for v in range(size)))
 
 
 class Remembered:

@@ -42,7 +42,7 @@ from typing import Any
 
 from ruleengine.check._bdd import pick
 from ruleengine.check.analysis import Analysis, Witness, listed
-from ruleengine.check.bounds import UNREACHABLE, Distances, apart
+from ruleengine.check.bounds import UNREACHABLE, Distances, Horizon, apart, horizon
 from ruleengine.check.explicit import Outcome, _Explorer, callable_at, walk
 from ruleengine.check.followed import Followed, only_stops
 from ruleengine.check.gates import counted, gated, short_of
@@ -214,6 +214,10 @@ apart from most) and ``_live_after`` (tools it watches) call."""
 
 UNROLL_STEPS = 64
 """Steps up to which a history to ``final_answer`` is looked for in them."""
+
+COUNTED_STEPS = UNROLL_STEPS
+"""The most steps a step counter may bound a verdict's states to (``_Decider._horizon``)
+for bounded model checking of that many steps to decide it (``_counted``)."""
 
 PROGRESS_SECONDS = 1.0
 """The least time between two analyses given to ``progress``."""
@@ -409,6 +413,9 @@ class _Decider:
         self.can_finish: Node | None = None
         """The states (reachable or not) from which a path reaches one that may stop,
         exact on the reachable ones (``_can_finish``), once computed."""
+        self._counters: list[tuple[Horizon, list[int], list[Node], Node]] | None = None
+        """Per component with views a run holds only within a bounded number of steps
+        (``bounds.horizon``): its horizon, those views, their cubes and their union."""
         self._chases: dict[tuple[Node, Node], Chase] = {}
         """``_finishing``'s backward chainings, by the states they lead to and those they
         run through, kept to go on with where one was cut short."""
@@ -498,6 +505,7 @@ class _Decider:
         self._live_without()
         self._live_triggered()
         self._live_stuck()
+        self._counted(UNROLL_SECONDS)
         # The shortest questions to the unrolled steps before the layers backward (in
         # priority mode: each history found spares them a search), the deeper ones after:
         # each backward search decides for good, a "never" as well as a "sometimes", and
@@ -509,6 +517,7 @@ class _Decider:
         self._live_never()
         self._live_searched()
         self._finish_back(self._left(BACK_SHARE))
+        self._counted(PROVE_SECONDS)
         self._prove(PROVE_FIRST)
         if self._without_dead():  # tools the proofs showed never allowed
             self._live_never()
@@ -1496,6 +1505,121 @@ class _Decider:
                 else:
                     result.live.add(key[5:])
 
+    def _horizon(self, where: Node) -> tuple[int, int] | None:
+        """The fewest and the most steps after which a run can be in ``where`` (a set over
+        view bits), as a component whose views there a run holds only within a bounded
+        number of steps shows (a step counter: ``bounds.horizon``); None where none does.
+        Sound in either mode: the components' moves do not depend on the passes."""
+        enc, bdd = self.enc, self.enc.bdd
+        if self._counters is None:
+            self._counters = []
+            for comp in self.system.components:
+                found = horizon(comp, self.system.callable)
+                views = [v for v, most in enumerate(found.most) if most is not None]
+                if views:
+                    cubes = [enc.cube(enc.bits[id(comp)], v) for v in views]
+                    union = bdd.false
+                    for cube in cubes:
+                        union |= cube
+                    self._counters.append((found, views, cubes, union))
+        bound: tuple[int, int] | None = None
+        for found, views, cubes, union in self._counters:
+            if where & ~union != bdd.false:
+                continue
+            meets = [v for v, cube in zip(views, cubes, strict=True) if where & cube != bdd.false]
+            least = min((found.least[v] for v in meets), default=0)
+            most = max((found.most[v] or 0 for v in meets), default=0)
+            bound = (least, most) if bound is None else (max(least, bound[0]), min(most, bound[1]))
+        return bound
+
+    def _counted(self, seconds: float) -> None:
+        """The verdicts still open whose states lie within a bounded number of steps
+        (``_horizon``: a hard force at a fixed step that counts every call), by bounded
+        model checking of that many steps, each question at most ``seconds`` (in the
+        solver's units): none is a proof that no reachable state is there; a history
+        found shows it (a finding's made its shortest witness, the engines' own, by
+        ``_smallest``). Where the layers outgrew their bound before that step, this is
+        what decides a forced conflict at step 5 or 7 of 50 tools (`indep-mixes-50-100-4`),
+        which property-directed reachability did not in 25 s."""
+        decided = self.result.decided
+        assert decided is not None
+        for table in (self.unproven, self.open):
+            for key, where in list(table.items()):
+                if key not in table:
+                    continue  # met along an earlier one's history
+                bound = self._horizon(where)
+                if bound is None or bound[1] > COUNTED_STEPS:
+                    continue
+                self._on_time()
+                trace: list[Event] | None = None
+                try:
+                    found = self.unrolled.reaches(
+                        where, bound[1], self.deadline, within=True, seconds=seconds
+                    )
+                    if found is not None and table is self.unproven:
+                        trace = self._smallest(where, found, bound[0], seconds)
+                except GaveUp:
+                    self._on_time()  # the deadline, or told to stop: else only too hard
+                    continue
+                if found is None:
+                    del table[key]
+                    decided.add(key)
+                elif table is self.open:
+                    self._met(found)
+                else:
+                    assert trace is not None
+                    del table[key]
+                    decided.add(key)
+                    self._witnessed(key, trace)
+
+    def _smallest(
+        self, where: Node, found: tuple[Event, ...], least: int, seconds: float
+    ) -> list[Event]:
+        """The lexicographically smallest of the shortest histories into ``where`` (the
+        engines' own witness), from ``found``, one of them, and ``least``, a lower bound on
+        their steps: bounded model checking for one shorter until there is none, then a
+        step at a time the first step, in declared order (``Verdicts._steps_from``), that
+        a history of those steps goes on from, found by halving the steps in question.
+        ``GaveUp`` as the questions raise it."""
+        unrolled, deadline = self.unrolled, self.deadline
+        steps = len(found)
+        while steps > least:
+            shorter = unrolled.reaches(where, steps - 1, deadline, within=True, seconds=seconds)
+            if shorter is None:
+                break
+            steps = len(shorter)
+        state = self.system.initial
+        trace: list[Event] = []
+        for at in range(steps):
+            options = self.verdicts._steps_from(state)
+            low, high = 0, len(options) - 1
+            while low < high:
+                middle = (low + high) // 2
+                ahead = [after for _, after in options[low : middle + 1]]
+                if unrolled.reaches_by(where, steps, at, state, ahead, deadline, seconds=seconds):
+                    high = middle
+                else:
+                    low = middle + 1
+            event, state = options[low]
+            trace.append(event)
+        if not self.enc.holds_at(where, self.system.components, state):
+            raise AssertionError("the smallest history ends outside its target")
+        return trace
+
+    def _witnessed(self, key: str, trace: list[Event]) -> None:
+        """The finding of ``key`` (decided) with its shortest witness, ``trace``."""
+        result, v = self.result, self.verdicts
+        if key == "deadlock":
+            result.deadlock = v.witness_along(trace, _conflict_kind("deadlock"))
+        elif key == "forced-tie":
+            result.tie = v.witness_along(trace, _has_tie)
+        elif key == "no-finish":
+            found = v.witness_along(trace, _has_pass)
+            result.no_finish = Witness(found.trace, (), found.depends_on_checks)
+        else:
+            tool = key.removeprefix("forced-conflict:")
+            result.forced_conflicts[tool] = v.witness_along(trace, _forced_on(tool))
+
     def _prove(self, most: float, *, balanced: bool = False) -> None:
         """What is still open, proved never by property-directed reachability over the
         same steps (``Unrolled.never``), at most ``most`` seconds each: a finding shown
@@ -1693,20 +1817,6 @@ class _Exact(_Decider):
         # Each whole layer backward without the start rules out a history that short.
         back = self._backs.get(where)
         return back is not None and back.met is None and len(back.layers) > steps
-
-    def _witnessed(self, key: str, trace: list[Event]) -> None:
-        """The finding of ``key`` (decided) with its shortest witness, ``trace``."""
-        result, v = self.result, self.verdicts
-        if key == "deadlock":
-            result.deadlock = v.witness_along(trace, _conflict_kind("deadlock"))
-        elif key == "forced-tie":
-            result.tie = v.witness_along(trace, _has_tie)
-        elif key == "no-finish":
-            found = v.witness_along(trace, _has_pass)
-            result.no_finish = Witness(found.trace, (), found.depends_on_checks)
-        else:
-            tool = key.removeprefix("forced-conflict:")
-            result.forced_conflicts[tool] = v.witness_along(trace, _forced_on(tool))
 
     def _finish_back(self, seconds: float | None) -> None:
         """The budget, by the layers backward from the states that may stop (at most

@@ -102,6 +102,8 @@ class Unrolled:
         every later copy (implied constraints: they change no answer, and cut the states a
         question may consider) and in ``never``'s steps; ``outside`` asks only them."""
         self._free: z3.Solver | None = None
+        self._by: list[z3.BoolRef] = []
+        """``reaches_by``'s assumption literals, one per question."""
 
     # -- the unrolling ------------------------------------------------------------------------
 
@@ -255,6 +257,70 @@ class Unrolled:
             self._on_time(deadline)
             self._copy(deadline)
         target = self.layers.some(target)
+        flag = self._goal(target, steps, calls)
+        _bound(self.solver, seconds, deadline)
+        # Within: steps may keep the state, so the target is met after at most ``steps``.
+        assumed = [flag] if within else [flag, *self.moves[:steps]]
+        answer = self._watched(lambda: self.solver.check(*assumed))
+        if answer == z3.unsat:
+            return None
+        if answer != z3.sat:
+            raise GaveUp
+        return self._history(self.solver.model(), steps, target)
+
+    def reaches_by(
+        self,
+        target: Node,
+        steps: int,
+        at: int,
+        state: State,
+        ahead: Sequence[State],
+        deadline: float | None = None,
+        *,
+        seconds: float | None = None,
+    ) -> bool:
+        """Whether a history of exactly ``steps`` steps into ``target`` is at ``state`` after
+        ``at`` steps and at one of ``ahead`` after one more: the question that walks to
+        the lexicographically smallest such history, a step at a time, with the steps
+        already taken (``state``, reached by them) and a range of the next ones. Asked
+        under assumptions, as ``reaches`` is, so it constrains no other question; raises
+        ``GaveUp`` as ``reaches`` does."""
+        if not 0 <= at < steps:
+            raise ValueError(f"step {at} is not one of a history of {steps} steps")
+        while len(self.picks) < steps:
+            self._on_time(deadline)
+            self._copy(deadline)
+        flag = self._goal(target, steps, ())
+        by = z3.Bool(f"by{len(self._by)}", self.ctx)
+        self._by.append(by)
+        following = [self._state_is(after, at + 1) for after in ahead]
+        self.solver.add(
+            z3.Implies(
+                by,
+                z3.And(
+                    self._state_is(state, at),
+                    z3.Or(*following) if following else z3.BoolVal(False, self.ctx),
+                ),
+            )
+        )
+        _bound(self.solver, seconds, deadline)
+        answer = self._watched(lambda: self.solver.check(flag, by, *self.moves[:steps]))
+        if answer == z3.unsat:
+            return False
+        if answer != z3.sat:
+            raise GaveUp
+        return True
+
+    def _state_is(self, state: State, i: int) -> z3.BoolRef:
+        """Copy ``i`` of the view bits spells ``state``."""
+        bits = self._bits(i)
+        values = self.enc.state_bits(self.system.components, state)
+        return z3.And(*[bits[x] if value else z3.Not(bits[x]) for x, value in values.items()])
+
+    def _goal(self, target: Node, steps: int, calls: Collection[str]) -> z3.BoolRef:
+        """The literal that, assumed, puts copy ``steps`` in ``target`` (with ``calls``, as
+        ``reaches`` says), made once per target, depth and calls."""
+        target = self.layers.some(target)
         needed = tuple(sorted(set(calls)))
         key = (int(target), steps, needed)
         known = self._targets.get(key)
@@ -289,15 +355,7 @@ class Unrolled:
                     self.solver.add(z3.Implies(flag, z3.PbLe([(p, 1) for p in spare], bound)))
         else:
             flag = known[1]
-        _bound(self.solver, seconds, deadline)
-        # Within: steps may keep the state, so the target is met after at most ``steps``.
-        assumed = [flag] if within else [flag, *self.moves[:steps]]
-        answer = self._watched(lambda: self.solver.check(*assumed))
-        if answer == z3.unsat:
-            return None
-        if answer != z3.sat:
-            raise GaveUp
-        return self._history(self.solver.model(), steps, target)
+        return flag
 
     def outside(
         self, target: Node, seconds: float | None = None, deadline: float | None = None
