@@ -43,7 +43,6 @@ __all__ = [
     "GRACE",
     "SENDING_GRACE",
     "WorkerError",
-    "held_by",
     "memory_share",
     "stopped_check",
     "stopped_diff",
@@ -195,20 +194,6 @@ def memory_share() -> float | None:
     if limit is None:
         return None
     return _held(os.getpgid(0), limit // 2) / limit
-
-
-def held_by(pid: int) -> int:
-    """The bytes of resident memory process ``pid`` and its children hold, each counted by
-    its proportional share (``_proportional``); 0 for a process that is gone. Which of two
-    forked children holds more: most of their pages are their parent's, shared. Cost: a
-    look at each process in ``/proc``, and the kernel's walk of the page tables of those
-    counted. ``PolicyError`` for a ``pid`` that is not a whole number of at least 1."""
-    _validate.integer(pid, name="pid", owner="held_by", least=1)
-    total = 0
-    for entry in [str(pid), *_children(pid)]:
-        with contextlib.suppress(OSError, ValueError, IndexError):
-            total += _proportional(entry)
-    return total
 
 
 def _work(
@@ -369,11 +354,6 @@ def _held(group: int, past: int) -> int:
 def _group(pid: int) -> list[str]:
     """The ``/proc`` entries of the processes in the worker's process group."""
     return _where(2, pid)
-
-
-def _children(pid: int) -> list[str]:
-    """The ``/proc`` entries of the processes whose parent is ``pid``."""
-    return _where(1, pid)
 
 
 def _where(field: int, value: int) -> list[str]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import select
-import signal
 import threading
 import time
 from typing import Any
@@ -676,10 +675,10 @@ def test_near_the_memory_limit_the_engines_child_gives_way(
 ) -> None:
     # The processes hold 70% of the supervisor's memory limit. The verdicts one by one
     # wait for the engine's child to end before they start: it does, because this process
-    # stops it (its diagrams hold the most), and their report is the answer. Without that,
-    # the wait runs out with the process alive.
+    # stops it (its analysis not complete, it has nothing to report yet, whichever child
+    # holds more), and their report is the answer. Without that, the wait runs out with
+    # the process alive.
     monkeypatch.setattr(run_module, "memory_share", lambda: 0.7)
-    monkeypatch.setattr(run_module, "_side_heavier", lambda child, side: False)
     gone = _seen_gone(monkeypatch, tmp_path, "_decided")
     assert gone, "the engine's child was still running near the memory limit"
 
@@ -701,83 +700,34 @@ def test_once_the_engines_analysis_is_complete_the_other_child_gives_way(
 
 
 @needs_fork
-@needs_pidfd
-def test_near_the_memory_limit_the_heavier_child_gives_way(
+def test_the_engine_alone_nearer_the_memory_limit_is_stopped_too(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Any
 ) -> None:
-    # At 70% of the memory limit, with the verdicts one by one holding more than the
-    # engine's diagrams, they are stopped: the engine, which waits for that before its
-    # analysis, goes on alone, and its report is the answer.
-    alone = _alone(wide())
-    heavier: list[tuple[int, int]] = []
-
-    def side_heavier(child: Any, side: Any) -> bool:
-        heavier.append((child.pid, side.pid))
-        return True
-
-    monkeypatch.setattr(run_module, "memory_share", lambda: 0.7)
-    monkeypatch.setattr(run_module, "_side_heavier", side_heavier)
-    gone, raced = _gone_before(monkeypatch, tmp_path, "_one_by_one", "_engine_path")
-    assert gone, "the other child was still running near the memory limit"
-    assert raced.complete and _shape(raced) == _shape(alone) and raced.reason is None
-    assert heavier and all(child != side for child, side in heavier)
-
-
-@needs_fork
-def test_the_engine_alone_nearer_the_memory_limit_is_stopped_too(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # The verdicts one by one, heavier, gave way at 70% of the memory limit; the engine's
-    # child, alone and never ending, then holds 90%: it is stopped too, and the report is
-    # what was decided so far, saying why, long before the time limit (past the limit the
-    # supervisor would stop the check with a report that claims nothing).
+    # The engine's analysis came in complete, and its cores never end; the verdicts one by
+    # one gave way to them. Then the engine's child, alone, holds 90% of the memory limit:
+    # it is stopped too, and the report is what was decided so far, saying why, long
+    # before the time limit (past the limit the supervisor would stop the check with a
+    # report that claims nothing). The memory looked at is nothing until the cores begin.
     policy = wide()
-    _stuck_in_the_child(monkeypatch)
-    _deaf_in_children(monkeypatch, "_decided")
-    shares = iter([0.7])
-    monkeypatch.setattr(run_module, "memory_share", lambda: next(shares, 0.9))
-    monkeypatch.setattr(run_module, "_side_heavier", lambda child, side: True)
+    parent, cores = os.getpid(), tmp_path / "cores"
+    real = run_module._found
+
+    def found(*args: Any, **kwargs: Any) -> Any:
+        if os.getpid() != parent:
+            cores.write_text("begun")
+            time.sleep(600)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(run_module, "_found", found)
+    _deaf_in_children(monkeypatch, "_one_by_one")
+    monkeypatch.setattr(run_module, "memory_share", lambda: 0.9 if cores.exists() else 0.0)
     raced = check_policy(policy, timeout=120)
+    assert cores.exists()
     assert not raced.complete and raced.undecided
     assert (raced.reason or "").startswith(
         "the check's processes came to 90% of the memory limit; the verdicts decided one by "
         "one were stopped there, and the engine's process after them"
     )
-
-
-def test_a_process_and_its_children_hold_what_each_holds() -> None:
-    from ruleengine import PolicyError
-    from ruleengine.check.supervise import held_by
-
-    here = held_by(os.getpid())
-    assert here > 0
-    reader, writer = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child
-        os.close(reader)
-        block = bytearray(64 << 20)  # 64 MiB of its own, written: resident
-        for i in range(0, len(block), 4096):
-            block[i] = 1
-        os.write(writer, b"x")
-        time.sleep(60)
-        os._exit(0)
-    os.close(writer)
-    try:
-        assert select.select([reader], [], [], 60)[0]  # a bound on a hang, not a timing
-        os.read(reader, 1)
-        child = held_by(pid)
-        assert child >= 64 << 20  # its own pages, whole
-        # With its child (the pages they share split between them, and a little slack
-        # for what this process freed since).
-        assert held_by(os.getpid()) >= here + (48 << 20)
-    finally:
-        os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
-        os.close(reader)
-    assert held_by(pid) == 0  # gone
-    for bad in ("1", 0, True, 1.5):
-        with pytest.raises(PolicyError, match="held_by: pid="):
-            held_by(bad)  # type: ignore[arg-type]
 
 
 @needs_fork
@@ -791,7 +741,6 @@ def test_nearer_the_memory_limit_what_is_decided_so_far_is_the_answer(
     _stuck_in_the_child(monkeypatch)
     _deaf_in_children(monkeypatch, "_decided")
     monkeypatch.setattr(run_module, "memory_share", lambda: 0.9)
-    monkeypatch.setattr(run_module, "_side_heavier", lambda child, side: False)
     raced = check_policy(policy, timeout=120)
     assert not raced.complete and raced.undecided
     assert (raced.reason or "").startswith(
