@@ -1454,31 +1454,58 @@ class _Decider:
         return self._unrolled
 
     def _unroll(self, depths: tuple[int, ...]) -> None:
-        """The verdicts still open (``open``), by bounded model checking: each open set
-        within ``k`` steps, for ``k`` along ``depths``, until each is shown or the
-        deadline; each history found is walked for every other set it meets (``_met``).
-        A history found is replayed (``Unrolled``); the sets left open stay undecided (no
-        history of at most ``k`` steps proves nothing about longer ones). (One question for
-        every open set at once was measured no faster: each history it found met one set
-        or two, and its questions cost more than the one-set questions they saved.)"""
+        """The verdicts still open (``open``) and the findings neither shown nor ruled out
+        (``unproven``), by bounded model checking: each set within ``k`` steps, for ``k``
+        along ``depths``, until each is shown or the deadline (``_shown``: each history
+        found for an open verdict is walked for every other set it meets; a finding's is
+        made the engines' own witness). A history found is replayed (``Unrolled``); the
+        sets left open stay undecided (no history of at most ``k`` steps proves nothing
+        about longer ones). (One question for every open set at once was measured no
+        faster: each history it found met one set or two, and its questions cost more
+        than the one-set questions they saved.)"""
         for k in depths:
-            for key, where in list(self.open.items()):
-                if key not in self.open or self._none_within(where, k):
-                    continue  # met along an earlier one's history, or none that short
-                self._on_time()
-                spent = self.spent.setdefault(key, [0.0, 0.0])
-                began = time.monotonic()
-                try:
-                    found = self.unrolled.reaches(
-                        where, k, self.deadline, within=True, seconds=UNROLL_SECONDS
-                    )
-                except GaveUp:
-                    self._on_time()  # the deadline, or told to stop: else only too hard
-                    continue
-                finally:
-                    spent[0] += time.monotonic() - began
-                if found is not None:
-                    self._met(found)
+            for table in (self.open, self.unproven):
+                for key, where in list(table.items()):
+                    if key not in table or self._none_within(where, k):
+                        continue  # met along an earlier one's history, or none that short
+                    self._on_time()
+                    spent = self.spent.setdefault(key, [0.0, 0.0])
+                    began = time.monotonic()
+                    try:
+                        found = self.unrolled.reaches(
+                            where, k, self.deadline, within=True, seconds=UNROLL_SECONDS
+                        )
+                        if found is not None:
+                            self._shown(table, key, where, found, 0, UNROLL_SECONDS)
+                    except GaveUp:
+                        self._on_time()  # the deadline, or told to stop: else only too hard
+                        continue
+                    finally:
+                        spent[0] += time.monotonic() - began
+
+    def _shown(
+        self,
+        table: dict[str, Node],
+        key: str,
+        where: Node,
+        found: tuple[Event, ...],
+        least: int,
+        seconds: float,
+    ) -> None:
+        """Decide what ``found``, a history into ``where`` (the states of ``key`` in
+        ``table``), shows: an open verdict, with every other it meets on the way
+        (``_met``); a finding, with the engines' own witness (``_smallest``, from
+        ``least``, a lower bound on its steps, each question at most ``seconds``).
+        ``GaveUp`` from those questions leaves the finding as it was."""
+        if table is self.open:
+            self._met(found)
+            return
+        trace = self._smallest(where, found, least, seconds)
+        decided = self.result.decided
+        assert decided is not None
+        del table[key]
+        decided.add(key)
+        self._witnessed(key, trace)
 
     def _none_within(self, where: Node, steps: int) -> bool:
         """Whether no history of at most ``steps`` steps is known to reach ``where``."""
@@ -1539,8 +1566,9 @@ class _Decider:
         solver's units): none is a proof that no reachable state is there; a history
         found shows it (a finding's made its shortest witness, the engines' own, by
         ``_smallest``). Where the layers outgrew their bound before that step, this is
-        what decides a forced conflict at step 5 or 7 of 50 tools (`indep-mixes-50-100-4`),
-        which property-directed reachability did not in 25 s."""
+        what decides a forced conflict at step 5 or 7 of 50 tools (`indep-mixes-50-100-4`
+        without its cycle guards: 2 s), which property-directed reachability did not in
+        25 s."""
         decided = self.result.decided
         assert decided is not None
         for table in (self.unproven, self.open):
@@ -1551,26 +1579,18 @@ class _Decider:
                 if bound is None or bound[1] > COUNTED_STEPS:
                     continue
                 self._on_time()
-                trace: list[Event] | None = None
                 try:
                     found = self.unrolled.reaches(
                         where, bound[1], self.deadline, within=True, seconds=seconds
                     )
-                    if found is not None and table is self.unproven:
-                        trace = self._smallest(where, found, bound[0], seconds)
+                    if found is not None:
+                        self._shown(table, key, where, found, bound[0], seconds)
                 except GaveUp:
                     self._on_time()  # the deadline, or told to stop: else only too hard
                     continue
                 if found is None:
                     del table[key]
                     decided.add(key)
-                elif table is self.open:
-                    self._met(found)
-                else:
-                    assert trace is not None
-                    del table[key]
-                    decided.add(key)
-                    self._witnessed(key, trace)
 
     def _smallest(
         self, where: Node, found: tuple[Event, ...], least: int, seconds: float

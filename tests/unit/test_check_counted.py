@@ -112,3 +112,20 @@ def test_a_question_by_a_step_outside_the_history_is_refused() -> None:
     unrolled: Unrolled = decider.unrolled
     with pytest.raises(ValueError, match="step 3 is not one of a history of 3 steps"):
         unrolled.reaches_by(decider.enc.bdd.true, 3, 3, system.initial, [system.initial])
+
+
+def test_bounded_model_checking_shows_an_unproven_finding_with_the_engines_witness(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Counting successful calls, the force bounds nothing; the questions to the unrolled
+    # steps within 2, 4 and 8 steps find the conflict all the same, and its witness is
+    # walked to the engines' own.
+    monkeypatch.setattr(compositional, "LAYERS", -1)
+    system = System(list(reversed(TOOLS)), _forced_late(4, every_call=False))
+    decider = _decider(system)
+    decider._findings()
+    assert "forced-conflict:x" in decider.unproven
+    decider._unroll((2, 4, 8))
+    assert "forced-conflict:x" not in decider.unproven
+    exact = analyse(system)
+    assert decider.result.forced_conflicts["x"].trace == exact.forced_conflicts["x"].trace
