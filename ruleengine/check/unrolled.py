@@ -367,6 +367,15 @@ class Unrolled:
         False when some state is, or the solver gave up within ``seconds`` (in units, as
         ``reaches``); ``GaveUp`` when
         ``deadline`` passed or ``interrupt`` said to stop."""
+        return self.meets(target, seconds, deadline) is False
+
+    def meets(
+        self, target: Node, seconds: float | None = None, deadline: float | None = None
+    ) -> bool | None:
+        """``outside``'s question with its answer: whether some state in ``target`` is in
+        every set held, None where the solver gave up within ``seconds``. True means that
+        nothing built from fewer of the sets held (``Projections.narrowed``, whose pairs
+        are among them) can rule ``target`` out."""
         target = self.layers.some(target)
         if self._free is None:
             self._free = z3.SolverFor("QF_FD", ctx=self.ctx)
@@ -380,9 +389,9 @@ class Unrolled:
         finally:
             free.pop()
         if answer == z3.unsat:
-            return True
+            return False
         self._on_time(deadline)
-        return False
+        return True if answer == z3.sat else None
 
     def never(self, target: Node, seconds: float, deadline: float | None = None) -> bool:
         """Whether no reachable state is in ``target`` (a set over view bits), proved by

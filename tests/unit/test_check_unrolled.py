@@ -112,6 +112,22 @@ def test_every_pair_at_once_proves_what_the_diagrams_give_up_on() -> None:
     assert bare.outside(false)
 
 
+def test_where_every_pair_meets_a_set_the_diagrams_of_those_pairs_cannot_rule_it_out() -> None:
+    # What lets the one-by-one analysis skip the diagrams when Z3 answers: ``narrowed``
+    # conjoins some of the pairs ``every_pair`` gives, so a state in all of them is left.
+    system, enc, v, _ = _unrolled()
+    projections = Projections(system, enc)
+    unrolled = Unrolled(v, held=[projections.reached, *projections.every_pair()])
+    names = sorted({c.requirement.name for c in system.components})
+    answers = {name: unrolled.meets(v._live_at(name)) for name in names}
+    assert {True, False} <= set(answers.values())  # both kinds of answer on this policy
+    for name, met in answers.items():
+        assert unrolled.outside(v._live_at(name)) == (met is False)
+        if met:
+            assert not projections.never(v._live_at(name)), name
+    assert unrolled.meets(enc.bdd.false) is False
+
+
 def test_every_pair_stops_when_told() -> None:
     system, enc, _, _ = _unrolled()
     projections = Projections(system, enc)
