@@ -143,6 +143,27 @@ def test_an_engine_stuck_past_the_limit_is_stopped_and_verdicts_decided_one_by_o
     monkeypatch.setattr(compositional, "PROBE_STATES", 64)
     raced = check_policy(policy, timeout=20)
     assert raced.stats.states == 64
+    # What it reports is the engine's, findings, traces and cores alike: the no-finish,
+    # which the first layers do not meet, by bounded model checking, its witness walked
+    # to the engine's own.
+    assert raced.complete and not raced.undecided
+    assert _shape(raced) == _shape(alone)
+    assert {f.id for f in raced.findings} >= {"no-finish", "forced-tie", "dead-tool"}
+
+
+@needs_fork
+def test_what_it_does_not_decide_one_by_one_it_names_undecided(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from ruleengine.check import compositional
+
+    policy = wide()
+    alone = _alone(policy)
+    _stuck_in_the_child(monkeypatch)
+    # Without bounded model checking, the no-finish is left open.
+    monkeypatch.setattr(compositional, "PROBE_STATES", 64)
+    monkeypatch.setattr(compositional, "UNROLL_DEPTHS", ())
+    raced = check_policy(policy, timeout=20)
     # What it reports is the engine's (findings, traces and cores alike); what it does not
     # report of the engine's findings, it names undecided.
     assert not raced.complete and raced.undecided == ("no-finish",)
@@ -166,6 +187,7 @@ def test_what_is_left_undecided_is_named(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setattr(compositional, "toward", lambda *a, **k: None)
     monkeypatch.setattr(compositional, "along", lambda *a, **k: None)
     monkeypatch.setattr(compositional, "seek", lambda *a, **k: None)
+    monkeypatch.setattr(compositional, "UNROLL_DEPTHS", ())  # nor by bounded model checking
     raced = check_policy(policy, timeout=20)
     assert not raced.complete and raced.undecided
     assert raced.reason is not None
@@ -426,6 +448,7 @@ def test_one_by_one_still_deciding_at_the_limit_gives_the_report(
     monkeypatch.setattr(compositional, "analyse_compositional", late)
     monkeypatch.setattr(compositional, "PROBE_STATES", 64)
     monkeypatch.setattr(compositional, "PROVE_SECONDS", 0.5)
+    monkeypatch.setattr(compositional, "UNROLL_DEPTHS", ())  # else it decides the no-finish
     _stuck_in_the_child(monkeypatch)
     raced = check_policy(wide(), timeout=10)
     assert raced.stats.states == 64
