@@ -102,8 +102,8 @@ class Unrolled:
         every later copy (implied constraints: they change no answer, and cut the states a
         question may consider) and in ``never``'s steps; ``outside`` asks only them."""
         self._free: z3.Solver | None = None
-        self._by: list[z3.BoolRef] = []
-        """``reaches_by``'s assumption literals, one per question."""
+        self._asked_by = 0
+        """``reaches_by``'s questions so far (each has an assumption literal of its own)."""
 
     # -- the unrolling ------------------------------------------------------------------------
 
@@ -291,8 +291,8 @@ class Unrolled:
             self._on_time(deadline)
             self._copy(deadline)
         flag = self._goal(target, steps, ())
-        by = z3.Bool(f"by{len(self._by)}", self.ctx)
-        self._by.append(by)
+        by = z3.Bool(f"by{self._asked_by}", self.ctx)
+        self._asked_by += 1
         following = [self._state_is(after, at + 1) for after in ahead]
         self.solver.add(
             z3.Implies(

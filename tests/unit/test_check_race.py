@@ -130,18 +130,22 @@ def test_the_engines_report_is_taken_when_it_comes_in_time() -> None:
     _raced_as_alone(policy, alone)
 
 
+def _one_by_one_only(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """``wide()``'s report raced with an engine that never ends and a probe far smaller
+    than the reachable set: the verdicts are decided one by one."""
+    from ruleengine.check import compositional
+
+    _stuck_in_the_child(monkeypatch)
+    monkeypatch.setattr(compositional, "PROBE_STATES", 64)
+    return check_policy(wide(), timeout=20)
+
+
 @needs_fork
 def test_an_engine_stuck_past_the_limit_is_stopped_and_verdicts_decided_one_by_one(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from ruleengine.check import compositional
-
-    policy = wide()
-    alone = _alone(policy)
-    _stuck_in_the_child(monkeypatch)
-    # A probe far smaller than the reachable set: the verdicts are decided one by one.
-    monkeypatch.setattr(compositional, "PROBE_STATES", 64)
-    raced = check_policy(policy, timeout=20)
+    alone = _alone(wide())
+    raced = _one_by_one_only(monkeypatch)
     assert raced.stats.states == 64
     # What it reports is the engine's, findings, traces and cores alike: the no-finish,
     # which the first layers do not meet, by bounded model checking, its witness walked
@@ -157,13 +161,10 @@ def test_what_it_does_not_decide_one_by_one_it_names_undecided(
 ) -> None:
     from ruleengine.check import compositional
 
-    policy = wide()
-    alone = _alone(policy)
-    _stuck_in_the_child(monkeypatch)
+    alone = _alone(wide())
     # Without bounded model checking, the no-finish is left open.
-    monkeypatch.setattr(compositional, "PROBE_STATES", 64)
     monkeypatch.setattr(compositional, "UNROLL_DEPTHS", ())
-    raced = check_policy(policy, timeout=20)
+    raced = _one_by_one_only(monkeypatch)
     # What it reports is the engine's (findings, traces and cores alike); what it does not
     # report of the engine's findings, it names undecided.
     assert not raced.complete and raced.undecided == ("no-finish",)
