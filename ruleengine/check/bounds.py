@@ -132,15 +132,8 @@ def horizon(comp: Component, tools: Sequence[str]) -> Horizon:
     for v in range(size):
         for table in tables:
             after[v].add(comp.moves[table][v])
-    least = [UNREACHABLE] * size
-    least[0] = 0
-    queue: deque[int] = deque([0])
-    while queue:
-        v = queue.popleft()
-        for w in after[v]:
-            if least[w] == UNREACHABLE:
-                least[w] = least[v] + 1
-                queue.append(w)
+    # The fewest steps from view 0: ``shortest`` along the moves themselves (each a step).
+    least = shortest(size, [0], [[(w, None) for w in after[v]] for v in range(size)], None)
     # Kahn's order over the views a run can hold: those it never takes lie on a cycle of
     # the moves (a view the step leaves as it is counts) or after one, and have no bound;
     # the others (view 0 first: nothing else is without a way in) have the longest path
@@ -161,7 +154,7 @@ def horizon(comp: Component, tools: Sequence[str]) -> Horizon:
             into[w] -= 1
             if into[w] == 0:
                 ready.append(w)
-    return Horizon(tuple(least), tuple(longest[v] if taken[v] else None for v in range(size)))
+    return Horizon(least, tuple(longest[v] if taken[v] else None for v in range(size)))
 
 
 class Remembered:

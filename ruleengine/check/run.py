@@ -478,12 +478,11 @@ def _side_gave_way(
     ``memory``: the race's ``_Crowd``, and whether it was near the memory limit then):
     the second child is stopped, and the engine's answer is the answer where it comes
     complete by ``stop`` (with a complete analysis, by the limit: its cores stop there);
-    else the analysis the second child last
-    sent, with its cores (``_kept``), or where it sent none, the engine's incomplete answer
-    if it came (None: the engine's child failed, and the caller repeats its error). The
-    engine's child alone at ``SIDE_MEMORY`` is stopped too, and what the other sent is the
-    answer: past the limit the supervisor would stop the check with a report that claims
-    nothing."""
+    else the analysis the second child last sent, with its cores (``_kept``), or where it
+    sent none, the engine's incomplete answer if it came (None: the engine's child failed,
+    and the caller repeats its error). The engine's child alone at ``SIDE_MEMORY`` is
+    stopped too, and what the other sent is the answer: past the limit the supervisor would
+    stop the check with a report that claims nothing."""
     child, side = children
     crowd, crowded = memory
     side.stop()  # what it sent stays (``Aside.latest``)
