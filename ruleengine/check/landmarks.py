@@ -24,8 +24,10 @@ over-approximated, and the calls of some tools beyond the needed ones are counte
 * A soft force narrows the step only when some tool surely forced (by the group or
   outside) is surely allowed: no component of the group may deny it there, none outside
   may deny it at all, and it is not known to be not allowed. Then the pass forces one of
-  the tools anything may force now, so the next step calls one of those that is not denied,
-  or the run stops. A hard force leaves only its tool, or clashes. No hard force outside
+  the tools anything may force now that no such tool surely beats (its priority above
+  every rule's that may soft-force the other, or as high and declared first; a tool some
+  rule may hard-force is never beaten), so the next step calls one of those that is not
+  denied, or the run stops. A hard force leaves only its tool, or clashes. No hard force outside
   can be at play when a step is taken as evidence.
 
 So every history of the system that lets the run stop projects onto a path of the group
@@ -720,6 +722,20 @@ class _Group:
                 sure[t] = max(sure.get(t, least), least)
         return frozenset(may), sure
 
+    def _beaten(self, u: str, allowed: Collection[str], sure: dict[str, int]) -> bool:
+        """Whether a tool of ``allowed`` (surely forced, each with a least priority of its
+        forcing rules in ``sure``, and allowed) surely beats ``u`` for the pass's forced
+        tool: its priority is above any rule's that may soft-force ``u`` (``top``), or as
+        high and it is declared first. A tool some rule may hard-force is never beaten (a
+        hard force beats every soft one)."""
+        if u in self.hard or u not in self.top:
+            return False
+        most = self.top[u]
+        return any(
+            t != u and (sure[t] > most or (sure[t] == most and self.order[t] < self.order[u]))
+            for t in allowed
+        )
+
     def _lost(
         self, k: int, candidates: frozenset[str], sure: frozenset[tuple[str, int]]
     ) -> frozenset[str]:
@@ -819,10 +835,18 @@ class _Group:
             if len(hard) > 1 or hard & denied:
                 return None
             return [self.of_tool[t] for t in hard if t in self.of_tool]
-        if sure.keys() - here.maybe - self.outside_deny - denied:
+        allowed_sure = sure.keys() - here.maybe - self.outside_deny - denied
+        if allowed_sure:
             # One of the tools some component is sure to force is allowed: the pass forces
-            # one of the allowed tools that anything may force now.
-            return sorted({self.of_tool[t] for t in may - denied if t in self.of_tool})
+            # one of the allowed tools that anything may force now, and none that such a
+            # tool surely beats.
+            return sorted(
+                {
+                    self.of_tool[t]
+                    for t in may - denied
+                    if t in self.of_tool and not self._beaten(t, allowed_sure, sure)
+                }
+            )
         if not denied:
             return self.every_step
         found = self._chosen.get(denied)

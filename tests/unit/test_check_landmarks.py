@@ -138,6 +138,28 @@ def test_a_force_that_may_drop_costs_nothing(tools: list[str], dropper: Requirem
     assert needed + extra <= exact
 
 
+@pytest.mark.parametrize(
+    ("c_priority", "b_priority"),
+    [(20, 1), (10, 10)],
+    ids=["by priority", "by declared order"],
+)
+def test_a_force_the_surely_forced_tool_beats_does_not_take_its_place(
+    c_priority: int, b_priority: int
+) -> None:
+    # After `a`, both `b` and `c` are forced, and the pass forces the one that wins: `c`
+    # by its priority, or `b` at equal priorities, declared first. Either way the winner's
+    # call is one step more than the needed `a`. Each force's group sees the other force
+    # only from outside (five tools: neither tells the other's tool apart); were the loser
+    # taken as a possible forced tool there, each group would find a path without its own
+    # forced call, and the bound would fall to 1.
+    requirements = [
+        C("a", min_invocations=1, name="need-a"),
+        C("c", force_after=["a"], priority=c_priority, name="force-c"),
+        C("b", force_after=["a"], priority=b_priority, name="force-b"),
+    ]
+    assert _bounds(_FIVE, requirements) == (1, 1, 2)
+
+
 def test_a_step_shows_which_tool_forced_at_the_same_priority_was_not_allowed() -> None:
     # After `c`, both `a` and `g` are forced at priority 10, and the pass forces `a`, the
     # one declared first, whenever it is allowed; `a` waits for `d`. So a call of `g` right
