@@ -42,6 +42,10 @@ meets (some 150 per state decided at 50 tools), each a tuple of views, so a sear
 grows with the components (at 400, 2,000 states took a gigabyte)."""
 
 
+_Closer = tuple[int, tuple[int, ...], list[tuple[str, tuple[int, ...]]]]
+"""A component that keeps a tool closed (``Estimates._closers``)."""
+
+
 class Estimates:
     """How far ``goal`` is from a state of ``system``, from the components' relaxed
     distances (``bounds(component, tool)``, memoised by the caller; yielding requirements
@@ -59,9 +63,11 @@ class Estimates:
         self._bounds = bounds
         # A component that never keeps ``goal`` closed bounds nothing: left out.
         self._own = [
-            (i, dist) for i, c in self._kept if any((dist := bounds(c, goal)).steps) or dist.calls
+            (i, dist.steps, list(dist.calls.items()))
+            for i, c in self._kept
+            if any((dist := bounds(c, goal)).steps) or dist.calls
         ]
-        self._closing: dict[str, list[tuple[int, Distances]]] = {}
+        self._closing: dict[str, list[_Closer]] = {}
 
     def bound(self, state: State) -> int | None:
         """A lower bound on the steps from ``state`` to one where ``goal`` is allowed (the
@@ -80,17 +86,19 @@ class Estimates:
         from ``state`` to ``goal`` makes at least that many); None as ``bound``."""
         steps = 0
         calls: dict[str, int] = {}
-        for i, dist in self._own:
+        for i, own_steps, own_calls in self._own:
             view = state[i]
-            least = dist.steps[view]
+            least = own_steps[view]
             if least >= UNREACHABLE:
                 return None
-            steps = max(steps, least)
-            for tool, table in dist.calls.items():
-                if table[view] > calls.get(tool, 0):
+            if least > steps:
+                steps = least
+            for tool, table in own_calls:
+                needs = table[view]
+                if needs and needs > calls.get(tool, 0):
                     if tool in self.avoid:
                         return None
-                    calls[tool] = table[view]
+                    calls[tool] = needs
         return steps, calls
 
     def least_calls(self, state: State, needed: frozenset[str]) -> int | None:
@@ -127,21 +135,22 @@ class Estimates:
         function: a closure that calls itself is a reference cycle, which would keep the
         caller's BDD manager (through ``bounds``) for the cyclic collector to free in any
         order."""
-        if tool in memo:
-            return memo[tool]
+        found = memo.get(tool)
+        if found is not None:
+            return found
         if tool in self.avoid:
             return UNREACHABLE
         if tool in visiting:
             return 0
         visiting.add(tool)
         total = 0
-        for i, dist in self._closers(tool):
+        for i, steps, needs in self._closers(tool):
             view = state[i]
-            least = dist.steps[view]
+            least = steps[view]
             if least == 0:
                 continue
-            for t, table in dist.calls.items():
-                if t != tool and table[view] > 0:
+            for t, table in needs:
+                if table[view] > 0:
                     further = self._cost(t, state, memo, visiting, helpful)
                     if further == 0:
                         helpful.add(t)
@@ -151,13 +160,17 @@ class Estimates:
         memo[tool] = total
         return total
 
-    def _closers(self, tool: str) -> list[tuple[int, Distances]]:
-        """The components that keep ``tool`` closed in some view, with their distances to
-        where they open it."""
+    def _closers(self, tool: str) -> list[_Closer]:
+        """The components that keep ``tool`` closed in some view: each one's index, its
+        steps to where it opens it, and the calls of other tools it needs (per tool, per
+        view). Flat tuples, built once per tool: ``guide`` reads them some sixty times a
+        state."""
         found = self._closing.get(tool)
         if found is None:
             found = self._closing[tool] = [
-                (i, dist) for i, c in self._kept if any((dist := self._bounds(c, tool)).steps)
+                (i, dist.steps, [(t, table) for t, table in dist.calls.items() if t != tool])
+                for i, c in self._kept
+                if any((dist := self._bounds(c, tool)).steps)
             ]
         return found
 
