@@ -5,16 +5,13 @@ questions of a core search (``properties._budget_shown``) that counts of calls s
 
 from __future__ import annotations
 
-import time
-
 import pytest
+from deciders import first_state_only
 
 from ruleengine import AskPermissionRequirement, ConditionalRequirement, Requirement
 from ruleengine.check import compositional, properties
 from ruleengine.check.analysis import Analysis
-from ruleengine.check.compositional import _Decider
 from ruleengine.check.explicit import (
-    _Explorer,
     analyse,
     asking_of,
     callable_at,
@@ -27,7 +24,6 @@ from ruleengine.check.landmarks import least_steps
 from ruleengine.check.orders import never_finishes, waits_in_vain
 from ruleengine.check.properties import CoreCache
 from ruleengine.check.seek import Estimates, seek_within
-from ruleengine.check.symbolic import Encoding
 from ruleengine.check.system import System
 from ruleengine.ir import FINAL_ANSWER
 
@@ -40,13 +36,6 @@ def _chain(length: int) -> list[Requirement]:
     ]
 
 
-def _first_state_only(system: System) -> _Decider:
-    """The analysis of ``system`` with a probe of its first state alone."""
-    explorer = _Explorer(system, 1, None, True)
-    probe = explorer.run()
-    return _Decider(system, Encoding(system), explorer, probe, 30, time.monotonic() + 600)
-
-
 def test_a_history_to_one_tool_decides_every_tool_allowed_along_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -54,7 +43,7 @@ def test_a_history_to_one_tool_decides_every_tool_allowed_along_it(
     # of the others is allowed; one directed search decides them all, each with a history
     # that replays to where it is.
     system = System([f"t{i}" for i in reversed(range(8))], _chain(8))
-    decider = _first_state_only(system)
+    decider = first_state_only(system)
     sought: list[str] = []
     seek = compositional.seek
 
@@ -80,7 +69,7 @@ def test_a_tool_a_short_search_reaches_is_not_asked_to_the_projections_first(
     # Every tool here is reachable: the projections' quick proof that a tool is never
     # allowed would fail at its whole time, so a short directed search goes first.
     system = System([f"t{i}" for i in range(6)], _chain(6))
-    decider = _first_state_only(system)
+    decider = first_state_only(system)
     asked: list[object] = []
     never = decider.projections.never
 
@@ -104,7 +93,7 @@ def test_a_dead_tool_is_still_proved_dead(monkeypatch: pytest.MonkeyPatch) -> No
             ConditionalRequirement("a", only_after=["b"], name="a after b"),
         ],
     )
-    decider = _first_state_only(system)
+    decider = first_state_only(system)
 
     def never(*args: object) -> bool:
         raise AssertionError("not asked of the projections")
@@ -128,7 +117,7 @@ def test_asking_permission_for_a_tool_deep_in_a_chain_is_live_before_any_questio
         [f"t{i}" for i in range(10)],
         [*_chain(10), AskPermissionRequirement(include=["t9"], name="ask")],
     )
-    decider = _first_state_only(system)
+    decider = first_state_only(system)
     for step in (decider._tools, decider._finish, decider._no_finish, decider._live):
         step()
     key = "live:ask"
@@ -363,7 +352,7 @@ def test_a_stop_only_requirement_is_dead_where_no_state_lets_the_others_stop() -
         system = System(tools, [*others, waiting])
         assert not waits_in_vain(system, "y twice")
         assert ("y twice" in analyse(system).live) is live  # the explicit engine
-        decider = _first_state_only(system)
+        decider = first_state_only(system)
         decider.open["live:y twice"] = decider.verdicts._live_at("y twice")
         decider._live_stuck()
         decided = decider.result.decided
@@ -381,7 +370,7 @@ def test_a_stop_only_requirement_is_dead_where_no_state_lets_the_others_stop() -
             assert exact.finish_depth is None
     # One that denies a tool besides the stop is not asked about.
     gate = ConditionalRequirement("y", only_after=["z"], name="y after z")
-    decider = _first_state_only(System(tools, [needs, cap, gate]))
+    decider = first_state_only(System(tools, [needs, cap, gate]))
     decider.open["live:y after z"] = decider.verdicts._live_at("y after z")
     decider._live_stuck()
     assert "live:y after z" in decider.open
@@ -406,7 +395,7 @@ def test_a_requirement_that_denies_a_tool_after_another_is_live_where_the_others
         system = System(tools, [*blocked, watching])
         exact = analyse(system)
         assert "watching" in exact.live and exact.no_finish is not None
-        decider = _first_state_only(system)
+        decider = first_state_only(system)
         decider._tools()
         decider.open["live:watching"] = decider.verdicts._live_at("watching")
         decider._live_after()

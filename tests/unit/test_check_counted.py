@@ -5,16 +5,13 @@ witness is then the engines' own, the lexicographically smallest shortest trace.
 
 from __future__ import annotations
 
-import time
-
 import pytest
+from deciders import first_state_only
 
 from ruleengine import ConditionalRequirement, Requirement
 from ruleengine.check import compositional
 from ruleengine.check.bounds import UNREACHABLE, horizon
-from ruleengine.check.compositional import _Decider
-from ruleengine.check.explicit import _Explorer, analyse
-from ruleengine.check.symbolic import Encoding
+from ruleengine.check.explicit import analyse
 from ruleengine.check.system import Component, System
 from ruleengine.check.unrolled import Unrolled
 
@@ -53,13 +50,6 @@ def test_a_counter_of_successful_calls_bounds_nothing() -> None:
     assert found.least[0] == 0 and UNREACHABLE not in found.least
 
 
-def _decider(system: System) -> _Decider:
-    """The analysis of ``system`` with a probe of its first state alone."""
-    explorer = _Explorer(system, 1, None, True)
-    probe = explorer.run()
-    return _Decider(system, Encoding(system), explorer, probe, 30, time.monotonic() + 600)
-
-
 def test_a_forced_conflict_at_a_counted_step_is_decided_with_the_engines_witness(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -68,7 +58,7 @@ def test_a_forced_conflict_at_a_counted_step_is_decided_with_the_engines_witness
     # explicit engine gives (the first shortest one in declared order: `a`, then `a`).
     monkeypatch.setattr(compositional, "LAYERS", -1)
     system = System(TOOLS, _forced_late(4))
-    decider = _decider(system)
+    decider = first_state_only(system)
     decider._findings()
     assert "forced-conflict:x" in decider.unproven
     decider._counted(compositional.UNROLL_SECONDS)
@@ -87,7 +77,7 @@ def test_the_witness_is_the_first_in_declared_order_not_the_solvers(
     # the solver's first history (any that fits) is walked to the smallest.
     monkeypatch.setattr(compositional, "LAYERS", -1)
     system = System(list(reversed(TOOLS)), _forced_late(3))
-    decider = _decider(system)
+    decider = first_state_only(system)
     decider._findings()
     decider._counted(compositional.UNROLL_SECONDS)
     exact = analyse(system)
@@ -100,7 +90,7 @@ def test_a_counter_of_successful_calls_leaves_the_finding_to_the_proofs(
 ) -> None:
     monkeypatch.setattr(compositional, "LAYERS", -1)
     system = System(TOOLS, _forced_late(4, every_call=False))
-    decider = _decider(system)
+    decider = first_state_only(system)
     decider._findings()
     decider._counted(compositional.UNROLL_SECONDS)
     assert "forced-conflict:x" in decider.unproven
@@ -108,7 +98,7 @@ def test_a_counter_of_successful_calls_leaves_the_finding_to_the_proofs(
 
 def test_a_question_by_a_step_outside_the_history_is_refused() -> None:
     system = System(TOOLS, _forced_late(4))
-    decider = _decider(system)
+    decider = first_state_only(system)
     unrolled: Unrolled = decider.unrolled
     with pytest.raises(ValueError, match="step 3 is not one of a history of 3 steps"):
         unrolled.reaches_by(decider.enc.bdd.true, 3, 3, system.initial, [system.initial])
@@ -122,7 +112,7 @@ def test_bounded_model_checking_shows_an_unproven_finding_with_the_engines_witne
     # walked to the engines' own.
     monkeypatch.setattr(compositional, "LAYERS", -1)
     system = System(list(reversed(TOOLS)), _forced_late(4, every_call=False))
-    decider = _decider(system)
+    decider = first_state_only(system)
     decider._findings()
     assert "forced-conflict:x" in decider.unproven
     decider._unroll((2, 4, 8))
