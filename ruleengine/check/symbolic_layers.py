@@ -183,15 +183,18 @@ class Layers:
     def preimage(self, states: Node, within: Node) -> Node:
         """The states of ``within`` with a step (allowed under some check values) into
         ``states``. Only groups whose guard meets ``within`` are stepped back through, so a
-        group that cannot fire there never has its relation built."""
+        group that cannot fire there never has its relation built. Each group's part is
+        cut to ``within`` before the union: a ``states`` left free outside the states that
+        matter (``_bdd.restricted``) has a far larger preimage outside ``within``
+        (`indep-chains-20-40-7`: a witness's preimages 0.85 s uncut, against 0.07 s)."""
         bdd = self.bdd
         out = bdd.false
         for c in self.clusters:
             if within & c.guard != bdd.false:
                 self._in_time()
-                out |= self._preimage(states, c)
+                out |= self._preimage(states, c) & within
         # Steps that move no component (e.g. a failed call nothing counts) keep the state.
-        return within & (out | (states & self._staying()))
+        return out | (within & states & self._staying())
 
     def _preimage(self, states: Node, g: _Group | _Cluster) -> Node:
         bdd = self.bdd
