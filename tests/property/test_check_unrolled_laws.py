@@ -25,6 +25,7 @@ from policy_strategies import PolicyCase, policies, symbolic_system
 from ruleengine.check import symbolic, symbolic_layers
 from ruleengine.check.analysis import Analysis
 from ruleengine.check.explicit import allows, analyse, asking_of, decide, live_at, walk
+from ruleengine.check.landmarks import least_steps
 from ruleengine.check.projections import Projections
 from ruleengine.check.relaxed import Relaxed
 from ruleengine.check.symbolic import Encoding, analyse_symbolic
@@ -111,10 +112,19 @@ def test_the_shortest_history_is_the_explicit_engines(
                 assert _shows(system, key, within, exact)
 
 
-@given(case=policies(priority=False, max_iterations=(1, 8)))
-def test_the_tools_every_finish_calls_bound_it_and_prune_nothing(case: PolicyCase) -> None:
+@given(case=policies(priority=False, max_iterations=(1, 8)), followed=st.booleans())
+def test_the_tools_every_finish_calls_bound_it_and_prune_nothing(
+    case: PolicyCase, followed: bool
+) -> None:
+    # ``followed``: with the tools a soft force calls right after a needed one too (what
+    # the budget's questions give, ``least_steps``). Given, they bound the steps that are
+    # not a needed tool's first call (``Unrolled._spare_at_most``): a wrong count would
+    # turn a history into none.
     system, exact, _, v, unrolled = _setup(case)
-    needed = Relaxed(system.components, system.tools).needed()
+    if followed:
+        needed = least_steps(system, forced=False)[1] - {FINAL_ANSWER}
+    else:
+        needed = Relaxed(system.components, system.tools).needed()
     first = exact.firsts.get("finish")
     if first is not None:
         assert len(needed) <= len(first)
@@ -123,6 +133,8 @@ def test_the_tools_every_finish_calls_bound_it_and_prune_nothing(case: PolicyCas
         plain = unrolled.reaches(v.pass_.can_stop, k)
         pruned = unrolled.reaches(v.pass_.can_stop, k, calls=needed)
         assert (plain is None) == (pruned is None), k
+        within = unrolled.reaches(v.pass_.can_stop, k, within=True, calls=needed)
+        assert (within is not None) == (first is not None and len(first) <= k), k
 
 
 @given(case=policies(priority=False, max_iterations=(1, 8)), held=st.booleans())
