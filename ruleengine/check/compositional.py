@@ -399,6 +399,9 @@ class _Decider:
         them, for the unrolled steps (``_unroll``)."""
         self.needed: frozenset[str] = frozenset()
         """Tools every finishing history calls (``Relaxed.needed``), once asked."""
+        self.calls: dict[str, int] = {}
+        """Per tool, the fewest calls of it every finishing history makes (``needed`` once
+        each, more where a component needs more: ``Estimates.calls``), once asked."""
         self.narrowed: dict[str, Node] = {}
         """Per open requirement, the states where it is live that the projections left."""
         self.spent: dict[str, list[float]] = {}
@@ -766,8 +769,11 @@ class _Decider:
             # sought only until they show that much.
             known = None if self.finished is None else len(self.finished) - 1
             steps, self.needed = least_steps(self.system, until, beyond=known)
-            each = estimates.least_calls(self.system.initial, self.needed)
-            assert each is not None  # as ``bound``
+            calls = estimates.calls(self.system.initial, self.needed)
+            assert calls is not None  # as ``bound``
+            if not self.system.skips:  # a step is one call: the unrolled steps count them
+                self.calls = calls
+            each = sum(calls.values())
             result.finish_after = max(result.finish_after, least - 1, steps - 1, each - 1)
             if self.finished is not None and len(self.finished) <= result.finish_after + 1:
                 self._exact(self.finished)  # a history as short as the bound
@@ -1759,7 +1765,7 @@ class _Decider:
         self._on_time()
         try:
             return self.unrolled.reaches(
-                target, steps, self.deadline, within=True, calls=self.needed
+                target, steps, self.deadline, within=True, calls=self.calls
             )
         except GaveUp:
             raise _Late from None  # the deadline, or told to stop

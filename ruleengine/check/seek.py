@@ -110,10 +110,19 @@ class Estimates:
         found = self.least(state)
         if found is None:
             return None
-        steps, calls = found
-        each = sum(calls.get(t, 0) or 1 for t in needed if t != self.goal)
-        each += sum(n for t, n in calls.items() if t not in needed)
-        return max(steps, each)
+        return max(found[0], sum(self._each(found[1], needed).values()))
+
+    def calls(self, state: State, needed: frozenset[str]) -> dict[str, int] | None:
+        """What ``least_calls`` adds up: per tool, the fewest calls of it every history
+        from ``state`` to ``goal`` makes (as often as a component needs it called, once at
+        least for a tool of ``needed``); None as ``bound``."""
+        found = self.least(state)
+        return None if found is None else self._each(found[1], needed)
+
+    def _each(self, calls: dict[str, int], needed: frozenset[str]) -> dict[str, int]:
+        each = {t: calls.get(t, 0) or 1 for t in needed if t != self.goal}
+        each.update((t, n) for t, n in calls.items() if t not in needed and n > 0)
+        return each
 
     def guide(self, state: State) -> tuple[int, frozenset[str]]:
         """How far ``goal`` looks from ``state``, and the *helpful* tools: over the

@@ -45,7 +45,7 @@ from ruleengine.check.explicit import asking_of, callable_at, decide, live_at
 from ruleengine.check.landmarks import least_steps
 from ruleengine.check.lanes import run_beside
 from ruleengine.check.projections import Projections
-from ruleengine.check.seek import seek
+from ruleengine.check.seek import Estimates, seek
 from ruleengine.check.symbolic_encoding import EncodingBase, Node
 from ruleengine.check.symbolic_encoding import _variable_order as _variable_order
 from ruleengine.check.symbolic_layers import EARLY_LAYERS, _Cluster, _OutOfTime
@@ -494,7 +494,8 @@ class _Symbolic(Verdicts):
     def _unrolled_within(self, finish: Node, steps: int) -> tuple[Event, ...] | None:
         """A history of at most ``steps`` steps after which the run may stop, or None when
         there is none, by bounded model checking (``Unrolled``: every tool each such history
-        calls, ``landmarks.least_steps``, asserted called, which prunes); at most
+        calls, ``landmarks.least_steps``, asserted called as often as a component needs,
+        ``Estimates.calls``, which prunes); at most
         ``UNROLLED_SECONDS``. ``_Unanswered`` when the solver stopped at that limit,
         ``_OutOfTime`` at the deadline. Z3 looks at its clock as it goes, where one image of
         the layers cannot be stopped: at 50 tools, a subsystem of 93 requirements whose
@@ -502,14 +503,19 @@ class _Symbolic(Verdicts):
         deadline of 60), and this 5 s to find its history."""
         if not self.unrolled or UNROLLED_SECONDS <= 0:
             raise _Unanswered
-        needed = least_steps(self.system, forced=False)[1] - {FINAL_ANSWER}
+        system = self.system
+        needed = least_steps(system, forced=False)[1] - {FINAL_ANSWER}
+        calls = None
+        if system.mode == "strict" and not system.skips:  # the bounds' premise
+            estimates = Estimates(system, FINAL_ANSWER, self.enc.distances)
+            calls = estimates.calls(system.initial, needed)
         try:
             return Unrolled(self).reaches(
                 finish,
                 steps,
                 self.deadline,
                 within=True,
-                calls=needed,
+                calls=needed if calls is None else calls,
                 seconds=self._unrolled_seconds(),
             )
         except GaveUp:

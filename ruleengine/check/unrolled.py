@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 import z3
@@ -86,7 +86,9 @@ class Unrolled:
         self.moves: list[z3.BoolRef] = []
         """Per step, the literal that, assumed, makes it take an event."""
         self._memo: list[dict[int, z3.BoolRef]] = []
-        self._targets: dict[tuple[int, int, tuple[str, ...]], tuple[Node, z3.BoolRef]] = {}
+        self._targets: dict[
+            tuple[int, int, tuple[tuple[str, int], ...]], tuple[Node, z3.BoolRef]
+        ] = {}
         self._first_step: z3.BoolRef | None = None
         self._first_picks: list[z3.BoolRef] = []
         self._alive: list[Node] = []
@@ -104,8 +106,8 @@ class Unrolled:
         self._free: z3.Solver | None = None
         self._asked_by = 0
         """``reaches_by``'s questions so far (each has an assumption literal of its own)."""
-        self._calls: dict[tuple[str, int], z3.BoolRef] = {}
-        """``_surely_called``'s definitions so far, per tool and step."""
+        self._calls: dict[tuple[str, int, int], z3.BoolRef] = {}
+        """``_surely_called``'s definitions so far, per tool, count and step."""
 
     # -- the unrolling ------------------------------------------------------------------------
 
@@ -242,15 +244,16 @@ class Unrolled:
         deadline: float | None = None,
         *,
         within: bool = False,
-        calls: Collection[str] = (),
+        calls: Collection[str] | Mapping[str, int] = (),
         seconds: float | None = None,
     ) -> tuple[Event, ...] | None:
         """A history of exactly ``steps`` steps into ``target`` (a set over view bits;
         replayed), or None when there is none; ``within``: of at most ``steps`` steps (not
         necessarily the shortest). ``calls``: tools that the caller has shown every
-        history into ``target`` to call (``Relaxed.needed``); asserted with the target,
-        they change no answer but prune the search (with as many of them as steps, every
-        step must be one). Raises ``GaveUp`` when the solver stopped first: after
+        history into ``target`` to call (``Relaxed.needed``), or per tool the fewest calls
+        of it every such history makes (``Estimates.calls``); asserted with the target,
+        they change no answer but prune the search (with as many calls as steps, every
+        step must be one of them). Raises ``GaveUp`` when the solver stopped first: after
         ``seconds`` (a budget in Z3's resource units, ``UNITS_PER_SECOND``: the same cut on
         every run), at the deadline, or told to by ``interrupt``."""
         if steps < 0:
@@ -319,85 +322,106 @@ class Unrolled:
         values = self.enc.state_bits(self.system.components, state)
         return z3.And(*[bits[x] if value else z3.Not(bits[x]) for x, value in values.items()])
 
-    def _goal(self, target: Node, steps: int, calls: Collection[str]) -> z3.BoolRef:
+    def _goal(
+        self, target: Node, steps: int, calls: Collection[str] | Mapping[str, int]
+    ) -> z3.BoolRef:
         """The literal that, assumed, puts copy ``steps`` in ``target`` (with ``calls``, as
         ``reaches`` says), made once per target, depth and calls."""
         target = self.layers.some(target)
-        needed = tuple(sorted(set(calls)))
+        if isinstance(calls, Mapping):
+            least = {t: n for t, n in calls.items() if n > 0}
+        else:
+            least = dict.fromkeys(calls, 1)
+        needed = tuple(sorted(least.items()))
         key = (int(target), steps, needed)
         known = self._targets.get(key)
         if known is None:
             flag = z3.Bool(f"goal{len(self._targets)}", self.ctx)
             self._targets[key] = (target, flag)
             self.solver.add(z3.Implies(flag, self._translate(target, steps)))
-            for tool in needed:
+            for tool, times in needed:
+                # Each call of the tool picks a group with an event of it.
                 some_call = [
                     pick
                     for i in range(steps)
                     for pick, group in zip(self.picks[i], self.groups, strict=True)
                     if any(t == tool for t, _ in group.events)
                 ]
-                self.solver.add(
-                    z3.Implies(
-                        flag, z3.Or(*some_call) if some_call else z3.BoolVal(False, self.ctx)
-                    )
-                )
+                if len(some_call) < times:
+                    enough = z3.BoolVal(False, self.ctx)
+                elif times == 1:
+                    enough = z3.Or(*some_call)
+                else:
+                    enough = z3.PbGe([(p, 1) for p in some_call], times)
+                self.solver.add(z3.Implies(flag, enough))
             if needed:
-                self.solver.add(z3.Implies(flag, self._spare_at_most(steps, needed)))
+                self.solver.add(z3.Implies(flag, self._spare_at_most(steps, least)))
         else:
             flag = known[1]
         return flag
 
-    def _spare_at_most(self, steps: int, needed: Sequence[str]) -> z3.BoolRef:
-        """Of the first ``steps`` steps, at most ``steps - len(needed)`` are *spare*: every
-        history calls each tool of ``needed``, the first call of each is a step of its own,
-        and the others are the spare ones (later calls of a needed tool among them).
+    def _spare_at_most(self, steps: int, least: Mapping[str, int]) -> z3.BoolRef:
+        """Of the first ``steps`` steps, at most ``steps`` less the calls ``least`` asks for
+        are *spare*: every history calls each tool of ``least`` at least that many times,
+        those first calls of each are steps of their own, and the others are the spare
+        ones (a further call of the same tool among them).
 
-        A step is counted as a first call where it picks a group with an event of a needed
-        tool that no earlier step surely called: a group that holds events of that tool
-        alone says it was called; one that holds events of several (the failed calls of
-        tools nothing counts, say) says only that one of them was. So each first call is
-        counted, and the bound holds of every history. Implied by the steps, it changes no
-        answer; but bounded model checking could not use it unstated: asked whether the
-        run may stop within 21 steps on `conditionals-50-100-7` (19 tools needed, two of
-        them forced twice by soft forces), Z3 gave up after 150 s, where stated it shows
-        in seconds that no history does (unstated, its search placed each needed tool
-        before counting the calls the forces repeat)."""
+        A step is counted as one of those first calls where it picks a group with an event
+        of such a tool that earlier steps did not surely call that many times: a group
+        that holds events of that tool alone says it was called; one that holds events of
+        several (the failed calls of tools nothing counts, say) says only that one of them
+        was. So each of them is counted, and the bound holds of every history. Implied by
+        the steps, it changes no answer; but bounded model checking could not use it
+        unstated: asked whether the run may stop within 21 steps on
+        `conditionals-50-100-7` (19 tools needed, two of them forced twice by soft forces),
+        Z3 gave up after 150 s, where stated it shows in seconds that no history does
+        (unstated, its search placed each needed tool before counting the calls the
+        forces repeat)."""
         ctx = self.ctx
         tools_of = [frozenset(t for t, _ in g.events) for g in self.groups]
-        wanted = sorted(set(needed))
+        wanted = sorted(least.items())
         spare: list[z3.BoolRef] = []
         for i in range(steps):
             picks = self.picks[i]
             firsts = []
-            for tool in wanted:
+            for tool, times in wanted:
                 calls = [p for p, tools in zip(picks, tools_of, strict=True) if tool in tools]
                 if calls:
-                    firsts.append(z3.And(z3.Or(*calls), z3.Not(self._surely_called(tool, i))))
+                    done = self._surely_called(tool, i, times)
+                    firsts.append(z3.And(z3.Or(*calls), z3.Not(done)))
             taken = z3.Or(*picks) if picks else z3.BoolVal(False, ctx)
             spare.append(z3.And(taken, z3.Not(z3.Or(*firsts))) if firsts else taken)
         if not spare:
             return z3.BoolVal(True, ctx)  # no steps: the calls asked for rule out a history
-        return z3.PbLe([(x, 1) for x in spare], max(0, steps - len(wanted)))
+        return z3.PbLe([(x, 1) for x in spare], max(0, steps - sum(least.values())))
 
-    def _surely_called(self, tool: str, before: int) -> z3.BoolRef:
-        """Whether a step before step ``before`` (0-based) picked a group whose events are
-        all of ``tool``: one definition per tool and step, shared by every question."""
+    def _surely_called(self, tool: str, before: int, times: int) -> z3.BoolRef:
+        """Whether the steps before step ``before`` (0-based) picked groups whose events
+        are all of ``tool`` at least ``times`` times: a unary count per tool, shared by
+        every question (one definition per tool, count and step)."""
         ctx = self.ctx
-        called: z3.BoolRef = z3.BoolVal(False, ctx)
+        if times > before:
+            return z3.BoolVal(False, ctx)
+        false, true = z3.BoolVal(False, ctx), z3.BoolVal(True, ctx)
+        memo = self._calls
         for i in range(before):
-            found = self._calls.get((tool, i))
-            if found is None:
-                picks = [
-                    p
-                    for p, g in zip(self.picks[i], self.groups, strict=True)
-                    if g.events and all(t == tool for t, _ in g.events)
-                ]
-                found = z3.Bool(f"called:{tool}@{i + 1}", ctx)
-                self.solver.add(found == z3.Or(called, *picks))
-                self._calls[(tool, i)] = found
-            called = found
-        return called
+            if (tool, times, i) in memo:
+                continue
+            picks = [
+                p
+                for p, g in zip(self.picks[i], self.groups, strict=True)
+                if g.events and all(t == tool for t, _ in g.events)
+            ]
+            here = z3.Or(*picks) if picks else false
+            for j in range(1, times + 1):
+                if (tool, j, i) in memo:
+                    continue
+                was = memo.get((tool, j, i - 1), false)
+                fewer = memo.get((tool, j - 1, i - 1), false) if j > 1 else true
+                count = z3.Bool(f"called:{tool}:{j}@{i + 1}", ctx)
+                self.solver.add(count == z3.Or(was, z3.And(fewer, here)))
+                memo[(tool, j, i)] = count
+        return memo[(tool, times, before - 1)]
 
     def outside(
         self, target: Node, seconds: float | None = None, deadline: float | None = None

@@ -28,6 +28,7 @@ from ruleengine.check.explicit import allows, analyse, asking_of, decide, live_a
 from ruleengine.check.landmarks import least_steps
 from ruleengine.check.projections import Projections
 from ruleengine.check.relaxed import Relaxed
+from ruleengine.check.seek import Estimates
 from ruleengine.check.symbolic import Encoding, analyse_symbolic
 from ruleengine.check.symbolic_verdicts import Verdicts
 from ruleengine.check.system import Event, System
@@ -112,28 +113,43 @@ def test_the_shortest_history_is_the_explicit_engines(
                 assert _shows(system, key, within, exact)
 
 
-@given(case=policies(priority=False, max_iterations=(1, 8)), followed=st.booleans())
+@given(
+    case=policies(priority=False, max_iterations=(1, 8)),
+    followed=st.booleans(),
+    counted=st.booleans(),
+)
 def test_the_tools_every_finish_calls_bound_it_and_prune_nothing(
-    case: PolicyCase, followed: bool
+    case: PolicyCase, followed: bool, counted: bool
 ) -> None:
     # ``followed``: with the tools a soft force calls right after a needed one too (what
-    # the budget's questions give, ``least_steps``). Given, they bound the steps that are
-    # not a needed tool's first call (``Unrolled._spare_at_most``): a wrong count would
+    # the budget's questions give, ``least_steps``); ``counted``: each as often as a
+    # component needs it called (``Estimates.calls``). Given, they bound the steps that
+    # are none of those first calls (``Unrolled._spare_at_most``): a wrong count would
     # turn a history into none.
-    system, exact, _, v, unrolled = _setup(case)
+    system, exact, enc, v, unrolled = _setup(case)
     if followed:
         needed = least_steps(system, forced=False)[1] - {FINAL_ANSWER}
     else:
         needed = Relaxed(system.components, system.tools).needed()
+    calls: dict[str, int] | frozenset[str] = needed
     first = exact.firsts.get("finish")
+    if counted:
+        each = Estimates(system, FINAL_ANSWER, enc.distances).calls(system.initial, needed)
+        if each is None:  # some component never lets the run stop
+            assert first is None
+        else:
+            calls = each
+            if first is not None:
+                assert sum(each.values()) <= len(first)
+                assert all(sum(t == tool for t, _ in first) >= n for tool, n in each.items())
     if first is not None:
         assert len(needed) <= len(first)
         assert {t for t, _ in first} >= needed
     for k in range(DEPTH + 1):
         plain = unrolled.reaches(v.pass_.can_stop, k)
-        pruned = unrolled.reaches(v.pass_.can_stop, k, calls=needed)
+        pruned = unrolled.reaches(v.pass_.can_stop, k, calls=calls)
         assert (plain is None) == (pruned is None), k
-        within = unrolled.reaches(v.pass_.can_stop, k, within=True, calls=needed)
+        within = unrolled.reaches(v.pass_.can_stop, k, within=True, calls=calls)
         assert (within is not None) == (first is not None and len(first) <= k), k
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from ruleengine import ConditionalRequirement, Requirement
 from ruleengine.check.explicit import reaches
 from ruleengine.check.landmarks import least_steps
+from ruleengine.check.seek import Estimates
 from ruleengine.check.symbolic import Encoding
 from ruleengine.check.symbolic_verdicts import Verdicts
 from ruleengine.check.system import System
@@ -42,6 +43,30 @@ def test_the_calls_soft_forces_repeat_are_counted_within_a_small_budget() -> Non
     _, needed = least_steps(system, forced=False)
     calls = needed - {FINAL_ANSWER}
     assert calls == {*chores, "a", "b", "c", "d"}
+    try:
+        none = unrolled.reaches(v.pass_.can_stop, 15, within=True, calls=calls, seconds=0.2)
+    except GaveUp:  # pragma: no cover - the failure this test is for
+        raise AssertionError("no answer within 1,000,000 resource units") from None
+    assert none is None
+    found = unrolled.reaches(v.pass_.can_stop, 16, within=True, calls=calls)
+    assert found is not None and len(found) == 16
+    assert reaches(system, found, FINAL_ANSWER)
+
+
+def test_the_calls_a_counter_needs_are_counted_each() -> None:
+    # Six tools called twice each, and `c` right after each call of `n0` or `n1`: every
+    # history that lets the run stop has 16 steps. Given as tools, the calls bound the
+    # spare steps by their number (7); given with how often each is needed
+    # (``Estimates.calls``: 13 calls), the bound is 13 less, and Z3 shows that 15 steps
+    # are too few in under 300,000 resource units, against 4.9 million.
+    chores = [f"n{i}" for i in range(6)]
+    requirements: list[Requirement] = [ConditionalRequirement(t, min_invocations=2) for t in chores]
+    requirements.append(ConditionalRequirement("c", force_after=chores[:2]))
+    system, v, unrolled = _unrolled([*chores, "c"], requirements)
+    _, needed = least_steps(system, forced=False)
+    enc = unrolled.enc
+    calls = Estimates(system, FINAL_ANSWER, enc.distances).calls(system.initial, needed)
+    assert calls == {**dict.fromkeys(chores, 2), "c": 1}
     try:
         none = unrolled.reaches(v.pass_.can_stop, 15, within=True, calls=calls, seconds=0.2)
     except GaveUp:  # pragma: no cover - the failure this test is for
