@@ -8,6 +8,8 @@ turns a history into none is a law: ``test_check_unrolled_laws``.)"""
 
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping
+
 from ruleengine import ConditionalRequirement, Requirement
 from ruleengine.check.explicit import reaches
 from ruleengine.check.landmarks import least_steps
@@ -28,6 +30,25 @@ def _unrolled(
     return system, v, Unrolled(v)
 
 
+def _least_is(
+    steps: int,
+    system: System,
+    v: Verdicts,
+    unrolled: Unrolled,
+    calls: Collection[str] | Mapping[str, int],
+) -> None:
+    """No history of fewer than ``steps`` steps lets the run stop, shown within 1,000,000
+    resource units (0.2 "seconds"), and one of ``steps`` does, replayed."""
+    try:
+        none = unrolled.reaches(v.pass_.can_stop, steps - 1, within=True, calls=calls, seconds=0.2)
+    except GaveUp:  # pragma: no cover - the failure these tests are for
+        raise AssertionError("no answer within 1,000,000 resource units") from None
+    assert none is None
+    found = unrolled.reaches(v.pass_.can_stop, steps, within=True, calls=calls)
+    assert found is not None and len(found) == steps
+    assert reaches(system, found, FINAL_ANSWER)
+
+
 def test_the_calls_soft_forces_repeat_are_counted_within_a_small_budget() -> None:
     # Ten tools called once each, and `a` and `b` once each; each of those sets off `c`
     # right after, and `c` sets off `d`: every history that lets the run stop has 16 steps
@@ -43,14 +64,7 @@ def test_the_calls_soft_forces_repeat_are_counted_within_a_small_budget() -> Non
     _, needed = least_steps(system, forced=False)
     calls = needed - {FINAL_ANSWER}
     assert calls == {*chores, "a", "b", "c", "d"}
-    try:
-        none = unrolled.reaches(v.pass_.can_stop, 15, within=True, calls=calls, seconds=0.2)
-    except GaveUp:  # pragma: no cover - the failure this test is for
-        raise AssertionError("no answer within 1,000,000 resource units") from None
-    assert none is None
-    found = unrolled.reaches(v.pass_.can_stop, 16, within=True, calls=calls)
-    assert found is not None and len(found) == 16
-    assert reaches(system, found, FINAL_ANSWER)
+    _least_is(16, system, v, unrolled, calls)
 
 
 def test_the_calls_a_counter_needs_are_counted_each() -> None:
@@ -67,11 +81,4 @@ def test_the_calls_a_counter_needs_are_counted_each() -> None:
     enc = unrolled.enc
     calls = Estimates(system, FINAL_ANSWER, enc.distances).calls(system.initial, needed)
     assert calls == {**dict.fromkeys(chores, 2), "c": 1}
-    try:
-        none = unrolled.reaches(v.pass_.can_stop, 15, within=True, calls=calls, seconds=0.2)
-    except GaveUp:  # pragma: no cover - the failure this test is for
-        raise AssertionError("no answer within 1,000,000 resource units") from None
-    assert none is None
-    found = unrolled.reaches(v.pass_.can_stop, 16, within=True, calls=calls)
-    assert found is not None and len(found) == 16
-    assert reaches(system, found, FINAL_ANSWER)
+    _least_is(16, system, v, unrolled, calls)
