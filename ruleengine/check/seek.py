@@ -120,6 +120,8 @@ class Estimates:
         return None if found is None else self._each(found[1], needed)
 
     def _each(self, calls: dict[str, int], needed: frozenset[str]) -> dict[str, int]:
+        """``calls`` (a component's most calls needed, per tool) with once at least each
+        tool of ``needed`` but the goal."""
         each = {t: calls.get(t, 0) or 1 for t in needed if t != self.goal}
         each.update((t, n) for t, n in calls.items() if t not in needed and n > 0)
         return each

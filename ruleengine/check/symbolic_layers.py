@@ -186,7 +186,7 @@ class Layers:
         group that cannot fire there never has its relation built. Each group's part is
         cut to ``within`` before the union: a ``states`` left free outside the states that
         matter (``_bdd.restricted``) has a far larger preimage outside ``within``
-        (`indep-chains-20-40-7`: a witness's preimages 0.85 s uncut, against 0.07 s)."""
+        (`indep-chains-20-40-7`: a witness's preimages took 0.85 s uncut, under 0.2 s cut)."""
         bdd = self.bdd
         out = bdd.false
         for c in self.clusters:
