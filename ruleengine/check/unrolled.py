@@ -81,6 +81,8 @@ class Unrolled:
             for x, y in zip(self.enc.bits[id(c)], self.enc.next_bits[id(c)], strict=True)
         }
         self.groups: list[_Group] = list(layers.groups)
+        self._tools_of = [frozenset(t for t, _ in g.events) for g in self.groups]
+        """Per group, the tools its events are of."""
         self.copies: list[dict[str, z3.BoolRef]] = []
         self.picks: list[list[z3.BoolRef]] = []
         self.moves: list[z3.BoolRef] = []
@@ -341,12 +343,7 @@ class Unrolled:
             self.solver.add(z3.Implies(flag, self._translate(target, steps)))
             for tool, times in needed:
                 # Each call of the tool picks a group with an event of it.
-                some_call = [
-                    pick
-                    for i in range(steps)
-                    for pick, group in zip(self.picks[i], self.groups, strict=True)
-                    if any(t == tool for t, _ in group.events)
-                ]
+                some_call = [pick for i in range(steps) for pick in self._picking(tool, i)]
                 if len(some_call) < times:
                     enough = z3.BoolVal(False, self.ctx)
                 elif times == 1:
@@ -378,14 +375,13 @@ class Unrolled:
         (unstated, its search placed each needed tool before counting the calls the
         forces repeat)."""
         ctx = self.ctx
-        tools_of = [frozenset(t for t, _ in g.events) for g in self.groups]
         wanted = sorted(least.items())
         spare: list[z3.BoolRef] = []
         for i in range(steps):
             picks = self.picks[i]
             firsts = []
             for tool, times in wanted:
-                calls = [p for p, tools in zip(picks, tools_of, strict=True) if tool in tools]
+                calls = self._picking(tool, i)
                 if calls:
                     done = self._surely_called(tool, i, times)
                     firsts.append(z3.And(z3.Or(*calls), z3.Not(done)))
@@ -394,6 +390,15 @@ class Unrolled:
         if not spare:
             return z3.BoolVal(True, ctx)  # no steps: the calls asked for rule out a history
         return z3.PbLe([(x, 1) for x in spare], max(0, steps - sum(least.values())))
+
+    def _picking(self, tool: str, i: int, *, alone: bool = False) -> list[z3.BoolRef]:
+        """The picks of step ``i`` (0-based) whose group has an event of ``tool`` (``alone``:
+        events of that tool only)."""
+        return [
+            pick
+            for pick, tools in zip(self.picks[i], self._tools_of, strict=True)
+            if tool in tools and (not alone or len(tools) == 1)
+        ]
 
     def _surely_called(self, tool: str, before: int, times: int) -> z3.BoolRef:
         """Whether the steps before step ``before`` (0-based) picked groups whose events
@@ -407,11 +412,7 @@ class Unrolled:
         for i in range(before):
             if (tool, times, i) in memo:
                 continue
-            picks = [
-                p
-                for p, g in zip(self.picks[i], self.groups, strict=True)
-                if g.events and all(t == tool for t, _ in g.events)
-            ]
+            picks = self._picking(tool, i, alone=True)
             here = z3.Or(*picks) if picks else false
             for j in range(1, times + 1):
                 if (tool, j, i) in memo:
