@@ -549,6 +549,10 @@ class _Group:
             if len(bits) < NEEDED_BITS:
                 bits[t] = 1 << len(bits)
         self.full = sum(bits.values())
+        self.untracked = (self.apart & needed) - bits.keys()
+        """The needed tools it tells apart past ``NEEDED_BITS``: its goal does not wait for
+        them, and their first call would not be free, so ``least`` never counts their calls
+        (it would count a call that the needed tools count already)."""
         self.steps: list[_Step] = []
         self.of_tool: dict[str, int] = {}
         """Per tool, the index of its step (its own, or its pool's)."""
@@ -624,11 +628,16 @@ class _Group:
             self.alike.append(tuple(effects.index(e) for e in effects))
 
     def least(self, costly: frozenset[str]) -> int:
-        """The fewest calls of ``costly`` tools (a needed one's calls after its first) on a
-        path of the group to a state where the run may stop with every tracked needed tool
-        called; 0 where there is none within ``GROUP_STATES`` states (no bound)."""
+        """The fewest calls of ``costly`` tools (a needed one's calls after its first; none
+        of an ``untracked`` one) on a path of the group to a state where the run may stop
+        with every tracked needed tool called; 0 where there is none within
+        ``GROUP_STATES`` states (no bound)."""
         start: _Node = (self.start_views, 0, self.start_pending, self.start_sure, frozenset())
-        charged = frozenset(k for k, st in enumerate(self.steps) if st.apart and st.tool in costly)
+        charged = frozenset(
+            k
+            for k, st in enumerate(self.steps)
+            if st.apart and st.tool in costly and st.tool not in self.untracked
+        )
         dist = {start: 0}
         queue: deque[_Node] = deque([start])
         done: set[_Node] = set()

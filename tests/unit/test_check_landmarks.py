@@ -112,6 +112,21 @@ def test_a_repeated_call_of_a_needed_tool_counts() -> None:
     assert needed + extra == exact
 
 
+def test_a_needed_tool_the_group_does_not_track_costs_nothing_more() -> None:
+    # `x` waits for nine tools, all needed with it and `a`: the group that follows the
+    # force of `x` after `a` tracks eight needed tools, and its goal does not wait for the
+    # others (`n8`, `n9`, `x`). Their calls are counted with the needed tools, never as
+    # extra ones: `n1`, ..., `n9`, `a`, `x` is a history of eleven steps.
+    waited = [f"n{i}" for i in range(1, 10)]
+    requirements = [
+        C("a", min_invocations=1, name="need-a"),
+        C("x", min_invocations=1, name="need-x"),
+        C("x", only_after=waited, name="x-after-all"),
+        C("x", force_after=["a"], name="force-x"),
+    ]
+    assert _bounds(["a", *waited, "x"], requirements) == (11, 0, 11)
+
+
 @pytest.mark.parametrize(
     ("tools", "dropper"),
     [
