@@ -12,6 +12,8 @@ explicit one, verdict for verdict; (3) the projections never rule out a reachabl
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
 from unittest import mock
 
 from hypothesis import assume, given
@@ -24,7 +26,8 @@ from policy_strategies import (
     symbolic_system,
 )
 
-from ruleengine.check import compositional
+import ruleengine.check.run as check_run
+from ruleengine.check import compositional, symbolic
 from ruleengine.check.analysis import Analysis, Witness, settled
 from ruleengine.check.compositional import analyse_compositional
 from ruleengine.check.explicit import analyse, callable_at, reaches, walk
@@ -248,3 +251,67 @@ def _complete_agrees(found: Analysis, exact: Analysis) -> None:
     assert _trace(found.no_finish) == _trace(exact.no_finish)
     assert found.allowed_tools - {FINAL_ANSWER} == exact.allowed_tools - {FINAL_ANSWER}
     assert found.live == exact.live
+
+
+def _opened_late(
+    real: Callable[..., Analysis],
+) -> Callable[..., Analysis]:
+    """``analyse_symbolic`` as a core question meets it on a loaded machine: each question's
+    first try runs out of time (the one before the verdicts one by one), the next are
+    ``real``'s."""
+    asked: set[tuple[int, str | None]] = set()
+
+    def late(sub: System, **kwargs: Any) -> Analysis:
+        key = (id(sub), kwargs.get("focus"))
+        if key in asked:
+            return real(sub, **kwargs)
+        asked.add(key)
+        return Analysis(complete=False, reason="the time limit ran out")
+
+    return late
+
+
+@given(
+    case=st.one_of(
+        policies(priority=False), st.booleans().flatmap(lambda g: priority_policies(guards=g))
+    ),
+    probe=st.integers(1, 12),
+    data=st.data(),
+)
+def test_a_core_question_the_verdicts_one_by_one_answer_is_the_engines_answer(
+    case: PolicyCase, probe: int, data: st.DataObject
+) -> None:
+    # A question whether a tool is ever allowed or a requirement ever live, of a subsystem,
+    # that the symbolic engine leaves open goes to the verdicts one by one (with a short
+    # probe, so that they decide by their own means): what they answer is the explicit
+    # engine's answer on that subsystem.
+    system = priority_system(case) if case.mode == "priority" else symbolic_system(case)
+    names = sorted(r.name for r in system.requirements)
+    assume(names)
+    kept = data.draw(st.lists(st.sampled_from(names), unique=True, min_size=1), label="kept")
+    sub = system.subsystem(sorted(kept))
+    exact = _exact(sub)
+    run = check_run._engine(
+        system,
+        "auto",
+        max_states=None,
+        clock=check_run._Clock(None),
+        budget=case.max_iterations - 1,
+    )
+    assert isinstance(run, check_run._SymbolicEngine)
+    questions = [f"tool:{t}" for t in sub.callable] + [f"live:{n}" for n in sorted(kept)]
+    with (
+        mock.patch.object(symbolic, "analyse_symbolic", _opened_late(symbolic.analyse_symbolic)),
+        mock.patch.object(compositional, "PROBE_STATES", probe),
+    ):
+        for focus in questions:
+            answer = run(sub, focus)
+            assert answer.complete, focus
+            kind, name = focus.split(":", 1)
+            if kind == "tool":
+                assert (name in answer.allowed_tools) == (name in exact.allowed_tools), focus
+            else:
+                assert (name in answer.live) == (name in exact.live), focus
+            if answer.example is not None:  # its history replays (to the tool allowed)
+                assert walk(sub, answer.example) is not None, focus
+                assert kind == "live" or reaches(sub, answer.example, name), focus

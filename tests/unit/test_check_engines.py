@@ -5,7 +5,7 @@ a chain link by link."""
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 from monitored import Monitored
@@ -23,6 +23,8 @@ from ruleengine import (
     Rule,
 )
 from ruleengine.check import check_policy
+from ruleengine.check.analysis import Analysis
+from ruleengine.check.explicit import reaches
 from ruleengine.check.system import System
 from ruleengine.state import Status
 
@@ -265,3 +267,42 @@ def test_in_priority_mode_a_rule_overridden_in_part_drops_its_soft_force() -> No
     assert by_symbolic.model_dump(exclude={"stats"}) == check_policy(
         policy, engine="explicit"
     ).model_dump(exclude={"stats"})
+
+
+@pytest.mark.parametrize("mode", ["strict", "priority"])
+def test_a_core_question_the_symbolic_engine_leaves_open_goes_to_the_verdicts_one_by_one(
+    mode: Literal["strict", "priority"], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `a` at most once makes "at most twice" never change the pass; `b` and `c` each wait
+    # for the other. Each question's first try at the symbolic engine runs out of its time
+    # (as `SYMBOLIC_FIRST` cuts it on a large subsystem): the verdicts one by one answer,
+    # and the symbolic engine is not asked again.
+    tools = ["a", "b", "c"]
+    reqs = [
+        C("a", max_invocations=1, name="cap"),
+        C("a", max_invocations=2, name="looser"),
+        C("b", only_after=["c"], name="b-after-c"),
+        C("c", only_after=["b"], name="c-after-b"),
+    ]
+    system = System(tools, reqs, mode=mode)
+    run = check_run._engine(system, "auto", max_states=None, clock=check_run._Clock(None), budget=5)
+    assert isinstance(run, check_run._SymbolicEngine)
+    tries: list[str | None] = []
+
+    def late(sub: Any, **kwargs: Any) -> Analysis:
+        tries.append(kwargs.get("focus"))
+        return Analysis(complete=False, reason="the time limit ran out")
+
+    monkeypatch.setattr(symbolic, "analyse_symbolic", late)
+    answers = {
+        focus: run(system, focus) for focus in ["live:looser", "live:cap", "tool:b", "tool:a"]
+    }
+    assert tries == list(answers)  # one try each
+    assert all(a.complete and a.partial for a in answers.values())
+    assert answers["live:looser"].live == set() and answers["live:cap"].live == {"cap"}
+    assert answers["tool:b"].allowed_tools == set()
+    assert answers["tool:a"].allowed_tools == {"a"}
+    example = answers["tool:a"].example
+    assert example is not None and reaches(system, example, "a")
+    # Whole questions (no focus, or the budget) are the symbolic engine's alone.
+    assert not run(system, None).complete and not run(system, "finish:3").complete
