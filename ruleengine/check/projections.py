@@ -114,12 +114,21 @@ class Projections:
         if not relaxed:
             self.reached = enc.views(comps)
         for i in self._kept:
-            found = self.views[i] = frozenset(v for (v,) in self._reach((i,)))
+            found = self.views[i] = self._own_views(i)
             self.reached &= self._set((i,), ((v,) for v in found))
         self._pairs: dict[tuple[int, int], Node | None] = {}
         self._pair_seen: dict[tuple[int, int], set[tuple[int, ...]] | None] = {}
         self._added: dict[tuple[int, int], Node] = {}
         """The pairs a refinement needed, kept for later questions."""
+
+    def _own_views(self, i: int) -> frozenset[int]:
+        """The views component ``i`` reaches on its own; every view it has where they are
+        more than ``PAIR_STATES`` (a count to 10,000, say): a superset keeps every
+        reachable state."""
+        try:
+            return frozenset(v for (v,) in self._reach((i,)))
+        except _TooLarge:
+            return frozenset(range(len(self.system.components[i].views)))
 
     def at(self, state: State) -> Projections:
         """The same over-approximation for the runs from ``state`` (a reachable one),

@@ -22,8 +22,10 @@ from ruleengine.check.explicit import (
 from ruleengine.check.histories import FORCED_STEPS, along
 from ruleengine.check.landmarks import least_steps
 from ruleengine.check.orders import never_finishes, waits_in_vain
+from ruleengine.check.projections import PAIR_STATES
 from ruleengine.check.properties import CoreCache
 from ruleengine.check.seek import Estimates, seek_within
+from ruleengine.check.symbolic import Encoding
 from ruleengine.check.system import System
 from ruleengine.ir import FINAL_ANSWER
 
@@ -410,3 +412,23 @@ def test_a_requirement_that_denies_a_tool_after_another_is_live_where_the_others
             "watching" in live_at(system, records, decide(system, records), {"watching"}, {})
             for records, _ in system.variants(state)
         )
+
+
+def test_a_component_with_more_views_than_a_pair_may_reach_is_kept_whole() -> None:
+    # A count to 6,000 has more views than the projections explore for one component
+    # (`PAIR_STATES`): all of its views are kept (before, the analysis raised `_TooLarge`,
+    # an internal error of the whole check on a large policy with such a cap).
+    cap = ConditionalRequirement(
+        "a", max_invocations=PAIR_STATES + 1000, only_success_invocations=False, name="cap"
+    )
+    system = System(
+        ["a", "b"], [cap, ConditionalRequirement("b", min_invocations=1, name="need-b")]
+    )
+    found = compositional.analyse_compositional(system, Encoding(system), budget=9, probe_states=10)
+    exact = analyse(system)
+    assert found.complete
+    assert (found.live, found.allowed_tools, found.finish_depth) == (
+        exact.live,
+        exact.allowed_tools,
+        exact.finish_depth,
+    )
