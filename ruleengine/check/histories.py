@@ -57,7 +57,10 @@ def toward(
     for _ in range(CUBES):
         if left == bdd.false:
             return None
-        wanted, cube = _nearest(enc, comps, left)
+        nearest = _nearest(enc, comps, left)
+        if nearest is None:
+            return None
+        wanted, cube = nearest
         found = _best_first(system, wanted, goal, limit, deadline)
         if found is not None:
             return found
@@ -67,13 +70,18 @@ def toward(
 
 def _nearest(
     enc: EncodingBase, comps: Sequence[Component], states: Node
-) -> tuple[dict[int, int], Node]:
+) -> tuple[dict[int, int], Node] | None:
     """A state of ``states`` (nonempty) that keeps as many components as it can at their
     first view (greedily, in component order), as the view each component it reads must
-    be at, and that state's cube. Such a state asks a search to move few components."""
+    be at, and that state's cube. Such a state asks a search to move few components. None
+    where ``states`` holds no state whose components are all at views they have (a set
+    the projections gave back unnarrowed may hold bits that spell none)."""
     bdd = enc.bdd
     owner = {b: i for i, c in enumerate(comps) for b in enc.bits[id(c)]}
     support = sorted({owner[b] for b in bdd.support(states) if b in owner})
+    states &= enc.views([comps[i] for i in support])
+    if states == bdd.false:
+        return None
     for i in support:
         first = enc.cube(enc.bits[id(comps[i])], 0)
         if states & first != bdd.false:

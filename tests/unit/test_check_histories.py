@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from ruleengine import ConditionalRequirement as C
 from ruleengine.check.explicit import asking_of, decide, live_at, reaches, walk
-from ruleengine.check.histories import Finishing, along, shortened
+from ruleengine.check.histories import Finishing, along, shortened, toward
 from ruleengine.check.symbolic import Encoding
 from ruleengine.check.symbolic_verdicts import Verdicts
 from ruleengine.check.system import Event, State, System
@@ -191,3 +191,22 @@ def test_a_step_replayed_backward_gives_the_states_it_leads_from(
         allowed = any(isinstance(o, Pass) and tool in o.allowed for o in outcomes)
         leads = allowed and system.successor(state, (tool, status)) == target
         assert enc.holds_at(back, comps, state) == leads
+
+
+def test_a_search_toward_bits_that_spell_no_view_finds_nothing_and_the_others_still_lead() -> None:
+    # A count to 2 has three views, spelled by two bits: the fourth value spells none. A
+    # set the projections give back unnarrowed may hold it; the search skips it (it had
+    # asked for the distances to view 3 of three, an `IndexError`).
+    system = System(["a", "b"], [C("a", max_invocations=2, name="cap")])
+    enc = Encoding(system)
+    (comp,) = system.components
+    bits = enc.bits[id(comp)]
+    assert len(comp.views) == 3 and len(bits) == 2
+
+    def capped(state: State) -> bool:
+        return state == (2,)
+
+    nowhere = enc.cube(bits, 3)
+    assert toward(system, enc, nowhere, goal=capped) is None
+    found = toward(system, enc, nowhere | enc.cube(bits, 2), goal=capped)
+    assert found is not None and walk(system, found) == (2,)
