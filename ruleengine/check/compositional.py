@@ -426,6 +426,8 @@ class _Decider:
         self._chases: dict[tuple[Node, Node], Chase] = {}
         """``_finishing``'s backward chainings, by the states they lead to and those they
         run through, kept to go on with where one was cut short."""
+        self._backs: dict[Node, StepsBack] = {}
+        """``_stepped_back``'s layers, by the states they lead to."""
 
     def undecided(self) -> list[str]:
         decided = self.result.decided
@@ -528,7 +530,10 @@ class _Decider:
         # holds its diagrams, where the unrolled steps take a copy of every bit per step
         # (`indep-mixes-50-100-1`: 500 MB in 20 s).
         self._unroll(UNROLL_DEPTHS[:UNROLL_BEFORE_BACK])
-        self._back(BACK_FIRST)
+        if self.exact:
+            # In strict mode the first proofs come first: the layers backward wait for
+            # what they leave open (in the loop below).
+            self._back(BACK_FIRST)
         self._unroll(UNROLL_DEPTHS[UNROLL_BEFORE_BACK:UNROLL_FIRST])
         self._live_never()
         self._live_searched()
@@ -546,7 +551,8 @@ class _Decider:
             self._back(PROVE_SECONDS)
             self._prove(PROVE_SECONDS, balanced=True)
         self._unroll(UNROLL_DEPTHS[-1:])
-        self._back(None)
+        # In strict mode the budget's questions below still need their time.
+        self._back(None if self.exact else PROVE_SECONDS)
         self._prove(PROVE_SECONDS)
         self._finish_unrolled()
 
@@ -555,9 +561,74 @@ class _Decider:
         ``seconds`` more (``_Exact``); in strict mode the bounds of ``_finish_bounded`` and
         bounded model checking decide it."""
 
+    def _stepped_back(self, target: Node, seconds: float | None) -> StepsBack | None:
+        """The breadth-first layers backward from ``target`` (``StepsBack``, kept between
+        calls), run for at most ``seconds`` more (None: the time left; ``_giving_up``);
+        None when they were cut short (``_Late`` past the deadline)."""
+        self._on_time()
+        back = self._backs.get(target)
+        if back is None:
+            back = self._backs[target] = StepsBack(self.verdicts, target, self.projections.reached)
+        try:
+            back.run(self._giving_up(None if seconds is None else time.monotonic() + seconds))
+        except _OutOfTime:
+            self._on_time()
+            return None
+        return back
+
     def _back(self, most: float | None) -> None:
         """What is still open, decided backward from its states, at most ``most`` seconds
-        each (``_Exact``); in strict mode the projections and proofs decide it."""
+        each (None: the time left), half of it for each of two searches, each kept to go on
+        with at the next call: the chaining (``_finishing``), where the initial state is
+        not among the states it finds, none is reachable (`mixed-50-100-7` in priority
+        mode: two requirements never live, shown so in 1 s and 0.3 s, where
+        property-directed reachability gave up on both); then the layers
+        (``_stepped_back``): a finding met there has its shortest witness, the engines'
+        own; a tool allowed or a requirement live, its shortest history; and where they
+        end without the initial state, none is reachable. In strict mode, only for what
+        the first proofs leave open (``run``): on `indep-forced-50-100-6` three
+        requirements never live, which property-directed reachability proved only after
+        the unrolled steps' questions 48 and 64 steps deep, are shown so by the layers
+        (the one-by-one analysis 17.1 s → 9.9 s), and `conditionals-50-100-2`'s last open
+        requirement (22.5 s, left open, → 8.2 s); first, before the proofs, the layers
+        cost more than they decided (`conditionals-50-100-0`: 4.2 s → 9.8 s)."""
+        decided = self.result.decided
+        assert decided is not None
+        system = self.system
+        each = None if most is None else most / 2
+        for table in (self.unproven, self.open):
+            for key, where in list(table.items()):
+                if key not in table:
+                    continue  # met along an earlier one's history
+                # The chaining first, for a "never": it follows a chain of steps link by
+                # link, where the layers take every cluster at each step.
+                until = None if each is None else time.monotonic() + each
+                chased = self._finishing(where, until)
+                if chased is not None and not self.enc.holds_at(
+                    chased, system.components, system.initial
+                ):
+                    del table[key]
+                    decided.add(key)
+                    continue
+                back = self._stepped_back(where, each)
+                if back is None:
+                    continue  # cut short: it goes on at the next call
+                if back.met is None:  # the layers ended without the start: never
+                    del table[key]
+                    decided.add(key)
+                elif table is self.open:
+                    self._met(tuple(back.trace()))  # this one, and any other on the way
+                else:
+                    del table[key]
+                    decided.add(key)
+                    self._witnessed(key, back.trace())
+
+    def _none_within(self, where: Node, steps: int) -> bool:
+        """Whether no history of at most ``steps`` steps reaches ``where``, as far as the
+        layers backward from it show: each whole layer without the start rules out a
+        history that short."""
+        back = self._backs.get(where)
+        return back is not None and back.met is None and len(back.layers) > steps
 
     def _left(self, share: float) -> float | None:
         """``share`` of the seconds left (None without a deadline)."""
@@ -1526,10 +1597,6 @@ class _Decider:
         decided.add(key)
         self._witnessed(key, trace)
 
-    def _none_within(self, where: Node, steps: int) -> bool:
-        """Whether no history of at most ``steps`` steps is known to reach ``where``."""
-        return False
-
     def _met(self, path: tuple[Event, ...]) -> None:
         """Decide every open verdict some state along ``path`` (a real history) shows,
         with the history up to the first such state."""
@@ -1790,72 +1857,6 @@ class _Exact(_Decider):
     1.3·10¹⁰ states reached in the minute without a fixpoint) is complete in 35 s."""
 
     exact = True
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._backs: dict[Node, StepsBack] = {}
-        """``_stepped_back``'s layers, by the states they lead to."""
-
-    def _stepped_back(self, target: Node, seconds: float | None) -> StepsBack | None:
-        """The breadth-first layers backward from ``target`` (``StepsBack``, kept between
-        calls), run for at most ``seconds`` more (None: the time left; ``_giving_up``);
-        None when they were cut short (``_Late`` past the deadline)."""
-        self._on_time()
-        back = self._backs.get(target)
-        if back is None:
-            back = self._backs[target] = StepsBack(self.verdicts, target, self.projections.reached)
-        try:
-            back.run(self._giving_up(None if seconds is None else time.monotonic() + seconds))
-        except _OutOfTime:
-            self._on_time()
-            return None
-        return back
-
-    def _back(self, most: float | None) -> None:
-        """What is still open, decided backward from its states, at most ``most`` seconds
-        each (None: the time left), half of it for each of two searches, each kept to go on
-        with at the next call: the chaining (``_finishing``), where the initial state is
-        not among the states it finds, none is reachable (`mixed-50-100-7` in priority
-        mode: two requirements never live, shown so in 1 s and 0.3 s, where
-        property-directed reachability gave up on both); then the layers
-        (``_stepped_back``): a finding met there has its shortest witness, the engines'
-        own; a tool allowed or a requirement live, its shortest history; and where they
-        end without the initial state, none is reachable."""
-        decided = self.result.decided
-        assert decided is not None
-        system = self.system
-        each = None if most is None else most / 2
-        for table in (self.unproven, self.open):
-            for key, where in list(table.items()):
-                if key not in table:
-                    continue  # met along an earlier one's history
-                # The chaining first, for a "never": it follows a chain of steps link by
-                # link, where the layers take every cluster at each step.
-                until = None if each is None else time.monotonic() + each
-                chased = self._finishing(where, until)
-                if chased is not None and not self.enc.holds_at(
-                    chased, system.components, system.initial
-                ):
-                    del table[key]
-                    decided.add(key)
-                    continue
-                back = self._stepped_back(where, each)
-                if back is None:
-                    continue  # cut short: it goes on at the next call
-                if back.met is None:  # the layers ended without the start: never
-                    del table[key]
-                    decided.add(key)
-                elif table is self.open:
-                    self._met(tuple(back.trace()))  # this one, and any other on the way
-                else:
-                    del table[key]
-                    decided.add(key)
-                    self._witnessed(key, back.trace())
-
-    def _none_within(self, where: Node, steps: int) -> bool:
-        # Each whole layer backward without the start rules out a history that short.
-        back = self._backs.get(where)
-        return back is not None and back.met is None and len(back.layers) > steps
 
     def _finish_back(self, seconds: float | None) -> None:
         """The budget, by the layers backward from the states that may stop (at most

@@ -162,8 +162,9 @@ def test_what_it_does_not_decide_one_by_one_it_names_undecided(
     from ruleengine.check import compositional
 
     alone = _alone(wide())
-    # Without bounded model checking, the no-finish is left open.
+    # Without bounded model checking and the layers backward, the no-finish is left open.
     monkeypatch.setattr(compositional, "UNROLL_DEPTHS", ())
+    monkeypatch.setattr(compositional._Decider, "_back", lambda self, most: None)
     raced = _one_by_one_only(monkeypatch)
     # What it reports is the engine's (findings, traces and cores alike); what it does not
     # report of the engine's findings, it names undecided.
@@ -174,6 +175,22 @@ def test_what_it_does_not_decide_one_by_one_it_names_undecided(
     missing = {key[0] for key in engine} - {f.id for f in raced.findings}
     assert missing == {"no-finish"}
     assert {f.id for f in raced.findings} >= {"forced-tie", "dead-tool", "dead-requirement"}
+
+
+@needs_fork
+def test_in_strict_mode_the_layers_backward_decide_what_the_first_proofs_leave_open(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from ruleengine.check import compositional
+
+    alone = _alone(wide())
+    # Without bounded model checking, and with every proof by property-directed
+    # reachability failing, the layers backward from the states that cannot finish still
+    # decide the no-finish, with the engine's witness (before, it was left undecided).
+    monkeypatch.setattr(compositional, "UNROLL_DEPTHS", ())
+    monkeypatch.setattr(compositional.Unrolled, "never", lambda self, *a, **k: False)
+    raced = _one_by_one_only(monkeypatch)
+    assert raced.complete and _shape(raced) == _shape(alone)
 
 
 @needs_fork
@@ -189,6 +206,7 @@ def test_what_is_left_undecided_is_named(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setattr(compositional, "along", lambda *a, **k: None)
     monkeypatch.setattr(compositional, "seek", lambda *a, **k: None)
     monkeypatch.setattr(compositional, "UNROLL_DEPTHS", ())  # nor by bounded model checking
+    monkeypatch.setattr(compositional._Decider, "_back", lambda self, most: None)  # nor backward
     raced = check_policy(policy, timeout=20)
     assert not raced.complete and raced.undecided
     assert raced.reason is not None
@@ -449,7 +467,9 @@ def test_one_by_one_still_deciding_at_the_limit_gives_the_report(
     monkeypatch.setattr(compositional, "analyse_compositional", late)
     monkeypatch.setattr(compositional, "PROBE_STATES", 64)
     monkeypatch.setattr(compositional, "PROVE_SECONDS", 0.5)
-    monkeypatch.setattr(compositional, "UNROLL_DEPTHS", ())  # else it decides the no-finish
+    # Else bounded model checking or the layers backward decide the no-finish.
+    monkeypatch.setattr(compositional, "UNROLL_DEPTHS", ())
+    monkeypatch.setattr(compositional._Decider, "_back", lambda self, most: None)
     _stuck_in_the_child(monkeypatch)
     raced = check_policy(wide(), timeout=10)
     assert raced.stats.states == 64
