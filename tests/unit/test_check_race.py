@@ -140,6 +140,17 @@ def _one_by_one_only(monkeypatch: pytest.MonkeyPatch) -> Any:
     return check_policy(wide(), timeout=20)
 
 
+def _not_deciding_deep(monkeypatch: pytest.MonkeyPatch, *, backward: bool = False) -> None:
+    """The one-by-one analysis without bounded model checking and (unless ``backward``)
+    without the layers backward: what `wide()`'s first layers miss (its no-finish), it can
+    then only prove never."""
+    from ruleengine.check import compositional
+
+    monkeypatch.setattr(compositional, "UNROLL_DEPTHS", ())
+    if not backward:
+        monkeypatch.setattr(compositional._Decider, "_back", lambda self, most: None)
+
+
 @needs_fork
 def test_an_engine_stuck_past_the_limit_is_stopped_and_verdicts_decided_one_by_one(
     monkeypatch: pytest.MonkeyPatch,
@@ -159,12 +170,10 @@ def test_an_engine_stuck_past_the_limit_is_stopped_and_verdicts_decided_one_by_o
 def test_what_it_does_not_decide_one_by_one_it_names_undecided(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from ruleengine.check import compositional
 
     alone = _alone(wide())
     # Without bounded model checking and the layers backward, the no-finish is left open.
-    monkeypatch.setattr(compositional, "UNROLL_DEPTHS", ())
-    monkeypatch.setattr(compositional._Decider, "_back", lambda self, most: None)
+    _not_deciding_deep(monkeypatch)
     raced = _one_by_one_only(monkeypatch)
     # What it reports is the engine's (findings, traces and cores alike); what it does not
     # report of the engine's findings, it names undecided.
@@ -187,7 +196,7 @@ def test_in_strict_mode_the_layers_backward_decide_what_the_first_proofs_leave_o
     # Without bounded model checking, and with every proof by property-directed
     # reachability failing, the layers backward from the states that cannot finish still
     # decide the no-finish, with the engine's witness (before, it was left undecided).
-    monkeypatch.setattr(compositional, "UNROLL_DEPTHS", ())
+    _not_deciding_deep(monkeypatch, backward=True)
     monkeypatch.setattr(compositional.Unrolled, "never", lambda self, *a, **k: False)
     raced = _one_by_one_only(monkeypatch)
     assert raced.complete and _shape(raced) == _shape(alone)
@@ -205,8 +214,7 @@ def test_what_is_left_undecided_is_named(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setattr(compositional, "toward", lambda *a, **k: None)
     monkeypatch.setattr(compositional, "along", lambda *a, **k: None)
     monkeypatch.setattr(compositional, "seek", lambda *a, **k: None)
-    monkeypatch.setattr(compositional, "UNROLL_DEPTHS", ())  # nor by bounded model checking
-    monkeypatch.setattr(compositional._Decider, "_back", lambda self, most: None)  # nor backward
+    _not_deciding_deep(monkeypatch)  # nor by bounded model checking or backward
     raced = check_policy(policy, timeout=20)
     assert not raced.complete and raced.undecided
     assert raced.reason is not None
@@ -467,9 +475,7 @@ def test_one_by_one_still_deciding_at_the_limit_gives_the_report(
     monkeypatch.setattr(compositional, "analyse_compositional", late)
     monkeypatch.setattr(compositional, "PROBE_STATES", 64)
     monkeypatch.setattr(compositional, "PROVE_SECONDS", 0.5)
-    # Else bounded model checking or the layers backward decide the no-finish.
-    monkeypatch.setattr(compositional, "UNROLL_DEPTHS", ())
-    monkeypatch.setattr(compositional._Decider, "_back", lambda self, most: None)
+    _not_deciding_deep(monkeypatch)  # else bounded model checking or the layers decide it
     _stuck_in_the_child(monkeypatch)
     raced = check_policy(wide(), timeout=10)
     assert raced.stats.states == 64
