@@ -77,7 +77,7 @@ from ruleengine.requirements import AskPermissionRequirement
 from ruleengine.rules import lower
 from ruleengine.state import STATUSES
 
-__all__ = ["analyse_compositional", "decided_by_probe"]
+__all__ = ["analyse_compositional", "answered", "decided_by_probe", "shortest_finish"]
 
 Node = Any
 """A BDD node of the encoding's manager."""
@@ -239,16 +239,19 @@ def analyse_compositional(
     probe_states: int | None = None,
     interrupt: Callable[[], bool] | None = None,
     progress: Callable[[Analysis], None] | None = None,
+    until: str | None = None,
 ) -> Analysis:
     """The verdicts of ``system`` decided one by one (see the module's docstring): those
     decided are named in ``Analysis.decided``, the analysis is complete when every one is.
     ``budget``: the steps before ``final_answer`` that ``max_iterations`` allows. A probe
     that explores every state gives the explicit engine's own analysis. Past ``deadline``
     it returns what it decided so far, and so it does once ``interrupt`` (asked between
-    steps) says to stop. ``progress`` is given, between steps and at most every
-    ``PROGRESS_SECONDS`` once a verdict more is decided, the analysis that would be
-    returned were it cut short there (a copy, for one who cannot wait for the end: a step
-    may outlast the deadline). Deterministic but for where those cut it short."""
+    steps) says to stop, or once it ``answered`` ``until`` (a key of ``Analysis.decided``,
+    or ``finish:N``), for one who asks about that alone. ``progress`` is given, between
+    steps and at most every ``PROGRESS_SECONDS`` once a verdict more is decided, the
+    analysis that would be returned were it cut short there (a copy, for one who cannot
+    wait for the end: a step may outlast the deadline). Deterministic but for where those
+    cut it short."""
     probe_limit = PROBE_STATES if probe_states is None else probe_states
     explorer = _Explorer(system, probe_limit, _probe_deadline(deadline), True)
     probe = explorer.run()
@@ -258,7 +261,9 @@ def analyse_compositional(
         progress(decided_by_probe(system, probe))
     kind = _Decider if system.mode == "strict" else _Exact
     try:
-        decider = kind(system, enc, explorer, probe, budget, deadline, interrupt, progress)
+        decider = kind(
+            system, enc, explorer, probe, budget, deadline, interrupt, progress, until=until
+        )
     except Ambiguous:  # a step whose pass the runtime's choice of core decides
         return decided_by_probe(system, probe, cut=False)
     try:
@@ -270,6 +275,36 @@ def analyse_compositional(
     else:
         cut = False
     return _closed(decider.result, decider.undecided(), cut=cut)
+
+
+def answered(analysis: Analysis, key: str) -> bool:
+    """Whether ``analysis`` (of ``analyse_compositional``, perhaps cut short) answers
+    ``key``: a verdict it decided, or ``finish:N``, whether some history of at most ``N``
+    steps lets the run stop (``shortest_finish``: one shown, the least steps known, or none
+    by a lower bound, ``finish_after``)."""
+    decided = analysis.decided
+    if analysis.complete:
+        return True
+    if not key.startswith("finish:"):
+        return decided is not None and key in decided
+    steps = int(key[7:])
+    known = shortest_finish(analysis)
+    if known is not None and known <= steps:
+        return True
+    if analysis.finish_after >= steps or analysis.finish_depth is not None:
+        return True
+    return decided is not None and "budget" in decided and analysis.finishes_within is None
+
+
+def shortest_finish(analysis: Analysis) -> int | None:
+    """The steps of the shortest history to a state that may stop that ``analysis``
+    knows of (``finish_depth``, ``finishes_within``, ``finish_shown``); None: none."""
+    known = [
+        n
+        for n in (analysis.finish_depth, analysis.finishes_within, analysis.finish_shown)
+        if n is not None
+    ]
+    return min(known, default=None)
 
 
 def _probe_deadline(deadline: float | None) -> float:
@@ -384,10 +419,13 @@ class _Decider:
         deadline: float | None,
         interrupt: Callable[[], bool] | None = None,
         progress: Callable[[Analysis], None] | None = None,
+        *,
+        until: str | None = None,
     ) -> None:
         self.system, self.enc, self.explorer = system, enc, explorer
         self.budget, self.deadline, self.interrupt = budget, deadline, interrupt
-        self.progress = progress
+        self.progress, self.asked = progress, until
+        """The one verdict asked about (``until``), decided first where an order is free."""
         self._given = (0, time.monotonic())
         """How many verdicts were decided when ``progress`` was last given, and when."""
         self.verdicts = v = Verdicts(
@@ -428,6 +466,13 @@ class _Decider:
         run through, kept to go on with where one was cut short."""
         self._backs: dict[Node, StepsBack] = {}
         """``_stepped_back``'s layers, by the states they lead to."""
+
+    def _asked_first(self, table: dict[str, Node]) -> list[tuple[str, Node]]:
+        """``table``'s items to work on: all of them, or with a verdict asked about
+        (``asked``) that one alone where it is there."""
+        if self.asked is None:
+            return list(table.items())
+        return [(self.asked, table[self.asked])] if self.asked in table else []
 
     def undecided(self) -> list[str]:
         decided = self.result.decided
@@ -502,8 +547,11 @@ class _Decider:
         return _closed(copy, self.undecided(), cut=True)
 
     def _late(self) -> bool:
-        """Whether the deadline passed or ``interrupt`` says to stop."""
+        """Whether the deadline passed, ``interrupt`` says to stop, or the verdict ``until``
+        is decided."""
         if self.deadline is not None and time.monotonic() > self.deadline:
+            return True
+        if self.asked is not None and answered(self.result, self.asked):
             return True
         return self.interrupt is not None and self.interrupt()
 
@@ -1171,7 +1219,9 @@ class _Decider:
             else:
                 paths.add(path)
         ordered = sorted(paths, key=lambda p: (-len(p), p))
-        keys = self.narrowed if directed else [k for k in self.open if k.startswith("live:")]
+        keys = [k for k, _ in self._asked_first(self.narrowed if directed else self.open)]
+        if not directed:
+            keys = [k for k in keys if k.startswith("live:")]
         until = None if directed else self._share(ALONG_SHARE)
         for key in keys:
             where = self.open.get(key)
@@ -1555,7 +1605,7 @@ class _Decider:
         than the one-set questions they saved.)"""
         for k in depths:
             for table in (self.open, self.unproven):
-                for key, where in list(table.items()):
+                for key, where in self._asked_first(table):
                     if key not in table or self._none_within(where, k):
                         continue  # met along an earlier one's history, or none that short
                     self._on_time()
@@ -1736,7 +1786,7 @@ class _Decider:
         decided = self.result.decided
         assert decided is not None
         for table in (self.unproven, self.open):
-            for key, where in list(table.items()):
+            for key, where in self._asked_first(table):
                 self._on_time()
                 seconds = most
                 spent = self.spent.setdefault(key, [0.0, 0.0])

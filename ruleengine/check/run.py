@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from ruleengine import _validate
-from ruleengine.check.analysis import Analysis, listed, named, settled
+from ruleengine.check.analysis import Analysis, listed, named
 from ruleengine.check.concrete import ConcreteSystem, analyse_concrete
 from ruleengine.check.examples import with_examples
 from ruleengine.check.explicit import analyse
@@ -927,6 +927,14 @@ SYMBOLIC_FIRST = 5.0
 to the symbolic engine first; unanswered by then, the verdicts one by one decide it, then
 the symbolic engine has the time left (``_SymbolicEngine``)."""
 
+SYMBOLIC_AGAIN = 1.0
+"""``SYMBOLIC_FIRST`` for a question the symbolic engine already left open on another
+subsystem: a core search asks one question of subsystems of every size in turn, the small
+ones answered by the symbolic engine in a fraction of a second, the large ones in none it
+has. (`conditionals-50-100-2`: whether a requirement is ever live, of 75, 74, 72 and 69 of
+the 100 requirements, the symbolic engine had no answer in 5 s, the verdicts one by one
+one in 3 s each.)"""
+
 
 class _SymbolicEngine:
     """The symbolic engine for a system and its subsystems, sharing one encoding. The BDD
@@ -955,6 +963,9 @@ class _SymbolicEngine:
         """Per question "ever allowed, ever live, a stop within N steps?" (``tool:T``,
         ``live:R``, ``finish:N``), the requirements of the subsystems where bounded model
         checking answered nothing."""
+        self.symbolic_cut: set[str] = set()
+        """The questions (``tool:T``, ``live:R``) the symbolic engine left open on some
+        subsystem after its first try: asked again, of another, it has ``SYMBOLIC_AGAIN``."""
 
     def __call__(self, sub: Any, focus: str | None = None) -> Analysis:
         from ruleengine.check.symbolic import Encoding, analyse_symbolic
@@ -991,10 +1002,12 @@ class _SymbolicEngine:
         try:
             if not self._one_by_one_may(sub, focus):
                 return symbolic(deadline)
-            first = time.monotonic() + SYMBOLIC_FIRST
+            cut = focus in self.symbolic_cut
+            first = time.monotonic() + (SYMBOLIC_AGAIN if cut else SYMBOLIC_FIRST)
             answer = symbolic(first if deadline is None else min(first, deadline))
             if answer.complete or (deadline is not None and time.monotonic() >= deadline):
                 return answer
+            self.symbolic_cut.add(str(focus))
             decided = self._one_by_one(sub, str(focus), deadline)
             if decided is not None:
                 return decided
@@ -1008,29 +1021,49 @@ class _SymbolicEngine:
 
     def _one_by_one_may(self, sub: Any, focus: str | None) -> bool:
         """Whether a question the symbolic engine does not answer within ``SYMBOLIC_FIRST``
-        goes to the verdicts one by one: whether a tool is ever allowed or a requirement
-        ever live, of a policy's subsystem, without a limit on the states. (A core search of
-        `indep-mixes-50-100-9`, in priority mode, asked whether one of 8 requirements is
-        ever live: the symbolic engine's reachable set, past 10²⁵ states, was not done in
-        37 s; the verdicts one by one decided every verdict of that subsystem in 1.3 s.)"""
+        goes to the verdicts one by one: whether a tool is ever allowed, a requirement ever
+        live, or the run may stop within a number of steps, of a policy's subsystem, without
+        a limit on the states. (A core search of `indep-mixes-50-100-9`, in priority mode,
+        asked whether one of 8 requirements is ever live: the symbolic engine's reachable
+        set, past 10²⁵ states, was not done in 37 s; the verdicts one by one decided every
+        verdict of that subsystem in 1.3 s. The budget's core of
+        `indep-conditionals-50-100-8` asked whether 81 of the 100 requirements let the run
+        stop within 37 steps: the symbolic engine's layers had no answer in 40 s.)"""
         return (
             focus is not None
-            and focus.startswith(("tool:", "live:"))
+            and focus.startswith(("tool:", "live:", "finish:"))
             and isinstance(sub, System)
             and self.max_states is None
         )
 
     def _one_by_one(self, sub: System, focus: str, deadline: float | None) -> Analysis | None:
-        """The answer to ``focus`` (``tool:T`` or ``live:R``) of the verdicts one by one on
-        ``sub`` until ``deadline``, as the symbolic engine gives a focused one (``partial``);
-        None where they did not decide it."""
-        from ruleengine.check.compositional import analyse_compositional
+        """The answer to ``focus`` (``tool:T``, ``live:R`` or ``finish:N``) of the verdicts
+        one by one on ``sub`` until ``deadline``, as the symbolic engine gives a focused one
+        (``partial``); None where they did not answer it (``answered``)."""
+        from ruleengine.check.compositional import (
+            analyse_compositional,
+            answered,
+            shortest_finish,
+        )
 
-        found = analyse_compositional(sub, self.encoding, budget=self.budget, deadline=deadline)
-        if not settled(found, focus):
-            return None
         kind, name = focus.split(":", 1)
+        budget = int(name) if kind == "finish" else self.budget
+        found = analyse_compositional(
+            sub, self.encoding, budget=budget, deadline=deadline, until=focus
+        )
+        if not answered(found, focus):
+            return None
         answer = Analysis(states=found.states, depth_done=found.depth_done, partial=True)
+        if kind == "finish":
+            # Within N steps or not: the least steps known where they are at most N, with
+            # the history where it is that short; else none within N.
+            known = shortest_finish(found)
+            if known is not None and known <= budget:
+                answer.finishes_within = known
+                example = found.firsts.get("finish")
+                if example is not None and len(example) <= budget:
+                    answer.example = example
+            return answer
         if kind == "live" and name in found.live:
             answer.live.add(name)
         if kind == "tool" and name in found.allowed_tools:

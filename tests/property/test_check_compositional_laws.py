@@ -119,6 +119,45 @@ def test_in_priority_mode_its_examples_replay(case: PolicyCase, probe: int) -> N
     _replays(_compositional(case, system, probe), system)
 
 
+@given(
+    case=st.one_of(
+        policies(priority=False), st.booleans().flatmap(lambda g: priority_policies(guards=g))
+    ),
+    probe=st.integers(1, 12),
+    data=st.data(),
+)
+def test_asked_one_question_what_it_answers_is_the_engines_answer(
+    case: PolicyCase, probe: int, data: st.DataObject
+) -> None:
+    # Asked about one verdict (``until``), it may stop once that one is answered: the
+    # verdict, and all else it says it decided, are the explicit engine's. Asked whether
+    # the run may stop within N steps, a history it shows is that short and replays, and
+    # "none within N" holds.
+    system = priority_system(case) if case.mode == "priority" else symbolic_system(case)
+    exact = _exact(system)
+    budget = case.max_iterations - 1
+    steps = data.draw(st.integers(0, budget + 2), label="steps")
+    keys = [*compositional._keys(system), f"finish:{steps}"]
+    key = data.draw(st.sampled_from(keys), label="until")
+    within = steps if key.startswith("finish:") else budget
+    found = analyse_compositional(
+        system, Encoding(system), budget=within, probe_states=probe, until=key
+    )
+    _agrees(found, exact, system, within)
+    _replays(found, system)
+    if not compositional.answered(found, key):
+        return
+    if key.startswith("finish:"):
+        known = compositional.shortest_finish(found)
+        least = exact.finish_depth
+        if known is not None and known <= steps:
+            assert least is not None and least <= known
+        else:
+            assert least is None or least > steps
+    else:
+        assert settled(found, key)
+
+
 def _agrees(found: Analysis, exact: Analysis, system: System, budget: int) -> None:
     """What ``found`` says it decided is what the explicit engine found (``exact``)."""
     if settled(found, "deadlock"):
@@ -281,10 +320,10 @@ def _opened_late(
 def test_a_core_question_the_verdicts_one_by_one_answer_is_the_engines_answer(
     case: PolicyCase, probe: int, data: st.DataObject
 ) -> None:
-    # A question whether a tool is ever allowed or a requirement ever live, of a subsystem,
-    # that the symbolic engine leaves open goes to the verdicts one by one (with a short
-    # probe, so that they decide by their own means): what they answer is the explicit
-    # engine's answer on that subsystem.
+    # A question whether a tool is ever allowed, a requirement ever live, or the run may
+    # stop within N steps, of a subsystem, that the symbolic engine leaves open goes to the
+    # verdicts one by one (with a short probe, so that they decide by their own means):
+    # what they answer is the explicit engine's answer on that subsystem.
     system = priority_system(case) if case.mode == "priority" else symbolic_system(case)
     names = sorted(r.name for r in system.requirements)
     assume(names)
@@ -299,19 +338,33 @@ def test_a_core_question_the_verdicts_one_by_one_answer_is_the_engines_answer(
         budget=case.max_iterations - 1,
     )
     assert isinstance(run, check_run._SymbolicEngine)
-    questions = [f"tool:{t}" for t in sub.callable] + [f"live:{n}" for n in sorted(kept)]
+    steps = data.draw(st.integers(0, case.max_iterations + 1), label="steps")
+    questions = [
+        *(f"tool:{t}" for t in sub.callable),
+        *(f"live:{n}" for n in sorted(kept)),
+        f"finish:{steps}",
+    ]
     with (
         mock.patch.object(symbolic, "analyse_symbolic", _opened_late(symbolic.analyse_symbolic)),
         mock.patch.object(compositional, "PROBE_STATES", probe),
     ):
         for focus in questions:
             answer = run(sub, focus)
-            assert answer.complete, focus
             kind, name = focus.split(":", 1)
+            assert answer.complete or (kind == "finish" and answer.depth_done >= steps), focus
             if kind == "tool":
                 assert (name in answer.allowed_tools) == (name in exact.allowed_tools), focus
-            else:
+            elif kind == "live":
                 assert (name in answer.live) == (name in exact.live), focus
+            else:  # a stop within that many steps or not, as the budget's core asks it
+                shown = [answer.finishes_within, answer.finish_depth]
+                assert any(n is not None and n <= steps for n in shown) == (
+                    exact.finish_depth is not None and exact.finish_depth <= steps
+                ), focus
             if answer.example is not None:  # its history replays (to the tool allowed)
                 assert walk(sub, answer.example) is not None, focus
-                assert kind == "live" or reaches(sub, answer.example, name), focus
+                if kind == "tool":
+                    assert reaches(sub, answer.example, name), focus
+                if kind == "finish":
+                    assert len(answer.example) <= steps
+                    assert reaches(sub, answer.example, FINAL_ANSWER), focus

@@ -432,3 +432,40 @@ def test_a_component_with_more_views_than_a_pair_may_reach_is_kept_whole() -> No
         exact.allowed_tools,
         exact.finish_depth,
     )
+
+
+def test_asked_one_question_it_stops_once_that_is_answered() -> None:
+    # A chain a → b → c → d → e before the stop, and x, y each waiting for the other: asked
+    # about one verdict (``until``), the analysis ends as soon as that one is answered,
+    # with other verdicts left undecided, and answers as the whole analysis does.
+    tools = ["a", "b", "c", "d", "e", "x", "y"]
+    chain = [("b", "a"), ("c", "b"), ("d", "c"), ("e", "d"), (FINAL_ANSWER, "e")]
+    reqs: list[Requirement] = [
+        ConditionalRequirement(t, only_after=[before], name=f"{t}-after-{before}")
+        for t, before in [*chain, ("x", "y"), ("y", "x")]
+    ]
+    system = System(tools, reqs)
+
+    def asked(until: str | None) -> Analysis:
+        return compositional.analyse_compositional(
+            system, Encoding(system), budget=9, probe_states=1, until=until
+        )
+
+    whole = asked(None)
+    assert whole.complete and whole.allowed_tools == {"a", "b", "c", "d", "e", FINAL_ANSWER}
+    for key in ["tool:b", "tool:x", "live:x-after-y"]:
+        found = asked(key)
+        assert compositional.answered(found, key) and found.undecided, key
+        assert found.allowed_tools <= whole.allowed_tools and found.live <= whole.live
+        name = key.split(":")[1]
+        assert (name in found.allowed_tools or name in found.live) == (
+            name in whole.allowed_tools or name in whole.live
+        )
+    # A stop within 9 steps: the 5-step history, the rest undecided.
+    found = asked("finish:9")
+    assert compositional.answered(found, "finish:9") and found.undecided
+    assert compositional.shortest_finish(found) == 5 and len(found.firsts["finish"]) == 5
+    # None within 2 steps: answered only once a bound or the least steps show it.
+    found = asked("finish:2")
+    assert compositional.answered(found, "finish:2")
+    assert compositional.shortest_finish(found) == 5 or found.finish_after >= 2

@@ -4,6 +4,7 @@ a chain link by link."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Hashable, Sequence
 from typing import Any, Literal
 
@@ -304,5 +305,35 @@ def test_a_core_question_the_symbolic_engine_leaves_open_goes_to_the_verdicts_on
     assert answers["tool:a"].allowed_tools == {"a"}
     example = answers["tool:a"].example
     assert example is not None and reaches(system, example, "a")
-    # Whole questions (no focus, or the budget) are the symbolic engine's alone.
-    assert not run(system, None).complete and not run(system, "finish:3").complete
+    # So does the budget's question "may the run stop within 3 steps?" (at once, here).
+    within = run(system, "finish:3")
+    assert within.complete and within.partial and within.finishes_within == 0
+    assert tries[-1] == "finish:3"
+    # A whole analysis (no focus) is the symbolic engine's alone.
+    assert not run(system, None).complete
+
+
+def test_a_question_the_symbolic_engine_left_open_has_a_shorter_first_try_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A core search asks one question of subsystems of every size in turn: once the
+    # symbolic engine left it open on one, it has `SYMBOLIC_AGAIN` on the next (of that
+    # question; another one still has `SYMBOLIC_FIRST`).
+    monkeypatch.setattr(check_run, "SYMBOLIC_FIRST", 1000.0)
+    monkeypatch.setattr(check_run, "SYMBOLIC_AGAIN", 1.0)
+    system = System(["a", "b"], [C("b", only_after=["a"], name="b-after-a")])
+    run = check_run._engine(system, "auto", max_states=None, clock=check_run._Clock(None), budget=5)
+    given: list[tuple[str | None, float]] = []
+
+    def late(sub: Any, **kwargs: Any) -> Analysis:
+        deadline = kwargs["deadline"]
+        given.append((kwargs.get("focus"), deadline - time.monotonic()))
+        return Analysis(complete=False, reason="the time limit ran out")
+
+    monkeypatch.setattr(symbolic, "analyse_symbolic", late)
+    for focus in ["tool:b", "tool:b", "live:b-after-a", "tool:b"]:
+        assert run(system, focus).complete
+    assert [focus for focus, _ in given] == ["tool:b", "tool:b", "live:b-after-a", "tool:b"]
+    first, again, other, third = (left for _, left in given)
+    assert first > 500 and other > 500
+    assert again <= 1.0 and third <= 1.0
