@@ -260,6 +260,8 @@ class Unrolled:
         every run), at the deadline, or told to by ``interrupt``."""
         if steps < 0:
             raise ValueError(f"a history has at least 0 steps, not {steps}")
+        if isinstance(calls, str):
+            raise TypeError(f"calls: tool names or a count per tool, not the string {calls!r}")
         while len(self.picks) < steps:
             self._on_time(deadline)
             self._copy(deadline)

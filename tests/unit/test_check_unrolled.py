@@ -81,6 +81,12 @@ def test_the_tools_every_finish_calls_bound_the_finish() -> None:
         assert unrolled.reaches(v.pass_.can_stop, steps, calls=needed) is None
 
 
+def test_a_tool_name_as_the_calls_is_refused_not_read_letter_by_letter() -> None:
+    _, _, v, unrolled = _unrolled()
+    with pytest.raises(TypeError, match="not the string 't1'"):
+        unrolled.reaches(v.pass_.can_stop, 4, calls="t1")
+
+
 def test_a_passed_deadline_gives_up() -> None:
     _, _, v, unrolled = _unrolled()
     with pytest.raises(GaveUp):
