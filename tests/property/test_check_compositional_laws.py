@@ -40,6 +40,17 @@ MAX_STATES = 2000
 """States the explicit engine may take to check a drawn policy whole (else skipped)."""
 
 
+_either_mode = st.one_of(
+    policies(priority=False), st.booleans().flatmap(lambda g: priority_policies(guards=g))
+)
+"""Random policies in strict mode, and in priority mode with or without cycle guards."""
+
+
+def _system(case: PolicyCase) -> System:
+    """``case``'s system, in its own mode."""
+    return priority_system(case) if case.mode == "priority" else symbolic_system(case)
+
+
 def _exact(system: System) -> Analysis:
     exact = analyse(system, max_states=MAX_STATES)
     assume(exact.complete)
@@ -119,13 +130,7 @@ def test_in_priority_mode_its_examples_replay(case: PolicyCase, probe: int) -> N
     _replays(_compositional(case, system, probe), system)
 
 
-@given(
-    case=st.one_of(
-        policies(priority=False), st.booleans().flatmap(lambda g: priority_policies(guards=g))
-    ),
-    probe=st.integers(1, 12),
-    data=st.data(),
-)
+@given(case=_either_mode, probe=st.integers(1, 12), data=st.data())
 def test_asked_one_question_what_it_answers_is_the_engines_answer(
     case: PolicyCase, probe: int, data: st.DataObject
 ) -> None:
@@ -133,7 +138,7 @@ def test_asked_one_question_what_it_answers_is_the_engines_answer(
     # verdict, and all else it says it decided, are the explicit engine's. Asked whether
     # the run may stop within N steps, a history it shows is that short and replays, and
     # "none within N" holds.
-    system = priority_system(case) if case.mode == "priority" else symbolic_system(case)
+    system = _system(case)
     exact = _exact(system)
     budget = case.max_iterations - 1
     steps = data.draw(st.integers(0, budget + 2), label="steps")
@@ -310,13 +315,7 @@ def _opened_late(
     return late
 
 
-@given(
-    case=st.one_of(
-        policies(priority=False), st.booleans().flatmap(lambda g: priority_policies(guards=g))
-    ),
-    probe=st.integers(1, 12),
-    data=st.data(),
-)
+@given(case=_either_mode, probe=st.integers(1, 12), data=st.data())
 def test_a_core_question_the_verdicts_one_by_one_answer_is_the_engines_answer(
     case: PolicyCase, probe: int, data: st.DataObject
 ) -> None:
@@ -324,7 +323,7 @@ def test_a_core_question_the_verdicts_one_by_one_answer_is_the_engines_answer(
     # stop within N steps, of a subsystem, that the symbolic engine leaves open goes to the
     # verdicts one by one (with a short probe, so that they decide by their own means):
     # what they answer is the explicit engine's answer on that subsystem.
-    system = priority_system(case) if case.mode == "priority" else symbolic_system(case)
+    system = _system(case)
     names = sorted(r.name for r in system.requirements)
     assume(names)
     kept = data.draw(st.lists(st.sampled_from(names), unique=True, min_size=1), label="kept")
