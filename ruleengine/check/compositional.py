@@ -425,7 +425,8 @@ class _Decider:
         self.system, self.enc, self.explorer = system, enc, explorer
         self.budget, self.deadline, self.interrupt = budget, deadline, interrupt
         self.progress, self.asked = progress, until
-        """The one verdict asked about (``until``), decided first where an order is free."""
+        """The one question asked (``until``): the analysis ends once it is ``answered``, and
+        its searches, bounded model checking and proofs take that verdict alone."""
         self._given = (0, time.monotonic())
         """How many verdicts were decided when ``progress`` was last given, and when."""
         self.verdicts = v = Verdicts(
@@ -467,9 +468,9 @@ class _Decider:
         self._backs: dict[Node, StepsBack] = {}
         """``_stepped_back``'s layers, by the states they lead to."""
 
-    def _asked_first(self, table: dict[str, Node]) -> list[tuple[str, Node]]:
-        """``table``'s items to work on: all of them, or with a verdict asked about
-        (``asked``) that one alone where it is there."""
+    def _wanted(self, table: dict[str, Node]) -> list[tuple[str, Node]]:
+        """``table``'s items to work on: all of them, or with a question asked (``asked``)
+        its verdict alone, where it is there."""
         if self.asked is None:
             return list(table.items())
         return [(self.asked, table[self.asked])] if self.asked in table else []
@@ -547,8 +548,8 @@ class _Decider:
         return _closed(copy, self.undecided(), cut=True)
 
     def _late(self) -> bool:
-        """Whether the deadline passed, ``interrupt`` says to stop, or the verdict ``until``
-        is decided."""
+        """Whether the deadline passed, ``interrupt`` says to stop, or the question asked
+        (``asked``) is answered."""
         if self.deadline is not None and time.monotonic() > self.deadline:
             return True
         if self.asked is not None and answered(self.result, self.asked):
@@ -1219,7 +1220,7 @@ class _Decider:
             else:
                 paths.add(path)
         ordered = sorted(paths, key=lambda p: (-len(p), p))
-        keys = [k for k, _ in self._asked_first(self.narrowed if directed else self.open)]
+        keys = [k for k, _ in self._wanted(self.narrowed if directed else self.open)]
         if not directed:
             keys = [k for k in keys if k.startswith("live:")]
         until = None if directed else self._share(ALONG_SHARE)
@@ -1605,7 +1606,7 @@ class _Decider:
         than the one-set questions they saved.)"""
         for k in depths:
             for table in (self.open, self.unproven):
-                for key, where in self._asked_first(table):
+                for key, where in self._wanted(table):
                     if key not in table or self._none_within(where, k):
                         continue  # met along an earlier one's history, or none that short
                     self._on_time()
@@ -1786,7 +1787,7 @@ class _Decider:
         decided = self.result.decided
         assert decided is not None
         for table in (self.unproven, self.open):
-            for key, where in self._asked_first(table):
+            for key, where in self._wanted(table):
                 self._on_time()
                 seconds = most
                 spent = self.spent.setdefault(key, [0.0, 0.0])

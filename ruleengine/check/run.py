@@ -930,8 +930,8 @@ the symbolic engine has the time left (``_SymbolicEngine``)."""
 SYMBOLIC_AGAIN = 1.0
 """``SYMBOLIC_FIRST`` for a question the symbolic engine already left open on another
 subsystem: a core search asks one question of subsystems of every size in turn, the small
-ones answered by the symbolic engine in a fraction of a second, the large ones in none it
-has. (`conditionals-50-100-2`: whether a requirement is ever live, of 75, 74, 72 and 69 of
+ones answered by the symbolic engine in a fraction of a second, the large ones not in the
+time it has. (`conditionals-50-100-2`: whether a requirement is ever live, of 75, 74, 72 and 69 of
 the 100 requirements, the symbolic engine had no answer in 5 s, the verdicts one by one
 one in 3 s each.)"""
 
@@ -964,8 +964,9 @@ class _SymbolicEngine:
         ``live:R``, ``finish:N``), the requirements of the subsystems where bounded model
         checking answered nothing."""
         self.symbolic_cut: set[str] = set()
-        """The questions (``tool:T``, ``live:R``) the symbolic engine left open on some
-        subsystem after its first try: asked again, of another, it has ``SYMBOLIC_AGAIN``."""
+        """The questions (``tool:T``, ``live:R``, ``finish:N``) the symbolic engine left open
+        on some subsystem after its first try: asked again, of another, it has
+        ``SYMBOLIC_AGAIN``."""
 
     def __call__(self, sub: Any, focus: str | None = None) -> Analysis:
         from ruleengine.check.symbolic import Encoding, analyse_symbolic
