@@ -592,6 +592,7 @@ class _Decider:
         if self._without_dead():  # tools the proofs showed never allowed
             self._live_never()
         self._no_finish(again=True)
+        self._live_stuck()  # where its share cut it short: its chainings go on
         # Deeper histories and proofs in turn, the proofs of each set taking about as long
         # as its histories took: a set reached only deep costs its proofs about what its
         # histories cost, and one never reached its histories about what its proof costs.

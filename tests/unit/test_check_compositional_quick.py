@@ -469,3 +469,35 @@ def test_asked_one_question_it_stops_once_that_is_answered() -> None:
     found = asked("finish:2")
     assert compositional.answered(found, "finish:2")
     assert compositional.shortest_finish(found) == 5 or found.finish_after >= 2
+
+
+def test_a_stop_only_requirement_cut_short_at_first_is_decided_on_the_second_ask(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # As above, "y at least twice" is dead because the others never let the run stop. The
+    # first ask's search backward is cut short (its share of the time spent): the
+    # requirement stays open. The analysis asks again after the first proofs; that ask
+    # goes on with the same search and decides it.
+    tools = ["x", "y", "z"]
+    waiting = ConditionalRequirement("y", min_invocations=2, name="y twice")
+    needs = ConditionalRequirement("x", min_invocations=3, name="x thrice")
+    cap = ConditionalRequirement("x", max_invocations=2, name="x at most twice")
+    system = System(tools, [needs, cap, waiting])
+    decider = first_state_only(system)
+    decider.open["live:y twice"] = decider.verdicts._live_at("y twice")
+    real = compositional._Decider._finishing
+    asked: list[float | None] = []
+
+    def cut_once(self: compositional._Decider, stop: object, until: float | None) -> object:
+        asked.append(until)
+        return None if len(asked) == 1 else real(self, stop, until)
+
+    monkeypatch.setattr(compositional._Decider, "_finishing", cut_once)
+    monkeypatch.setattr(compositional._Decider, "_never", lambda self, where: False)
+    decider._live_stuck()
+    assert len(asked) == 1 and "live:y twice" in decider.open
+    decider._live_stuck()
+    assert len(asked) == 2 and "live:y twice" not in decider.open
+    decided = decider.result.decided
+    assert decided is not None and "live:y twice" in decided
+    assert "y twice" not in analyse(system).live
