@@ -1352,22 +1352,22 @@ class _Decider:
                     break
 
     def _live_stuck(self) -> None:
-        """Open requirements that only keep the run from stopping (``followed.only_stops``), never
-        live where no reachable state lets the others stop: the states from which the
+        """Open requirements that only keep the run from stopping (``followed.only_stops``),
+        never live where no reachable state lets the others stop: the states from which the
         system's steps lead to such a state (backward chaining through the projections,
         ``Verdicts._can_finish``, exact on the reachable states) leave out the initial
         state. A requirement that only denies ``final_answer`` changes a pass only where the
         others allow it (where they deny it too, every fact of the pass is the same, so
         whether a cycle guard gives way is too). The projections are asked first whether
         any reachable state lets the others stop (``_never``). Asked only where the system
-        itself is not
-        known to finish (else the others, which let the run stop wherever it does, would),
-        until the first whose others finish from the start, and for at most
-        ``STUCK_SHARE`` of the time left in all (`indep-conditionals-50-100-0`: "`parse_41`
-        at least twice", a tool never allowed, where the others never stop either, 1.6 s,
-        which the orders of their histories did not show; `-5`: "`check_45` at least
-        twice", 5.4 s, where bounded model checking and the proofs had spent the rest of
-        the minute). Each one shown so also shows that the system never finishes
+        itself is not known to finish (else the others, which let the run stop wherever it
+        does, would), until the first whose others finish from the start, and for at most
+        ``STUCK_SHARE`` of the time left in all each time it is asked (twice, ``run``: a
+        chaining cut short goes on at the second ask). (`indep-conditionals-50-100-0`:
+        "`parse_41` at least twice", a tool never allowed, where the others never stop
+        either, 1.6 s, which the orders of their histories did not show; `-5`: "`check_45`
+        at least twice", 5.4 s, where bounded model checking and the proofs had spent the
+        rest of the minute.) Each one shown so also shows that the system never finishes
         (``_stuck_at_start``)."""
         decided = self.result.decided
         assert decided is not None
