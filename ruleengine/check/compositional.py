@@ -282,18 +282,18 @@ def answered(analysis: Analysis, key: str) -> bool:
     ``key``: a verdict it decided, or ``finish:N``, whether some history of at most ``N``
     steps lets the run stop (``shortest_finish``: one shown, the least steps known, or none
     by a lower bound, ``finish_after``)."""
-    decided = analysis.decided
     if analysis.complete:
         return True
+    decided = analysis.decided or set()
     if not key.startswith("finish:"):
-        return decided is not None and key in decided
+        return key in decided
     steps = int(key[7:])
     known = shortest_finish(analysis)
     if known is not None and known <= steps:
         return True
     if analysis.finish_after >= steps or analysis.finish_depth is not None:
         return True
-    return decided is not None and "budget" in decided and analysis.finishes_within is None
+    return "budget" in decided and analysis.finishes_within is None
 
 
 def shortest_finish(analysis: Analysis) -> int | None:

@@ -923,17 +923,18 @@ def _engine(
 _EXPLICIT_HINT = "the default engine (`auto`) checks it with the explicit engine"
 
 SYMBOLIC_FIRST = 5.0
-"""Seconds a core question whether a tool is ever allowed or a requirement ever live goes
-to the symbolic engine first; unanswered by then, the verdicts one by one decide it, then
-the symbolic engine has the time left (``_SymbolicEngine``)."""
+"""Seconds a core question whether a tool is ever allowed, a requirement ever live, or the
+run may stop within N steps goes to the symbolic engine first; unanswered by then, the
+verdicts one by one answer it, then the symbolic engine has the time left
+(``_SymbolicEngine``)."""
 
 SYMBOLIC_AGAIN = 1.0
 """``SYMBOLIC_FIRST`` for a question the symbolic engine already left open on another
 subsystem: a core search asks one question of subsystems of every size in turn, the small
 ones answered by the symbolic engine in a fraction of a second, the large ones not in the
-time it has. (`conditionals-50-100-2`: whether a requirement is ever live, of 75, 74, 72 and 69 of
-the 100 requirements, the symbolic engine had no answer in 5 s, the verdicts one by one
-one in 3 s each.)"""
+time it has. (`conditionals-50-100-2`: whether a requirement is ever live, of 75, 74, 72
+and 69 of the 100 requirements, the symbolic engine had no answer in 5 s, the verdicts one
+by one one in 3 s each.)"""
 
 
 class _SymbolicEngine:
