@@ -501,3 +501,41 @@ def test_a_stop_only_requirement_cut_short_at_first_is_decided_on_the_second_ask
     decided = decider.result.decided
     assert decided is not None and "live:y twice" in decided
     assert "y twice" not in analyse(system).live
+
+
+def _deadlocked_chain() -> System:
+    """`t0` … `t3`, each at most once and each after the one before; the run may stop only
+    after `t0` twice: once all four are called, nothing is allowed (a deadlock, 4 steps)."""
+    capped = [
+        ConditionalRequirement(f"t{i}", max_invocations=1, name=f"t{i} once") for i in range(4)
+    ]
+    twice = ConditionalRequirement("t0", min_invocations=2, name="t0 twice")
+    return System([f"t{i}" for i in range(4)], [*_chain(4), *capped, twice])
+
+
+def test_forward_layers_past_their_time_leave_a_finding_to_the_layers_backward(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The deadlock lies 4 steps deep, past the probe of the first state. With the time for
+    # the forward layers spent, ``_first`` computes none: the deadlock is left unproven, not
+    # ruled out. The analysis still finds it, with the explicit engine's shortest witness.
+    system = _deadlocked_chain()
+    explicit = analyse(system)
+    assert explicit.deadlock is not None and len(explicit.deadlock.trace) == 4
+
+    decider = first_state_only(system)
+    decider._findings()
+    decided = decider.result.decided
+    assert decided is not None and "deadlock" in decided
+    assert decider.result.deadlock == explicit.deadlock
+
+    monkeypatch.setattr(compositional, "LAYER_SECONDS", -1.0)
+    decider = first_state_only(system)
+    decider._findings()
+    decided = decider.result.decided
+    assert decided is not None and "deadlock" not in decided and "deadlock" in decider.unproven
+    assert len(decider.verdicts.layers) == 1  # the start alone: no layer computed
+
+    found = compositional.analyse_compositional(system, Encoding(system), budget=9, probe_states=1)
+    assert found.complete
+    assert found.deadlock is not None and found.deadlock.trace == explicit.deadlock.trace
