@@ -1801,6 +1801,8 @@ class _Decider:
         proofs took as long already waits for the next depth."""
         decided = self.result.decided
         assert decided is not None
+        if not balanced and self._proved_all(most):
+            return
         for table in (self.unproven, self.open):
             for key, where in self._wanted(table):
                 self._on_time()
@@ -1824,6 +1826,45 @@ class _Decider:
                 if proved:
                     del table[key]
                     decided.add(key)
+
+    def _proved_all(self, most: float) -> bool:
+        """Whether one proof showed every verdict ``_prove`` would ask about never (at most
+        ``most`` seconds): no reachable state is in the union of their states. Then each is
+        decided; else none is, and each is asked on its own. Where most are never, one
+        proof is as quick as each of them: on `indep-forced-50-100-6`, twelve requirements
+        never live, each proved so in 0.4-0.6 s (three gave up at the limit), the union in
+        0.56 s."""
+        decided = self.result.decided
+        assert decided is not None
+        asked = [
+            (table, key, where)
+            for table in (self.unproven, self.open)
+            for key, where in self._wanted(table)
+        ]
+        if len(asked) < 2:
+            return False
+        self._on_time()
+        union = self.enc.bdd.false
+        for _, _, where in asked:
+            union |= where
+        seconds = most
+        if self.deadline is not None:  # as long as one of them would have, at most
+            left = self.deadline - time.monotonic()
+            seconds = min(seconds, max(PROVE_LEAST, left / (len(asked) + 1)))
+        began = time.monotonic()
+        try:
+            proved = self.unrolled.never(union, seconds, self.deadline)
+        except GaveUp:
+            raise _Late from None
+        finally:
+            share = (time.monotonic() - began) / len(asked)
+            for _, key, _ in asked:
+                self.spent.setdefault(key, [0.0, 0.0])[1] += share
+        if proved:
+            for table, key, _ in asked:
+                del table[key]
+                decided.add(key)
+        return proved
 
     def _finish_unrolled(self) -> None:
         """The least number of steps before ``final_answer``, where the searches found none

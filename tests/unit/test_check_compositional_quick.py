@@ -539,3 +539,52 @@ def test_forward_layers_past_their_time_leave_a_finding_to_the_layers_backward(
     found = compositional.analyse_compositional(system, Encoding(system), budget=9, probe_states=1)
     assert found.complete
     assert found.deadlock is not None and found.deadlock.trace == explicit.deadlock.trace
+
+
+def _capped_twice() -> tuple[System, list[str], list[str]]:
+    """`a`, `b`, `c`, each at most once and (dead: the first cap comes first) at most three
+    times: the system, the live caps and the dead ones."""
+    tools = ["a", "b", "c"]
+    live = [ConditionalRequirement(t, max_invocations=1, name=f"{t} once") for t in tools]
+    dead = [ConditionalRequirement(t, max_invocations=3, name=f"{t} thrice") for t in tools]
+    system = System(tools, [*live, *dead])
+    return system, [r.name for r in live], [r.name for r in dead]
+
+
+def test_one_proof_shows_every_open_requirement_never_live_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The three caps of three calls are never live: one proof over the union of the
+    # states where each would be shows them all, where each on its own took one proof.
+    system, _, dead = _capped_twice()
+    assert not set(dead) & analyse(system).live
+    decider = first_state_only(system)
+    for name in dead:
+        decider.open[f"live:{name}"] = decider.verdicts._live_at(name)
+    asked: list[object] = []
+    never = decider.unrolled.never
+
+    def counted(target: object, seconds: float, deadline: float | None = None) -> bool:
+        asked.append(target)
+        return never(target, seconds, deadline)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(decider.unrolled, "never", counted)
+    decider._prove(compositional.PROVE_SECONDS)
+    decided = decider.result.decided
+    assert decided is not None and {f"live:{name}" for name in dead} <= decided
+    assert not decider.open and len(asked) == 1
+
+
+def test_where_one_open_requirement_is_live_each_is_proved_on_its_own() -> None:
+    # With a live cap among them, the union holds a reachable state: no proof of it, and
+    # each is then asked on its own, which shows the dead ones never live and leaves the
+    # live one open (a search shows it live).
+    system, live, dead = _capped_twice()
+    assert live[0] in analyse(system).live
+    decider = first_state_only(system)
+    for name in [live[0], *dead]:
+        decider.open[f"live:{name}"] = decider.verdicts._live_at(name)
+    decider._prove(compositional.PROVE_SECONDS)
+    decided = decider.result.decided
+    assert decided is not None and {f"live:{name}" for name in dead} <= decided
+    assert list(decider.open) == [f"live:{live[0]}"] and f"live:{live[0]}" not in decided
