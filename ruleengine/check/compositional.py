@@ -111,6 +111,13 @@ MANAGER_NODES = 2_000_000
 MANAGER_EVERY = 64
 """... looked at every this many steps back (counting them costs a garbage collection)."""
 
+REORDER_NODES = 250_000
+"""... and past this many, CUDD's dynamic reordering is switched off for good (where it was
+on): a sifting of the whole manager happens inside whichever operation crosses CUDD's
+threshold, however long it takes, and at that size takes seconds to tens of seconds
+(`indep-mixes-20-40-12`: one backward layer given 5 s took 25 s, of which 21.6 s was one
+reordering of 600,000 nodes; the order it had by then serves as well)."""
+
 FINISH_COMPONENTS = 200
 """Components up to which the steps back are tried: they build the encoding's transition
 relations, which past that (400 requirements over 200 tools) take gigabytes."""
@@ -1004,8 +1011,12 @@ class _Decider:
                 return True
             # The manager's size only now and then: CUDD's count of its nodes collects
             # the dead ones first, and clears the cache the preimages live on.
-            if next(asked) % MANAGER_EVERY == 0 and len(bdd) > MANAGER_NODES:
-                return True
+            if next(asked) % MANAGER_EVERY == 0:
+                nodes = len(bdd)
+                if nodes > REORDER_NODES:
+                    self.enc.keep_order()
+                if nodes > MANAGER_NODES:
+                    return True
             return self._late()
 
         return give_up

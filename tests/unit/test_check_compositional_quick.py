@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 from deciders import first_state_only
 
+from benchmarks._policies import conditionals
 from ruleengine import AskPermissionRequirement, ConditionalRequirement, Requirement
 from ruleengine.check import compositional, properties
 from ruleengine.check.analysis import Analysis
@@ -588,3 +589,23 @@ def test_where_one_open_requirement_is_live_each_is_proved_on_its_own() -> None:
     decided = decider.result.decided
     assert decided is not None and {f"live:{name}" for name in dead} <= decided
     assert list(decider.open) == [f"live:{live[0]}"] and f"live:{live[0]}" not in decided
+
+
+@pytest.mark.parametrize("nodes", [0, 10**9])
+def test_a_search_backward_on_a_large_manager_keeps_the_variable_order(
+    monkeypatch: pytest.MonkeyPatch, nodes: int
+) -> None:
+    # A sifting of a large manager happens inside whichever operation crosses CUDD's
+    # threshold, and can outlast any share of the time: past ``REORDER_NODES`` the searches
+    # backward switch dynamic reordering off for good, and leave it on below.
+    policy = conditionals(50, 100, 1)
+    system = System(policy.tools, policy.requirements, mode=policy.mode)
+    decider = first_state_only(system)
+    if not decider.enc.reordering_now():
+        pytest.skip("a BDD package without reordering")
+    monkeypatch.setattr(compositional, "REORDER_NODES", nodes)
+    monkeypatch.setattr(compositional, "MANAGER_EVERY", 1)
+    give_up = decider._giving_up(None)
+    assert not give_up()
+    assert decider.enc.reordering_now() is (nodes > 0)
+    assert decider.enc.reordering is (nodes > 0)
