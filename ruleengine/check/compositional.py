@@ -1827,16 +1827,22 @@ class _Decider:
                     left = self.deadline - time.monotonic()
                     waiting = len(self.unproven) + len(self.open)
                     seconds = min(seconds, max(PROVE_LEAST, left / max(1, waiting)))
-                began = time.monotonic()
-                try:
-                    proved = self.unrolled.never(where, seconds, self.deadline)
-                except GaveUp:
-                    raise _Late from None
-                finally:
-                    spent[1] += time.monotonic() - began
+                proved, took = self._proof(where, seconds)
+                spent[1] += took
                 if proved:
                     del table[key]
                     decided.add(key)
+
+    def _proof(self, where: Node, seconds: float) -> tuple[bool, float]:
+        """Whether Spacer proved no reachable state is in ``where`` within ``seconds``
+        (``Unrolled.never``), and the seconds it took; ``_Late`` past the deadline or when
+        told to stop."""
+        began = time.monotonic()
+        try:
+            proved = self.unrolled.never(where, seconds, self.deadline)
+        except GaveUp:
+            raise _Late from None
+        return proved, time.monotonic() - began
 
     def _proved_all(self, most: float) -> bool:
         """Whether one proof showed every verdict ``_prove`` would ask about never (at most
@@ -1862,15 +1868,9 @@ class _Decider:
         if self.deadline is not None:  # as long as one of them would have, at most
             left = self.deadline - time.monotonic()
             seconds = min(seconds, max(PROVE_LEAST, left / (len(asked) + 1)))
-        began = time.monotonic()
-        try:
-            proved = self.unrolled.never(union, seconds, self.deadline)
-        except GaveUp:
-            raise _Late from None
-        finally:
-            share = (time.monotonic() - began) / len(asked)
-            for _, key, _ in asked:
-                self.spent.setdefault(key, [0.0, 0.0])[1] += share
+        proved, took = self._proof(union, seconds)
+        for _, key, _ in asked:
+            self.spent.setdefault(key, [0.0, 0.0])[1] += took / len(asked)
         if proved:
             for table, key, _ in asked:
                 del table[key]
