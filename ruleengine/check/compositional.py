@@ -1807,6 +1807,7 @@ class _Decider:
         """What is still open, proved never by property-directed reachability over the
         same steps (``Unrolled.never``), at most ``most`` seconds each: a finding shown
         unreachable (then it is none), a tool never allowed, a requirement never live.
+        Unless ``balanced``, one proof for all of them first (``_proved_all``).
         ``balanced``: an open verdict's proofs take no more time in all than its questions
         to the unrolled steps took (``spent``), at least ``PROVE_FIRST`` a try; one whose
         proofs took as long already waits for the next depth."""
