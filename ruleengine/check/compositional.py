@@ -729,9 +729,9 @@ class _Decider:
 
     def _first(self, target: Node, finding: Callable[[Outcome], bool], key: str) -> Witness | None:
         """The shortest witness of a finding the probe did not meet (the engines' own:
-        breadth-first layers of the encoding, while they stay small and quick), or None; ``key`` is
-        decided when a witness is found or no reachable state has the finding (shown by the
-        projections or by layers that reach every state)."""
+        breadth-first layers of the encoding, while they stay small and quick), or None;
+        ``key`` is decided when a witness is found or no reachable state has the finding
+        (shown by the projections or by layers that reach every state)."""
         decided = self.result.decided
         assert decided is not None
         if self._never(target):
