@@ -49,6 +49,7 @@ from ruleengine.check.gates import counted, gated, short_of
 from ruleengine.check.histories import (
     LIVE_STATES,
     Finishing,
+    Outcomes,
     along,
     shortened,
     toward,
@@ -206,7 +207,7 @@ whole limit (10 s each of three on seed 7, which the deeper questions then show 
 in 10 s for all three; 2 s each of five on `indep-chains-50-100-5`, reached 24 and 32 steps
 in, which took the unrolled steps 0.3 s each)."""
 
-ALONG_SHARE = 0.03
+ALONG_SHARE = 0.12
 """The share of the time left that the quick pass along known histories may take, before
 any question to Z3 (``_live_searched``)."""
 
@@ -449,6 +450,8 @@ class _Decider:
         self.projections = Projections(system, enc, relaxed=not self.exact)
         self.paths: list[tuple[Event, ...]] = []
         """Histories found so far (to tools, to a finish), for the liveness searches."""
+        self.outcomes = Outcomes(system)
+        """The system's outcomes at the states those searches replay (``along``)."""
         self.result = _from_probe(system, probe)
         self.open: dict[str, Node] = {}
         """The "sometimes" verdicts the searches left open, by key: the states that show
@@ -1262,9 +1265,10 @@ class _Decider:
             def goal(state: State, where: Node = where) -> bool:
                 return bool(enc.holds_at(where, comps, state))
 
-            found = along(system, ordered, watched[name], goal)
+            reaching = self._reaching(name, watched[name])
+            found = along(system, reaching, set(), goal, self.outcomes)
             if found is None:
-                found = along(system, self._reaching(name, watched[name]), set(), goal)
+                found = along(system, ordered, watched[name], goal, self.outcomes)
             if found is None and directed:
                 found = toward(
                     system,
@@ -1496,7 +1500,7 @@ class _Decider:
         def goal(state: State) -> bool:
             return bool(self.enc.holds_at(where, comps, state))
 
-        found = along(self.system, histories, set(), goal)
+        found = along(self.system, histories, set(), goal, self.outcomes)
         if found is None:
             return False
         assert self.result.decided is not None
