@@ -509,6 +509,18 @@ def test_the_quick_pass_keeps_to_its_share_of_the_time(monkeypatch: pytest.Monke
     assert set(decider.open) == opened
 
 
+def test_past_its_share_the_quick_pass_goes_on_only_while_it_shows_enough_live() -> None:
+    # Within its share, always; past the most, never; in between, while more than one in
+    # ALONG_YIELD of the requirements tried were shown live.
+    going = compositional.worth_going_on
+    y = compositional.ALONG_YIELD
+    assert going(now=1.0, until=2.0, most=3.0, tried=50, shown=0)
+    assert not going(now=3.0, until=2.0, most=3.0, tried=50, shown=50)
+    assert going(now=2.5, until=2.0, most=3.0, tried=y * 10, shown=11)
+    assert not going(now=2.5, until=2.0, most=3.0, tried=y * 10, shown=10)
+    assert not going(now=2.0, until=2.0, most=3.0, tried=0, shown=0)  # nothing tried: no yield
+
+
 def _no_question(monkeypatch: pytest.MonkeyPatch) -> None:
     """Any question to the unrolled steps from now on fails the test."""
 

@@ -464,6 +464,33 @@ def test_a_state_is_in_a_set_exactly_when_substituting_it_gives_true() -> None:
             assert enc.holds_at(u, comps, state) == expected
 
 
+def test_a_state_is_read_from_the_list_of_components_asked_about_each_time() -> None:
+    # `holds_at` knows the last list it was given by identity. Lists in another order, a
+    # copy, and the first list again in turn: each state is read through the list given
+    # (the same state tuple means other views under another order).
+    system = System(*_wide())
+    run = symbolic._Symbolic(system, Encoding(system), None, None, None)
+    run.start = run.enc.cube([b for c in system.components for b in run.enc.bits[id(c)]], 0)
+    reach = run._reach()
+    comps, enc, bdd = system.components, run.enc, run.bdd
+    backwards = list(reversed(comps))
+    copied = list(comps)
+    sizes = [len(c.views) for c in comps]
+    states = list(itertools.islice(itertools.product(*(range(n) for n in sizes)), 0, None, 97))
+    differ = 0
+    for state in states:
+        turned = tuple(reversed(state))
+        expected = bdd.let(enc.state_bits(comps, state), reach) == bdd.true
+        for given, views in ((comps, state), (backwards, turned), (copied, state), (comps, state)):
+            assert enc.holds_at(reach, given, views) == expected
+        if all(v < n for v, n in zip(state, reversed(sizes), strict=True)):
+            # The same tuple read through the reversed list is another state.
+            other = bdd.let(enc.state_bits(backwards, state), reach) == bdd.true
+            assert enc.holds_at(reach, backwards, state) == other
+            differ += other != expected
+    assert differ  # the order matters for some state: a stale list would be caught
+
+
 def test_the_reachable_set_search_takes_the_clusters_bottom_up() -> None:
     tools = [f"t{i}" for i in range(6)]
     reqs = [C(t, max_invocations=2, name=f"cap-{t}") for t in tools]

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from ruleengine import ConditionalRequirement as C
 from ruleengine.check.explicit import asking_of, decide, live_at, reaches, walk
-from ruleengine.check.histories import Finishing, along, shortened, toward
+from ruleengine.check.histories import Finishing, Outcomes, along, shortened, toward
 from ruleengine.check.symbolic import Encoding
 from ruleengine.check.symbolic_verdicts import Verdicts
 from ruleengine.check.system import Event, State, System
@@ -132,6 +133,35 @@ def test_a_demand_is_live_where_its_tool_is_left_out() -> None:
     )
     finishing: tuple[Event, ...] = (("t", "ok"), ("u", "ok"))
     assert along(system, [finishing], {"t"}, _live(system, "need-t")) == (("u", "ok"),)
+
+
+def test_outcomes_remembered_across_replays_are_the_ones_decided_afresh(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # One `Outcomes` shared by the replays for several goals (as the quick pass shares it
+    # for every open requirement), and one that holds two states at most: each replay
+    # finds what a replay deciding every state afresh finds.
+    system = _chain()
+    paths: list[tuple[Event, ...]] = [
+        (("x", "ok"), ("y", "ok"), ("a", "ok"), ("b", "ok"), ("c", "ok")),
+        (("a", "error"), ("a", "ok"), ("x", "ok"), ("c", "ok"), ("b", "ok")),
+    ]
+    goals = {name: _live(system, name) for name in ("b-after-a", "c-after-b", "y-after-x")}
+    goals["never"] = lambda state: False
+    shared = Outcomes(system)
+    monkeypatch.setattr(Outcomes, "MOST", 2)
+    small = Outcomes(system)
+    found = 0
+    for watched in (set(), {"a"}, {"b", "x"}):
+        for goal in goals.values():
+            fresh = along(system, paths, watched, goal)
+            assert along(system, paths, watched, goal, shared) == fresh
+            assert along(system, paths, watched, goal, small) == fresh
+            found += fresh is not None
+    assert found == 9  # each requirement's replays show it live; `never`'s nothing
+    assert len(small._known) <= 2
+    for state in list(shared._known):
+        assert shared(state) == [decide(system, records) for records, _ in system.variants(state)]
 
 
 def test_a_history_followed_from_another_state_leaves_out_the_steps_not_allowed() -> None:
