@@ -297,15 +297,20 @@ def _failed(event: Event) -> Event:
 
 class Outcomes:
     """The outcomes of deciding each state of one system (one per set of records the state
-    may emit), remembered for the ``MOST`` states asked about last: ``along`` replays the
-    same histories for every open requirement, so at 200 tools and 400 requirements the
-    quick pass visited 299,000 states, about 3,000 of them distinct, and deciding them
-    again (the records, the reasoner's cached settlement) was three fifths of its time."""
+    may emit), remembered: ``along`` replays the same histories for every open
+    requirement, so at 200 tools and 400 requirements the quick pass visited 299,000
+    states, about 3,000 of them distinct, and deciding them again (the records, the
+    reasoner's cached settlement) was three fifths of its time."""
 
-    MOST = 100_000
+    MOST_VIEWS = 4_000_000
+    """The views of the states remembered at most, all states together (a state holds a
+    view per component; 32 MB of them): past it, all are forgotten and remembering starts
+    over. At 400 requirements, 10,000 states."""
 
     def __init__(self, system: System) -> None:
         self.system = system
+        self.most = max(1, self.MOST_VIEWS // max(1, len(system.components)))
+        """The states remembered at most."""
         self._known: dict[State, list[Outcome]] = {}
 
     def __call__(self, state: State) -> list[Outcome]:
@@ -313,7 +318,7 @@ class Outcomes:
         if found is None:
             system = self.system
             found = [decide(system, records) for records, _ in system.variants(state)]
-            if len(self._known) >= self.MOST:
+            if len(self._known) >= self.most:
                 self._known.clear()
             self._known[state] = found
         return found
