@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from ruleengine._units import literal_masks
+from ruleengine.check._bdd import Renaming
 from ruleengine.check._bdd import dd as _dd
 from ruleengine.check.bounds import Distances, Remembered
 from ruleengine.check.system import Component, State, System
@@ -363,8 +364,9 @@ class EncodingBase:
             nexts = tuple(b for comp in comps for b in self.next_bits[id(comp)])
             found = self._shapes[key] = _Shape(
                 current,
-                dict(zip(nexts, current, strict=True)),
                 dict(zip(current, nexts, strict=True)),
+                Renaming(self.bdd, dict(zip(nexts, current, strict=True))),
+                Renaming(self.bdd, dict(zip(current, nexts, strict=True))),
             )
         return found
 
@@ -470,12 +472,15 @@ def _variable_order(system: System) -> list[Component]:
 @dataclass(frozen=True, slots=True)
 class _Shape:
     """The bits a step moves: ``current`` (the components' view bits, in order),
-    ``renamed`` (next bit → current bit) and ``forward`` (current bit → next bit). Shared
-    between groups and subsystems: never changed."""
+    ``forward`` (current bit → next bit), and the renamings between them. Shared between
+    groups and subsystems: never changed."""
 
     current: tuple[str, ...]
-    renamed: dict[str, str]
     forward: dict[str, str]
+    back: Renaming
+    """Next bits to current ones, for a set over the next bits a step moved (an image)."""
+    ahead: Renaming
+    """``forward``, for a set over current bits (a preimage's target)."""
 
 
 @dataclass(slots=True)

@@ -19,7 +19,6 @@ from collections.abc import Iterator
 from functools import cached_property
 
 from ruleengine.check._bdd import and_exists as _and_exists
-from ruleengine.check._bdd import renamed as _renamed
 from ruleengine.check.analysis import Analysis
 from ruleengine.check.progress import note as note_progress
 from ruleengine.check.symbolic_encoding import EncodingBase, Node
@@ -51,8 +50,9 @@ class _Group:
         self._relation: Node | None = None
         shape = enc.shape([comp for comp, _ in moved])
         self.current = shape.current
-        self.renamed = shape.renamed
         self.forward = shape.forward
+        self.back = shape.back
+        self.ahead = shape.ahead
         self.guard = enc.bdd.false
         self.events: list[Event] = []
         self.range: Node | None = None
@@ -76,8 +76,9 @@ class _Cluster:
     def __init__(self, enc: EncodingBase, groups: list[_Group]) -> None:
         self.groups = groups
         self.current = groups[0].current
-        self.renamed = groups[0].renamed
         self.forward = groups[0].forward
+        self.back = groups[0].back
+        self.ahead = groups[0].ahead
         self.guard = groups[0].guard
         self._enc = enc
         self._relation: Node | None = None
@@ -198,7 +199,7 @@ class Layers:
 
     def _preimage(self, states: Node, g: _Group | _Cluster) -> Node:
         bdd = self.bdd
-        primed = _renamed(bdd, states, g.forward)
+        primed = g.ahead(states)
         nexts = [g.forward[name] for name in g.current]
         if _and_exists is not None:
             back = _and_exists(g.relation, primed, nexts)
@@ -239,7 +240,7 @@ class Layers:
             moved = _and_exists(source, g.relation, g.current)
         else:  # pragma: no cover
             moved = bdd.exist(g.current, source & g.relation)
-        return _renamed(bdd, moved, g.renamed)
+        return g.back(moved)
 
     # -- layers ------------------------------------------------------------------------------
 

@@ -1,17 +1,16 @@
-"""``_bdd.renamed``: the renaming of the symbolic engine's images and preimages, by CUDD's
-exchange of variables where ``dd`` has it, else by ``BDD.let``; both give the function
-``let`` gives, for a function that depends on none of the new names."""
+"""``_bdd.Renaming``: the renaming of the symbolic engine's images and preimages, by one
+conjunction-and-quantification with the pairs' equalities; it gives the function
+``BDD.let`` gives, for a function that depends on none of the new names."""
 
 from __future__ import annotations
 
 from typing import Any
 
-import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from ruleengine.check import _bdd
-from ruleengine.check._bdd import renamed
+from ruleengine.check._bdd import Renaming
 
 CURRENT = [f"x{i}" for i in range(4)]
 NEXT = [f"y{i}" for i in range(4)]
@@ -49,7 +48,7 @@ def test_next_bits_renamed_to_current_ones_as_let_renames_them(rows: list[int], 
     names = NEXT[:moved] + CURRENT[moved:] + OTHER
     u = _function(bdd, names, rows)
     back = dict(zip(NEXT[:moved], CURRENT[:moved], strict=True))
-    assert renamed(bdd, u, back) == bdd.let(back, u)
+    assert Renaming(bdd, back)(u) == bdd.let(back, u)
 
 
 @given(rows=rows, moved=st.integers(1, 4))
@@ -58,54 +57,45 @@ def test_current_bits_renamed_to_next_ones_as_let_renames_them(rows: list[int], 
     bdd = _manager()
     u = _function(bdd, CURRENT + OTHER, rows)
     forward = dict(zip(CURRENT[:moved], NEXT[:moved], strict=True))
-    assert renamed(bdd, u, forward) == bdd.let(forward, u)
+    assert Renaming(bdd, forward)(u) == bdd.let(forward, u)
+
+
+@given(first=rows, second=rows, moved=st.integers(1, 4))
+def test_one_renaming_serves_every_set_it_is_given(
+    first: list[int], second: list[int], moved: int
+) -> None:
+    # Built once per shape and called for every image: the equalities it keeps must not
+    # carry anything of one set into the next.
+    bdd = _manager()
+    names = NEXT[:moved] + CURRENT[moved:] + OTHER
+    back = dict(zip(NEXT[:moved], CURRENT[:moved], strict=True))
+    renaming = Renaming(bdd, back)
+    for rows_ in (first, second, first):
+        u = _function(bdd, names, rows_)
+        assert renaming(u) == bdd.let(back, u)
 
 
 def test_a_renaming_moves_the_function_to_the_new_variables() -> None:
     bdd = _manager()
     u = bdd.var("y0") & ~bdd.var("y1") | bdd.var("z0")
-    assert renamed(bdd, u, {"y0": "x0", "y1": "x1"}) == (
+    assert Renaming(bdd, {"y0": "x0", "y1": "x1"})(u) == (
         bdd.var("x0") & ~bdd.var("x1") | bdd.var("z0")
     )
 
 
-def test_nothing_to_rename_is_the_function_itself() -> None:
+def test_the_constants_and_nothing_to_rename_stay_as_they_are() -> None:
     bdd = _manager()
     u = bdd.var("x0") | bdd.var("z1")
-    assert renamed(bdd, u, {}) == u
+    assert Renaming(bdd, {})(u) == u
+    renaming = Renaming(bdd, {"y0": "x0"})
+    assert renaming(bdd.true) == bdd.true
+    assert renaming(bdd.false) == bdd.false
 
 
-class _WithoutSwap:
-    """A manager without ``_swap`` (as ``dd``'s pure-Python backend): everything else is the
-    real manager's."""
-
-    def __init__(self, bdd: Any) -> None:
-        self._bdd = bdd
-        self.lets = 0
-
-    def let(self, names: dict[str, str], u: Any) -> Any:
-        self.lets += 1
-        return self._bdd.let(names, u)
-
-
-def test_without_the_exchange_it_is_let() -> None:
+def test_the_names_it_was_given_are_its_own_copy() -> None:
     bdd = _manager()
-    u = bdd.var("y2") & bdd.var("x0")
-    plain = _WithoutSwap(bdd)
-    assert renamed(plain, u, {"y2": "x2"}) == bdd.var("x2") & bdd.var("x0")
-    assert plain.lets == 1
-
-
-def test_the_exchange_is_used_where_the_backend_has_it() -> None:
-    bdd = _manager()
-    if not hasattr(bdd, "_swap"):
-        pytest.skip("this platform's dd has no CUDD backend")
-    calls: list[dict[str, str]] = []
-
-    class Spy:
-        def _swap(self, u: Any, names: dict[str, str]) -> Any:
-            calls.append(names)
-            return bdd._swap(u, names)
-
-    assert renamed(Spy(), bdd.var("y3"), {"y3": "x3"}) == bdd.var("x3")
-    assert calls == [{"y3": "x3"}]
+    names = {"y0": "x0"}
+    renaming = Renaming(bdd, names)
+    names["y1"] = "x1"
+    assert renaming.names == {"y0": "x0"}
+    assert renaming(bdd.var("y0") & bdd.var("y1")) == bdd.var("x0") & bdd.var("y1")
