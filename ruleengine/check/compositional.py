@@ -567,6 +567,7 @@ class _Decider:
         analysis may end here.)"""
         if self._late():
             raise _Late
+        self.enc.mind_reordering()
         if self.progress is None:
             return
         decided = self.result.decided
@@ -1039,6 +1040,7 @@ class _Decider:
         def give_up() -> bool:
             if until is not None and time.monotonic() >= until:
                 return True
+            self.enc.mind_reordering()
             # The manager's size only now and then: CUDD's count of its nodes collects
             # the dead ones first, and clears the cache the preimages live on.
             if next(asked) % MANAGER_EVERY == 0:

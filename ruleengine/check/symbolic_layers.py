@@ -249,9 +249,10 @@ class Layers:
         self._in_time()
 
     def _in_time(self) -> None:
-        """Raise ``_OutOfTime`` past the deadline."""
+        """Raise ``_OutOfTime`` past the deadline (and mind the time reordering takes)."""
         if self.deadline is not None and time.monotonic() > self.deadline:
             raise _OutOfTime
+        self.enc.mind_reordering()
 
     def _layer(self, d: int, keep: Node | None = None) -> Node | None:
         """The states first reached after ``d`` steps (computed on demand; with ``keep``,
