@@ -383,9 +383,7 @@ def _raced(
             crowd = _Crowd()
             while True:
                 waiting = [a for a in (child, side) if not a.ready()]
-                if not waiting:
-                    break  # both in
-                if not Aside.either(waiting, _sooner(stop, LOOK_SECONDS)):
+                if waiting and not Aside.either(waiting, _sooner(stop, LOOK_SECONDS)):
                     if stop is not None and time.monotonic() >= stop:
                         break  # the limit less the reserve
                     share = crowd.share()
@@ -430,6 +428,11 @@ def _raced(
                         return _decided_here(system, run, options, child, stop)
                     if theirs[0].complete:
                         return theirs
+                if not waiting:
+                    # Both in, neither complete. (Each answer is looked at above first:
+                    # the other's may come while this process looks at what it sent, and
+                    # be read only by ``ready`` at the top of the loop.)
+                    break
             if engine is not None:
                 return _fuller(engine, side)  # both incomplete
             if deadline is not None and timeout is not None:  # the limit ended the wait

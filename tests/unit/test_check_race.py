@@ -420,6 +420,41 @@ def test_without_a_limit_the_engine_races_too(monkeypatch: pytest.MonkeyPatch) -
 
 
 @needs_fork
+def test_an_answer_read_at_the_top_of_the_wait_is_taken(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The wait reads the children's pipes in two places: while it waits (``Aside.either``)
+    # and when it asks whether each is ready. Here every wait times out without reading,
+    # so the other child's answer is only ever read by asking, once the engine's child,
+    # which never ends, has given way to it: that answer is the report, and this process
+    # neither decides the verdicts itself nor runs the engine.
+    policy = wide()
+    alone = _alone(policy)
+    _deaf_in_children(monkeypatch, "_engine_path")
+    parent, real_either = os.getpid(), Aside.either
+
+    def deaf_wait(asides: Any, until: float | None) -> bool:
+        if until is not None and until <= time.monotonic():
+            return real_either(asides, until)  # ``ready``: reads what has come
+        time.sleep(0.001)
+        return False
+
+    monkeypatch.setattr(Aside, "either", staticmethod(deaf_wait))
+
+    def never(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("decided here, though the other child's answer had come")
+
+    monkeypatch.setattr(run_module, "_decided_here", never)
+    engine_path = run_module._engine_path
+
+    def not_here(*args: Any, **kwargs: Any) -> Any:
+        assert os.getpid() != parent, "the engine ran in this process"
+        return engine_path(*args, **kwargs)
+
+    monkeypatch.setattr(run_module, "_engine_path", not_here)
+    raced = check_policy(policy)  # no limit: the wait ends only with an answer
+    assert raced.complete and _shape(raced) == _shape(alone)
+
+
+@needs_fork
 def test_the_verdicts_one_by_one_answer_while_the_engine_is_stuck(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -495,9 +530,21 @@ def test_an_incomplete_engine_report_waits_for_a_complete_one(
     parent, real = os.getpid(), run_module._engine_path
 
     def cut_short(*args: Any, **kwargs: Any) -> Any:
-        analysis, found, cut = real(*args, **kwargs)
-        if os.getpid() != parent:
+        if os.getpid() == parent:
+            return real(*args, **kwargs)
+        # Cut short from the start: what the child sends before its cores (``analysed``)
+        # says so too. Were that one complete, the other child would give way as soon as
+        # the parent read it, which it does only now and then (``LOOK_SECONDS``): whether
+        # it did before the engine's answer came would depend on the machine's load.
+        *given, analysed = args
+        assert callable(analysed)
+
+        def sent(analysis: Any) -> None:
             analysis.complete, analysis.reason = False, "cut short in the engine's child"
+            analysed(analysis)
+
+        analysis, found, cut = real(*given, sent, **kwargs)
+        analysis.complete, analysis.reason = False, "cut short in the engine's child"
         return analysis, found, cut
 
     monkeypatch.setattr(run_module, "_engine_path", cut_short)
