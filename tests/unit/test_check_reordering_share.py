@@ -152,3 +152,26 @@ def test_a_backend_that_does_not_say_has_spent_nothing(bdd: object) -> None:
 def test_a_backend_that_says_is_read() -> None:
     assert _bdd.reordering_seconds(_Says({"reordering_time": 2})) == 2.0
     assert _bdd.reordering_seconds(_Says({"reordering_time": 0.25})) == 0.25
+
+
+def test_a_slow_look_is_taken_less_often(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Reading CUDD's statistics scans its tables: where one read took a second, the next
+    # waits twenty, so reading never takes more than a twentieth of the time.
+    enc = _reordering()
+    clock = _Clock(enc._born + 100.0)
+    monkeypatch.setattr(symbolic_encoding, "time", clock)
+    reads: list[float] = []
+
+    def slow(bdd: Any) -> float:
+        reads.append(clock.now)
+        clock.now += 1.0
+        return 0.0
+
+    monkeypatch.setattr(symbolic_encoding, "reordering_seconds", slow)
+    enc.mind_reordering()
+    clock.now += 19.5
+    enc.mind_reordering()
+    assert len(reads) == 1
+    clock.now += 1.0
+    enc.mind_reordering()
+    assert len(reads) == 2
