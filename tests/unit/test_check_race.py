@@ -432,9 +432,14 @@ def test_an_answer_read_at_the_top_of_the_wait_is_taken(monkeypatch: pytest.Monk
     parent, real_either = os.getpid(), Aside.either
 
     def deaf_wait(asides: Any, until: float | None) -> bool:
-        if until is not None and until <= time.monotonic():
-            return real_either(asides, until)  # ``ready``: reads what has come
-        time.sleep(0.001)
+        now = time.monotonic()
+        pipes = [a._reader for a in asides if a._reader is not None]
+        if until is None or until <= now or not pipes:
+            # ``ready`` (reads what has come), or a wait for the answer itself.
+            return real_either(asides, until)
+        # Waits until a child has written (or the wait's time is up), and leaves what it
+        # wrote for ``ready`` to read.
+        select.select(pipes, [], [], until - now)
         return False
 
     monkeypatch.setattr(Aside, "either", staticmethod(deaf_wait))
