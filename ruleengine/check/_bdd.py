@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable
 from types import ModuleType
 from typing import Any
 
-__all__ = ["Renaming", "and_exists", "dd", "pick", "reordering_seconds", "restricted"]
+__all__ = ["Renaming", "and_exists", "dd", "nodes_held", "pick", "reordering_seconds", "restricted"]
 
 _OPTIONAL = "networkx"
 
@@ -119,6 +119,23 @@ def pick(bdd: Any, u: Any) -> dict[str, bool] | None:
         if reordering:
             bdd.configure(reordering=True)
     return found
+
+
+def nodes_held(bdd: Any) -> int:
+    """The live nodes ``bdd``'s manager holds, as a bound on its size: CUDD's count of the
+    nodes in its unique table less the dead ones (``statistics(exact_node_count=False)``).
+    That reads two counters and, for the other statistics, the table's and the cache's
+    used slots: about 2 ms at 790,000 nodes. ``len(bdd)`` on ``dd.cudd`` visits every node
+    instead (``Cudd_CheckZeroRef``): 0.13 s there, 0.5 s at 3 million, seconds in all on
+    large policies. ``len(bdd)`` where the backend has no statistics (``dd.autoref``)."""
+    statistics = getattr(bdd, "statistics", None)
+    if statistics is None:
+        return len(bdd)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        found = statistics(exact_node_count=False)
+    nodes = found.get("n_nodes") if isinstance(found, dict) else None
+    return int(nodes) if isinstance(nodes, int) else len(bdd)
 
 
 def reordering_seconds(bdd: Any) -> float:

@@ -40,7 +40,7 @@ from collections.abc import Callable, Sequence
 from functools import cached_property
 from typing import Any
 
-from ruleengine.check._bdd import pick
+from ruleengine.check._bdd import nodes_held, pick
 from ruleengine.check.analysis import Analysis, Witness, listed
 from ruleengine.check.bounds import UNREACHABLE, Distances, Horizon, apart, horizon
 from ruleengine.check.explicit import Outcome, _Explorer, callable_at, walk
@@ -116,7 +116,7 @@ MANAGER_NODES = 2_000_000
 """BDD nodes the manager may hold before the steps back stop (a few hundred MiB)..."""
 
 MANAGER_EVERY = 64
-"""... looked at every this many steps back (counting them costs a garbage collection)."""
+"""... looked at every this many steps back (each look scans CUDD's tables' used slots)."""
 
 REORDER_NODES = 250_000
 """... and past this many, CUDD's dynamic reordering is switched off for good (where it was
@@ -772,7 +772,7 @@ class _Decider:
         try:
             for d in range(LAYERS + 1):
                 self._on_time()
-                if len(bdd) > MANAGER_NODES:
+                if nodes_held(bdd) > MANAGER_NODES:
                     break
                 computed = d < len(v.layers)
                 if not computed and self._layering > LAYER_SECONDS:
@@ -1041,10 +1041,10 @@ class _Decider:
             if until is not None and time.monotonic() >= until:
                 return True
             self.enc.mind_reordering()
-            # The manager's size only now and then: CUDD's count of its nodes collects
-            # the dead ones first, and clears the cache the preimages live on.
+            # The manager's size only now and then: reading it scans CUDD's tables' used
+            # slots (``nodes_held``).
             if next(asked) % MANAGER_EVERY == 0:
-                nodes = len(bdd)
+                nodes = nodes_held(bdd)
                 if nodes > REORDER_NODES:
                     self.enc.keep_order()
                 if nodes > MANAGER_NODES:
@@ -1122,7 +1122,7 @@ class _Decider:
                 if layer is None:
                     decided.add("no-finish")
                     return True  # every reachable state shown to finish
-                if v.layered.dag_size > STUCK_LAYER_NODES or len(bdd) > MANAGER_NODES:
+                if v.layered.dag_size > STUCK_LAYER_NODES or nodes_held(bdd) > MANAGER_NODES:
                     return False
                 left = layer & open_
                 for back in shown:
