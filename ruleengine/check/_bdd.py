@@ -129,27 +129,28 @@ def nodes_held(bdd: Any) -> int:
     instead (``Cudd_CheckZeroRef``): 0.13 s there, 0.5 s at 3 million (2.5 s of one profiled
     run of the verdicts one by one, `indep-counters-50-100-3`). ``len(bdd)`` where the
     backend has no statistics (``dd.autoref``)."""
-    statistics = getattr(bdd, "statistics", None)
-    if statistics is None:
-        return len(bdd)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        found = statistics(exact_node_count=False)
-    nodes = found.get("n_nodes") if isinstance(found, dict) else None
+    found = _statistics(bdd, exact_node_count=False)
+    nodes = found.get("n_nodes") if found is not None else None
     return int(nodes) if isinstance(nodes, int) else len(bdd)
 
 
 def reordering_seconds(bdd: Any) -> float:
     """The seconds CUDD's dynamic reordering has taken in ``bdd`` so far (its
     ``reordering_time`` statistic); 0.0 for a backend that does not say (``dd.autoref``
-    does not reorder). ``dd.cudd``'s ``statistics`` warns, on every call, that another of
-    its entries changed units in ``dd`` 0.5.7; that warning, which concerns an entry not
-    read here, is not passed on."""
+    does not reorder)."""
+    found = _statistics(bdd)
+    seconds = found.get("reordering_time", 0.0) if found is not None else 0.0
+    return float(seconds) if isinstance(seconds, int | float) else 0.0
+
+
+def _statistics(bdd: Any, **options: bool) -> dict[str, Any] | None:
+    """``bdd``'s statistics (``dd.cudd``'s ``statistics(**options)``), or None where the
+    backend has none or gives no dict. ``dd.cudd`` warns, on every call, that one entry
+    (``mem``) changed units in ``dd`` 0.5.7; that warning is not passed on."""
     statistics = getattr(bdd, "statistics", None)
     if statistics is None:
-        return 0.0
+        return None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        found = statistics()
-    seconds = found.get("reordering_time", 0.0) if isinstance(found, dict) else 0.0
-    return float(seconds) if isinstance(seconds, int | float) else 0.0
+        found = statistics(**options)
+    return found if isinstance(found, dict) else None
