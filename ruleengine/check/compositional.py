@@ -73,6 +73,7 @@ from ruleengine.check.symbolic_verdicts import (
 )
 from ruleengine.check.system import Event, State, System
 from ruleengine.check.unrolled import GaveUp, Unrolled
+from ruleengine.check.walks import live_on_walks
 from ruleengine.ir import FINAL_ANSWER
 from ruleengine.requirements import AskPermissionRequirement
 from ruleengine.rules import lower
@@ -241,6 +242,10 @@ def worth_going_on(now: float, until: float, most: float, tried: int, shown: int
 STUCK_SHARE = 0.25
 """The share of the time left that the requirements shown dead by the others' never
 stopping (``_live_stuck``: a backward search each, seconds at 50 tools) may take in all."""
+
+WALK_SHARE = 0.1
+"""The share of the time left that the random walks (``_live_walked``) may take at most;
+they end sooner once a round of their states shows no requirement live."""
 
 WITHOUT_SHARE = 0.03
 """The share of the time left that each of two steps may take: the requirements shown
@@ -608,6 +613,7 @@ class _Decider:
         self._finish()
         self._finish_back(self._left(BACK_SHARE))
         self._no_finish()
+        self._live_walked()
         self._live()
         # Along the histories found so far first (a requirement waiting for a tool is live
         # where a finishing history without that tool's calls ends): a few replays each,
@@ -1237,6 +1243,42 @@ class _Decider:
                 decided.add(key)  # never live
             else:
                 self.open[key] = where
+
+    def _live_walked(self) -> None:
+        """Requirements shown live at the states of seeded random walks (``walks``), for
+        at most ``WALK_SHARE`` of the time left: what the breadth-first probe did not reach,
+        a walk often does, and each one shown spares ``_live`` its diagram. The tools allowed
+        at the states they visit are decided allowed on the way. With a question asked
+        (``asked``), only for that one."""
+        result = self.result
+        decided = result.decided
+        assert decided is not None
+        names = {c.requirement.name for c in self.system.components}
+        wanted = {n for n in names if f"live:{n}" not in decided and n not in result.live}
+        if self.asked is not None:
+            wanted &= {self.asked[5:]} if self.asked.startswith("live:") else set()
+        if not wanted:
+            return
+        self._on_time()
+        until = self._share(WALK_SHARE)
+
+        def stop() -> bool:
+            return self._late() or (until is not None and time.monotonic() >= until)
+
+        walked = live_on_walks(self.system, wanted, stop)
+        for name, history in sorted(walked.live.items()):
+            key = f"live:{name}"
+            decided.add(key)
+            result.live.add(name)
+            result.firsts.setdefault(key, history)
+        for tool, history in sorted(walked.allowed.items()):
+            key = f"tool:{tool}"
+            if key not in decided:
+                decided.add(key)
+                self.open.pop(key, None)
+                result.allowed_tools.add(tool)
+                result.firsts.setdefault(key, history)
+        self._on_time()
 
     def _live_never(self) -> None:
         """Open requirements never live by the projections (``Projections.narrowed``); the

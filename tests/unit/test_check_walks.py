@@ -1,0 +1,102 @@
+"""The random walks of ``check/walks.py``: where they end (every requirement found, a round
+that shows none, told to stop) and what they refuse; the laws on random policies are in
+tests/property/test_check_walks_laws.py."""
+
+from __future__ import annotations
+
+import pytest
+from deciders import first_state_only
+
+from ruleengine import ConditionalRequirement, Requirement
+from ruleengine.check.explicit import callable_at, walk
+from ruleengine.check.system import System
+from ruleengine.check.walks import live_on_walks
+
+
+def _chain(length: int) -> list[Requirement]:
+    """`t{i+1}` only after a call of `t{i}`, for ``length`` tools."""
+    return [
+        ConditionalRequirement(f"t{i + 1}", only_after=[f"t{i}"], name=f"chain-{i + 1}")
+        for i in range(length - 1)
+    ]
+
+
+def _never() -> bool:
+    return False
+
+
+def test_a_deep_requirement_is_shown_live_with_a_history_to_where_it_is() -> None:
+    # `never-t5` denies `t5` for good: it changes the pass only once `t4` was called,
+    # four calls deep along the chain.
+    reqs = [*_chain(6), ConditionalRequirement("t5", max_invocations=0, name="never-t5")]
+    system = System([f"t{i}" for i in range(6)], reqs)
+    found = live_on_walks(system, {"never-t5"}, _never)
+    history = found.live["never-t5"]
+    assert "t4" in {tool for tool, _ in history}  # only a call of `t4` lets it deny
+    state = walk(system, history)
+    assert state is not None and "t5" not in callable_at(system, state)
+    assert set(found.allowed) == {f"t{i}" for i in range(5)}  # `t5` never is
+    for tool, before in found.allowed.items():
+        state = walk(system, before)
+        assert state is not None and tool in callable_at(system, state)
+
+
+def test_walks_end_after_a_round_that_shows_nothing() -> None:
+    # "`a` at most 5 times" changes a pass only after five calls of `a`: walks of two
+    # steps never get there, and the first round of 50 states that shows nothing ends them.
+    reqs = [ConditionalRequirement("a", max_invocations=5, name="five")]
+    system = System(["a", "b"], reqs)
+    found = live_on_walks(system, {"five"}, _never, steps=2, round_states=50)
+    assert found.live == {}
+    assert 50 <= found.states < 52
+
+
+def test_walks_stop_when_told() -> None:
+    reqs = [ConditionalRequirement("a", max_invocations=5, name="five")]
+    system = System(["a", "b"], reqs)
+    asked = [0]
+
+    def stop() -> bool:
+        asked[0] += 1
+        return asked[0] > 7
+
+    found = live_on_walks(system, {"five"}, stop, steps=3)
+    assert found.states == 7
+    assert live_on_walks(system, {"five"}, lambda: True).states == 0
+
+
+def test_nothing_wanted_decides_no_state() -> None:
+    system = System(["a"], [ConditionalRequirement("a", max_invocations=1, name="once")])
+    assert live_on_walks(system, set(), _never).states == 0
+
+
+@pytest.mark.parametrize(("steps", "round_states"), [(0, 10), (5, 0), (-1, -1)])
+def test_walks_of_no_steps_are_refused(steps: int, round_states: int) -> None:
+    system = System(["a"], [ConditionalRequirement("a", max_invocations=1, name="once")])
+    with pytest.raises(ValueError, match="must be positive"):
+        live_on_walks(system, {"once"}, _never, steps=steps, round_states=round_states)
+
+
+def test_the_one_by_one_analysis_takes_what_the_walks_show(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The breadth-first probe sees the first state alone; the walks show the chain's
+    # requirements live, so `_live` builds no diagram for them.
+    reqs = [*_chain(6), ConditionalRequirement("t5", max_invocations=0, name="never-t5")]
+    system = System([f"t{i}" for i in range(6)], reqs)
+    decider = first_state_only(system)
+    asked: list[str] = []
+    live_at = decider.verdicts._live_at
+
+    def recorded(name: str) -> object:
+        asked.append(name)
+        return live_at(name)
+
+    monkeypatch.setattr(decider.verdicts, "_live_at", recorded)
+    decider._live_walked()
+    decider._live()
+    result = decider.result
+    assert result.decided is not None
+    assert "never-t5" in result.live and "live:never-t5" in result.decided
+    assert "never-t5" not in asked
+    assert walk(system, result.firsts["live:never-t5"]) is not None
