@@ -80,6 +80,7 @@ class Projections:
         like: Projections | None = None,
         never: frozenset[str] = frozenset(),
         relaxed: bool = True,
+        previous: Projections | None = None,
     ) -> None:
         self.system = system
         self.start = system.initial if start is None else start
@@ -113,13 +114,70 @@ class Projections:
         refinement adds are kept apart: ``never`` conjoins only those a question reads)."""
         if not relaxed:
             self.reached = enc.views(comps)
-        for i in self._kept:
-            found = self.views[i] = self._own_views(i)
-            self.reached &= self._set((i,), ((v,) for v in found))
         self._pairs: dict[tuple[int, int], Node | None] = {}
         self._pair_seen: dict[tuple[int, int], set[tuple[int, ...]] | None] = {}
         self._added: dict[tuple[int, int], Node] = {}
         """The pairs a refinement needed, kept for later questions."""
+        kept = self._taken_over(previous) if like is None and relaxed else {}
+        for i in self._kept:
+            found = kept.get(i)
+            if found is None:
+                found = self._own_views(i)
+            self.views[i] = found
+            self.reached &= self._set((i,), ((v,) for v in found))
+
+    def _taken_over(self, previous: Projections | None) -> dict[int, frozenset[int]]:
+        """What ``previous`` (the same system's projections from the same start, over the
+        same encoding, with fewer tools never taken) computed as this one would, taken
+        over: the own views of a component, and the views a pair reaches, wherever their
+        relaxed product takes the same steps. A step there stands for a block of tools
+        alike to each member (``_reach``); leaving tools out changes the steps only where
+        it empties a block (the others' blocks are the same, less the tools left out).
+        At 200 tools and 400 random conditionals, rebuilt without four dead tools: 77
+        components are moved by every tool ("not twice in a row"), yet each block keeps
+        other tools, so the 28,700 pairs (5 s) need not be computed again. The own views
+        taken over, by component."""
+        if (
+            previous is None
+            or previous.system is not self.system
+            or previous.enc is not self.enc
+            or previous.start != self.start
+            or previous._kept != self._kept
+            or not self.callable <= previous.callable
+        ):
+            return {}
+        left_out = previous.callable - self.callable
+        blocks: dict[tuple[int, str], frozenset[str]] = {}
+
+        def block(i: int, tool: str) -> frozenset[str]:
+            """The block of ``tool`` in component ``i``'s partition, in ``previous``."""
+            found = blocks.get((i, tool))
+            if found is None:
+                found = next(b for b in previous._blocks_of(i).values() if tool in b)
+                blocks[(i, tool)] = found
+            return found
+
+        def same_steps(members: tuple[int, ...]) -> bool:
+            moving = frozenset().union(*(previous._moving[i] for i in members))
+            for tool in moving & left_out:
+                joint = moving
+                for i in members:
+                    joint &= block(i, tool)
+                if joint <= left_out:
+                    return False  # a step of the earlier product is gone
+            return True
+
+        views = {
+            i: previous.views[i] for i in self._kept if i in previous.views and same_steps((i,))
+        }
+        for key, seen in previous._pair_seen.items():
+            if same_steps(key):
+                self._pair_seen[key] = seen
+                if key in previous._pairs:
+                    self._pairs[key] = previous._pairs[key]
+                if key in previous._added:
+                    self._added[key] = previous._added[key]
+        return views
 
     def _own_views(self, i: int) -> frozenset[int]:
         """The views component ``i`` reaches on its own; every view it has where they are
@@ -389,7 +447,9 @@ def without_dead(
     shown, asked = dead, list(asked)
     while True:
         if shown - projections.dead:
-            projections = Projections(system, projections.enc, never=shown | projections.dead)
+            projections = Projections(
+                system, projections.enc, never=shown | projections.dead, previous=projections
+            )
         more = frozenset(
             t
             for t in asked

@@ -255,6 +255,36 @@ def test_the_pairs_every_pair_leaves_out_rule_out_nothing_more(case: PolicyCase)
     assert given_pairs == every
 
 
+@given(case=policies(priority=False), data=st.data())
+def test_projections_rebuilt_from_earlier_ones_are_those_built_afresh(
+    case: PolicyCase, data: st.DataObject
+) -> None:
+    # Rebuilt without more tools' steps (as ``without_dead`` does), the projections take
+    # over from the earlier ones what those tools do not move: the same views, pairs and
+    # refinements as the ones built from nothing.
+    system = symbolic_system(case)
+    enc = Encoding(system)
+    tools = sorted(system.callable)
+    first = frozenset(data.draw(st.lists(st.sampled_from(tools), unique=True), "first"))
+    more = frozenset(data.draw(st.lists(st.sampled_from(tools), unique=True), "more"))
+    earlier = Projections(system, enc, never=first)
+    earlier.every_pair()
+    for state in sorted(_reachable(system))[:4]:  # refinements, as questions make them
+        cube = enc.bdd.true
+        for comp, view in zip(system.components, state, strict=True):
+            cube &= enc.cube(enc.bits[id(comp)], view)
+        earlier.never(~cube)
+    rebuilt = Projections(system, enc, never=first | more, previous=earlier)
+    fresh = Projections(system, enc, never=first | more)
+    assert rebuilt.views == fresh.views
+    assert rebuilt.reached == fresh.reached
+    assert rebuilt.every_pair() == fresh.every_pair()
+    for key, seen in rebuilt._pair_seen.items():
+        assert seen == fresh._pair_views(key), key
+    for key, found in rebuilt._added.items():
+        assert found == fresh.pair(*key), key
+
+
 def _reachable(system: System) -> set[State]:
     """Every reachable state (each step one a decided pass allows)."""
     seen = {system.initial}
