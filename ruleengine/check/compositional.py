@@ -245,7 +245,11 @@ stopping (``_live_stuck``: a backward search each, seconds at 50 tools) may take
 
 WALK_SHARE = 0.1
 """The share of the time left that the random walks (``_live_walked``) may take at most;
-they end sooner once a round of their states shows no requirement live."""
+they end sooner once a round of their states shows no requirement live ..."""
+
+WALK_MOST = 10.0
+"""... and after this many seconds in any case, with or without a deadline (a state with
+many opaque checks to vary can take a fifth of a second: four cycle guards at 50 tools)."""
 
 WITHOUT_SHARE = 0.03
 """The share of the time left that each of two steps may take: the requirements shown
@@ -1246,10 +1250,10 @@ class _Decider:
 
     def _live_walked(self) -> None:
         """Requirements shown live at the states of seeded random walks (``walks``), for
-        at most ``WALK_SHARE`` of the time left: what the breadth-first probe did not reach,
-        a walk often does, and each one shown spares ``_live`` its diagram. The tools allowed
-        at the states they visit are decided allowed on the way. With a question asked
-        (``asked``), only for that one."""
+        at most ``WALK_SHARE`` of the time left and ``WALK_MOST`` seconds: what the
+        breadth-first probe did not reach, a walk often does, and each one shown spares
+        ``_live`` its diagram. The tools allowed at the states they visit are decided
+        allowed on the way. With a question asked (``asked``), only for that one."""
         result = self.result
         decided = result.decided
         assert decided is not None
@@ -1260,10 +1264,13 @@ class _Decider:
         if not wanted:
             return
         self._on_time()
-        until = self._share(WALK_SHARE)
+        until = self._soon(WALK_MOST)
+        share = self._share(WALK_SHARE)
+        if share is not None:
+            until = min(until, share)
 
         def stop() -> bool:
-            return self._late() or (until is not None and time.monotonic() >= until)
+            return self._late() or time.monotonic() >= until
 
         walked = live_on_walks(self.system, wanted, stop)
         for name, history in sorted(walked.live.items()):

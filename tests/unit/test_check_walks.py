@@ -8,6 +8,7 @@ import pytest
 from deciders import first_state_only
 
 from ruleengine import ConditionalRequirement, Requirement
+from ruleengine.check import compositional
 from ruleengine.check.explicit import callable_at, walk
 from ruleengine.check.system import System
 from ruleengine.check.walks import live_on_walks
@@ -100,3 +101,22 @@ def test_the_one_by_one_analysis_takes_what_the_walks_show(
     assert "never-t5" in result.live and "live:never-t5" in result.decided
     assert "never-t5" not in asked
     assert walk(system, result.firsts["live:never-t5"]) is not None
+
+
+def test_the_one_by_one_analysis_walks_no_longer_than_its_cap(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # With no seconds to walk (``WALK_MOST``, which holds with a deadline ten minutes away
+    # and without one), no state is walked: the walks decide nothing beyond the probe's.
+    monkeypatch.setattr(compositional, "WALK_MOST", 0.0)
+    reqs = [*_chain(6), ConditionalRequirement("t5", max_invocations=0, name="never-t5")]
+    system = System([f"t{i}" for i in range(6)], reqs)
+    for deadline in (True, False):
+        decider = first_state_only(system)
+        if not deadline:
+            decider.deadline = None
+        assert decider.result.decided is not None
+        before = (set(decider.result.live), set(decider.result.decided))
+        decider._live_walked()
+        assert (decider.result.live, decider.result.decided) == before, deadline
+        assert "never-t5" not in decider.result.live
