@@ -24,7 +24,8 @@ from ruleengine.state import STATUSES
 __all__ = ["ROUND_STATES", "WALK_STEPS", "Walked", "live_on_walks"]
 
 WALK_STEPS = 60
-"""Steps a walk takes at most (it ends sooner where no tool is allowed)."""
+"""States a walk decides at most, the initial state first (so at most one call fewer); it
+ends sooner where no tool is allowed."""
 
 ROUND_STATES = 500
 """States decided per round: the walks go on while each round shows a requirement live."""
