@@ -58,7 +58,9 @@ class Projections:
     shown never allowed in a reachable state, whose steps every projection leaves out (no
     history takes one). ``relaxed=False`` takes no component's relaxed product: the
     projections rule out no state (in priority mode a higher tier may override a
-    component's denial, so a component alone does not bound the runs)."""
+    component's denial, so a component alone does not bound the runs). ``previous``: the
+    same system's projections with fewer tools left out, whose own views and pairs this
+    one takes over where leaving the others out changes nothing (``_taken_over``)."""
 
     _kept: list[int]
     callable: frozenset[str]
