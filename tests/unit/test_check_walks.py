@@ -9,9 +9,9 @@ from deciders import first_state_only
 
 from ruleengine import ConditionalRequirement, Requirement
 from ruleengine.check import compositional
-from ruleengine.check.explicit import callable_at, walk
+from ruleengine.check.explicit import analyse, callable_at, walk
 from ruleengine.check.system import System
-from ruleengine.check.walks import live_on_walks
+from ruleengine.check.walks import ROUND_STATES, WALK_STEPS, live_on_walks
 
 
 def _chain(length: int) -> list[Requirement]:
@@ -120,3 +120,34 @@ def test_the_one_by_one_analysis_walks_no_longer_than_its_cap(
         decider._live_walked()
         assert (decider.result.live, decider.result.decided) == before, deadline
         assert "never-t5" not in decider.result.live
+
+
+def test_a_single_question_walks_one_short_round_where_it_shows_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A core search asks about one requirement, most often never live: the walks give up
+    # after one round of ``WALK_ASKED_ROUND`` states, where a whole analysis walks rounds
+    # of ``ROUND_STATES``; and they walk for that requirement alone. "`t3` only after
+    # `t0`" is never live: the chain already holds `t3` back until `t2`, after `t1`, `t0`.
+    reqs = [*_chain(4), ConditionalRequirement("t3", only_after=["t0"], name="redundant")]
+    system = System([f"t{i}" for i in range(4)], reqs)
+    reference = analyse(system)
+    assert reference.complete and "redundant" not in reference.live
+    seen: list[tuple[set[str], int]] = []
+
+    def recorded(system: System, wanted: set[str], stop: object, **kwargs: int) -> object:
+        found = live_on_walks(system, wanted, stop, **kwargs)  # type: ignore[arg-type]
+        seen.append((set(wanted), found.states))
+        return found
+
+    monkeypatch.setattr(compositional, "live_on_walks", recorded)
+    monkeypatch.setattr(compositional, "WALK_ASKED_ROUND", 30)
+    asked = first_state_only(system)
+    asked.asked = "live:redundant"
+    asked._live_walked()
+    whole = first_state_only(system)
+    whole._live_walked()
+    (asked_for, asked_states), (whole_for, whole_states) = seen
+    assert asked_for == {"redundant"} and "redundant" in whole_for
+    assert 30 <= asked_states < 30 + WALK_STEPS
+    assert whole_states >= ROUND_STATES
