@@ -865,17 +865,24 @@ class _Decider:
         (`indep-approvals-50-100-5`: a projection's quick proof, which fails, and a search
         per tool had taken 6.5 s)."""
         result, system = self.result, self.system
-        decided = result.decided
-        assert decided is not None
         state = system.initial
         for i in range(len(history) + 1):
             if i:
                 state = system.successor(state, history[i - 1])
             for tool in callable_at(system, state) - result.allowed_tools:
-                decided.add(f"tool:{tool}")
-                self.open.pop(f"tool:{tool}", None)
-                result.allowed_tools.add(tool)
-                result.firsts.setdefault(f"tool:{tool}", history[:i])
+                self._show(f"tool:{tool}", history[:i])
+
+    def _show(self, key: str, history: tuple[Event, ...]) -> None:
+        """Decide ``key`` (``tool:T`` or ``live:R``) shown by ``history``, a real history to
+        a state where the tool is allowed or the requirement live: decided, no longer open,
+        ``history`` its example unless it has one."""
+        result = self.result
+        assert result.decided is not None
+        result.decided.add(key)
+        self.open.pop(key, None)
+        self.narrowed.pop(key, None)
+        (result.allowed_tools if key.startswith("tool:") else result.live).add(key[5:])
+        result.firsts.setdefault(key, history)
 
     def _without_dead(self) -> bool:
         """The projections rebuilt without the steps of the tools shown never allowed (no
@@ -1282,17 +1289,10 @@ class _Decider:
         rounds = ROUND_STATES if self.asked is None else WALK_ASKED_ROUND
         walked = live_on_walks(self.system, wanted, stop, round_states=rounds)
         for name, history in sorted(walked.live.items()):
-            key = f"live:{name}"
-            decided.add(key)
-            result.live.add(name)
-            result.firsts.setdefault(key, history)
+            self._show(f"live:{name}", history)
         for tool, history in sorted(walked.allowed.items()):
-            key = f"tool:{tool}"
-            if key not in decided:
-                decided.add(key)
-                self.open.pop(key, None)
-                result.allowed_tools.add(tool)
-                result.firsts.setdefault(key, history)
+            if f"tool:{tool}" not in decided:
+                self._show(f"tool:{tool}", history)
         self._on_time()
 
     def _live_never(self) -> None:
@@ -1320,8 +1320,6 @@ class _Decider:
         ``ALONG_SHARE`` of the time left, or ``ALONG_MOST`` while it keeps showing more
         than one in ``ALONG_YIELD`` of the requirements it tries live."""
         result = self.result
-        decided = result.decided
-        assert decided is not None
         system, enc, comps = self.system, self.enc, self.system.components
         watched: dict[str, set[str]] = {}
         for c in comps:
@@ -1374,10 +1372,7 @@ class _Decider:
                 )
             if found is not None:
                 shown += 1
-                decided.add(key)
-                del self.open[key]
-                result.live.add(name)
-                result.firsts.setdefault(key, found)
+                self._show(key, found)
 
     def _live_waiting(self) -> None:
         """Open requirements that only keep the run from stopping until a tool is called
@@ -1598,12 +1593,7 @@ class _Decider:
         found = along(self.system, histories, set(), goal, self.outcomes)
         if found is None:
             return False
-        assert self.result.decided is not None
-        self.result.decided.add(key)
-        del self.open[key]
-        self.narrowed.pop(key, None)
-        self.result.live.add(key[5:])
-        self.result.firsts.setdefault(key, found)
+        self._show(key, found)
         return True
 
     def _live_triggered(self) -> None:
@@ -1776,9 +1766,7 @@ class _Decider:
     def _met(self, path: tuple[Event, ...]) -> None:
         """Decide every open verdict some state along ``path`` (a real history) shows,
         with the history up to the first such state."""
-        result, system, enc = self.result, self.system, self.enc
-        decided = result.decided
-        assert decided is not None
+        system, enc = self.system, self.enc
         state = system.initial
         for i in range(len(path) + 1):
             if i:
@@ -1786,13 +1774,7 @@ class _Decider:
             for key, where in list(self.open.items()):
                 if not enc.holds_at(where, system.components, state):
                     continue
-                del self.open[key]
-                decided.add(key)
-                result.firsts.setdefault(key, path[:i])
-                if key.startswith("tool:"):
-                    result.allowed_tools.add(key[5:])
-                else:
-                    result.live.add(key[5:])
+                self._show(key, path[:i])
 
     def _horizon(self, where: Node) -> tuple[int, int] | None:
         """The fewest and the most steps after which a run can be in ``where`` (a set over
