@@ -133,6 +133,19 @@ class Aggregator:
             self._rank_of[e] = canonical(e)
         return word
 
+    def word(self, records: tuple[Emitted, ...]) -> int | None:
+        """In strict mode, the or of ``records``' words, where none of them soft-forces;
+        else None. Strict mode decides a set of records from the or of their words and
+        its soft forcers in order (``Resolver.strict``): two sets of such records with the
+        same word, each joined with the same other records, get the same allowed, hidden
+        and forced tools and ``can_stop``, or both clash (reasons and cores aside). Cost:
+        one lookup per record (new records are checked and compiled, as ``aggregate``
+        would)."""
+        _, word = self._words(records)
+        if self.mode != "strict" or word & self.layout.force_flag:
+            return None
+        return word
+
     def unmoved(self, records: tuple[Emitted, ...], names: Collection[str]) -> set[str]:
         """Those of ``names`` without whose records the aggregate of ``records`` keeps its
         allowed, hidden and forced tools and whether the run may stop (its reasons aside),

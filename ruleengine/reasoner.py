@@ -289,6 +289,44 @@ class Reasoner:
                     return frozenset()
             return frozenset(aggregator.unmoved(records, wanted))
 
+    def word(self, emitted: Iterable[Emitted]) -> int | None:
+        """A fingerprint of ``emitted`` as part of a step's records: two sets with the same
+        word, each joined with the same other records, aggregate alike (the same allowed,
+        hidden and forced tools and ``can_stop``, or both a clash; reasons and cores
+        aside), and so ``settle`` decides them alike unless yielding requirements give way
+        (``yields``: which of them give way depends on whose records a clash holds). None
+        where no such word is known: in priority mode, and where a record soft-forces or
+        checks a call's arguments. Cost: a lookup per record (new records are checked and
+        compiled, as ``settle`` would). The static checker asks it to decide one set of
+        records for all the check values that emit alike (``System.deciding``)."""
+        records = self._records(emitted)
+        with self._lock:
+            if self._argument_checks or any(type(e.item) is ArgCheck for e in records):
+                return None
+            return self._aggregator.word(records)
+
+    def yields(self, emitted: Iterable[Emitted]) -> bool:
+        """Whether ``settle`` on ``emitted`` lets a yielding requirement give way: some
+        record comes from one, and the records clash as they are. Cost: one decision
+        without the cache where a yielding requirement has a record, else a scan."""
+        records = self._records(emitted)
+        with self._lock:
+            if not self._yielding or not any(e.requirement in self._yielding for e in records):
+                return False
+            self._aggregator.begin()
+            return isinstance(self._aggregator.aggregate(records), Clash)
+
+    @staticmethod
+    def _records(emitted: Iterable[Emitted]) -> tuple[Emitted, ...]:
+        """``emitted`` as a tuple of checked records (``PolicyError`` naming a bad one)."""
+        if type(emitted) is not list and type(emitted) is not tuple:
+            emitted = list(_validate.sequence(emitted, name="emitted"))
+        records = tuple(emitted)
+        if not set(map(type, records)) <= {Emitted}:
+            for e in records:
+                check_record(e)
+        return records
+
     def _decided(self, emitted: Sequence[Emitted]) -> Pass | Clash:
         """The decision on a set of records not in the cache (checks of a call's arguments,
         ``ArgCheck``, decided apart: ``_with_checks``)."""

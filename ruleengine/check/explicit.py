@@ -65,7 +65,7 @@ def callable_at(system: System, state: State) -> set[str]:
     """The tools a step may call at ``state``: allowed under some values of the opaque
     checks (as the engines explore), ``final_answer`` aside (it ends a run)."""
     out: set[str] = set()
-    for records, _ in system.variants(state):
+    for records in system.deciding(state):
         outcome = decide(system, records)
         if isinstance(outcome, Pass):
             out.update(t for t in outcome.allowed if t != FINAL_ANSWER)
@@ -95,7 +95,7 @@ def reaches(system: System, trace: Sequence[Event], goal: str) -> bool:
     values of the opaque checks. Cost: one decision per step and check valuation."""
     state = walk(system, trace)
     return state is not None and any(
-        allows(decide(system, records), goal) for records, _ in system.variants(state)
+        allows(decide(system, records), goal) for records in system.deciding(state)
     )
 
 

@@ -133,7 +133,7 @@ def _best_first(
         if goal(state):
             return traced(came, state)
         tools: set[str] = set()
-        for records, _ in system.variants(state):
+        for records in system.deciding(state):
             outcome = decide(system, records)
             if isinstance(outcome, Pass):
                 tools |= {t for t in outcome.allowed if t != FINAL_ANSWER}
@@ -242,7 +242,7 @@ class Finishing:
         if known is None:
             tools: set[str] = set()
             stops = False
-            for records, _ in self.system.variants(state):
+            for records in self.system.deciding(state):
                 outcome = decide(self.system, records)
                 if isinstance(outcome, Pass):
                     tools.update(outcome.allowed)
@@ -263,7 +263,7 @@ def _replays(system: System, state: State, path: Sequence[Event]) -> bool:
     """Whether ``path`` can be taken from ``state`` (each step allowed when taken, under
     some check values) and ends where the run may stop."""
     for event in (*path, None):
-        outcomes = [decide(system, records) for records, _ in system.variants(state)]
+        outcomes = [decide(system, records) for records in system.deciding(state)]
         if event is None:
             return any(allows(o, FINAL_ANSWER) for o in outcomes)
         if not any(allows(o, event[0]) for o in outcomes):
@@ -317,7 +317,7 @@ class Outcomes:
         found = self._known.get(state)
         if found is None:
             system = self.system
-            found = [decide(system, records) for records, _ in system.variants(state)]
+            found = [decide(system, records) for records in system.deciding(state)]
             if len(self._known) >= self.most:
                 self._known.clear()
             self._known[state] = found

@@ -296,7 +296,7 @@ def _search(
         limit -= 1
         if deadline is not None and limit % DEADLINE_EVERY == 0 and time.monotonic() > deadline:
             return None, 0
-        outcomes = [decide(system, records) for records, _ in system.variants(state)]
+        outcomes = [decide(system, records) for records in system.deciding(state)]
         if any(allows(o, goal) for o in outcomes):
             return traced(came, state), limit
         passes = [o for o in outcomes if isinstance(o, Pass)]

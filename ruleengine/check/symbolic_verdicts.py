@@ -390,7 +390,7 @@ class Verdicts(Layers):
         state = system.initial
         depends = False
         for event in trace:
-            outcomes = [decide(system, records) for records, _ in system.variants(state)]
+            outcomes = [decide(system, records) for records in system.deciding(state)]
             depends = depends or not all(
                 isinstance(o, Pass) and event[0] in o.allowed for o in outcomes
             )

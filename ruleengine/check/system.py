@@ -376,6 +376,7 @@ class System:
         # per component and view, its first variant's records.
         self._opaque = tuple(i for i, c in enumerate(self.components) if c.opaque)
         self._singles = tuple(tuple(vs[0].records for vs in c.variants) for c in self.components)
+        self._worded: dict[tuple[int, int], tuple[int, ...] | None] = {}
         counted: dict[Event, list[int]] = {}
         for i, comp in enumerate(self.components):
             for event in comp.counting:
@@ -517,6 +518,66 @@ class System:
         per_component = [self.components[i].variants[v] for i, v in enumerate(state)]
         for combination in product(*per_component):
             yield tuple(chain.from_iterable([v.records for v in combination])), False
+
+    def deciding(self, state: State) -> Iterator[tuple[Emitted, ...]]:
+        """Sets of records ``state`` may emit whose decisions are every decision of
+        ``variants``' sets (allowed, hidden and forced tools and ``can_stop``, or a clash;
+        reasons and cores aside): for the searches and replays that ask only what a state
+        allows. Fewer where opaque components emit alike: components whose every variant
+        has a word (``Reasoner.word``: strict mode, no soft force) count only through the
+        or of their variants' words, so one combination stands for each value that or
+        takes (eight cycle guards, each denying the last tool or not: two sets where
+        ``variants`` gives 256). Where one of those combinations lets a yielding
+        requirement give way (``Reasoner.yields``), whose records a clash holds decides,
+        and every set of ``variants`` is given instead. Deterministic."""
+        opaque = self._opaque
+        if not opaque or all(len(self.components[i].variants[state[i]]) == 1 for i in opaque):
+            yield next(self.variants(state))[0]
+            return
+        menus: list[tuple[Variant, ...]] = [
+            self.components[i].variants[v] for i, v in enumerate(state)
+        ]
+        # The components whose variants have words: one variant each per value of the or.
+        alike: dict[int, tuple[int, ...]] = {0: ()}
+        keyed: list[int] = []
+        for i in opaque:
+            words = self._words(i, state[i]) if len(menus[i]) > 1 else None
+            if words is None:
+                continue
+            keyed.append(i)
+            grown: dict[int, tuple[int, ...]] = {}
+            for word, picks in alike.items():
+                for k, w in enumerate(words):
+                    grown.setdefault(word | w, (*picks, k))
+            alike = grown
+        found: list[tuple[Emitted, ...]] = []
+        for picks in alike.values():
+            chosen = list(menus)
+            for i, k in zip(keyed, picks, strict=True):
+                chosen[i] = (menus[i][k],)
+            for combination in product(*chosen):
+                records = tuple(chain.from_iterable([v.records for v in combination]))
+                if keyed and self.reasoner.yields(records):
+                    for every, _ in self.variants(state):
+                        yield every
+                    return
+                found.append(records)
+        yield from found
+
+    def _words(self, i: int, view: int) -> tuple[int, ...] | None:
+        """Per variant of component ``i`` at ``view``, its records' word (``Reasoner.word``),
+        or None where one has none. Memoised."""
+        key = (i, view)
+        if key not in self._worded:
+            words: list[int] = []
+            for variant in self.components[i].variants[view]:
+                word = self.reasoner.word(variant.records)
+                if word is None:
+                    self._worded[key] = None
+                    return None
+                words.append(word)
+            self._worded[key] = tuple(words)
+        return self._worded[key]
 
     def views(self, state: State) -> dict[str, Hashable]:
         """Per requirement name, its monitor's view at ``state`` (for messages and tests); a

@@ -559,7 +559,7 @@ class Unrolled:
         """The event of ``group`` the runtime allows at ``state`` that leads to
         ``wanted``."""
         system = self.system
-        outcomes = [decide(system, records) for records, _ in system.variants(state)]
+        outcomes = [decide(system, records) for records in system.deciding(state)]
         for event in group.events:
             allowed = any(allows(o, event[0]) for o in outcomes)
             if allowed and system.successor(state, event) == wanted:

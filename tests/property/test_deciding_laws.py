@@ -1,0 +1,187 @@
+"""``Reasoner.word`` and ``System.deciding``: one set of records stands for every valuation of
+the opaque checks that emits alike.
+
+The static checker's searches and replays ask of a state only what some valuation allows;
+``System.deciding`` gives one set of records per value of the or of the words of the
+components that emit alike, where ``System.variants`` gives every combination (eight cycle
+guards: 256). A set left out whose decision no set given shares would hide a step, a stop or
+a clash from them: the laws compare the decisions both give, on random policies with cycle
+guards (which yield) and custom checks, and the word's own law on random records.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, note
+from hypothesis import strategies as st
+from policy_strategies import PolicyCase, policies
+from strategies import REQUIREMENT_NAMES, Instance, instances
+
+from ruleengine import ConditionalRequirement, CycleGuard, Pass, Reasoner, Requirement, Rule
+from ruleengine.aggregate import Clash
+from ruleengine.check.explicit import decide
+from ruleengine.check.system import State, System
+from ruleengine.rules import Emitted
+from ruleengine.state import STATUSES
+
+
+class _Named(Requirement):
+    """A requirement that only names records (the reasoner reads its name and yielding)."""
+
+    def __init__(self, name: str, *, yielding: bool) -> None:
+        super().__init__(name=name)
+        self.yielding = yielding
+
+    def run(self, state: object) -> list[object]:
+        return []
+
+
+def _key(outcome: Pass | Clash) -> tuple[object, ...]:
+    """What the searches read of a decision: a clash, or the pass's tools and stop."""
+    if isinstance(outcome, Clash):
+        return ("clash",)
+    return (outcome.allowed, outcome.hidden, outcome.forced, outcome.can_stop)
+
+
+@st.composite
+def _alike(draw: st.DrawFn) -> tuple[Instance, list[Emitted], list[Emitted], list[Emitted]]:
+    """An instance's records split in two sets, the second made of the first's items under
+    other requirements' names (some dropped, some twice), and other records to join both."""
+    instance = draw(instances(max_items=7, force_bias=draw(st.sampled_from((False, True)))))
+    records = list(instance.emitted)
+    cut = draw(st.integers(0, len(records)))
+    first, others = records[:cut], records[cut:]
+    second = []
+    for e in first:
+        for _ in range(draw(st.integers(0, 2))):
+            second.append(Emitted(e.item, draw(st.sampled_from(REQUIREMENT_NAMES)), e.priority))
+    return instance, first, second, others
+
+
+@pytest.mark.parametrize("mode", ["strict", "priority"])
+@given(case=_alike(), yielding=st.frozensets(st.sampled_from(REQUIREMENT_NAMES), max_size=2))
+def test_sets_of_one_word_joined_with_the_same_records_are_decided_alike(
+    mode: str,
+    case: tuple[Instance, list[Emitted], list[Emitted], list[Emitted]],
+    yielding: frozenset[str],
+) -> None:
+    instance, first, second, others = case
+    r = Reasoner(
+        instance.declared,
+        [_Named(n, yielding=n in yielding) for n in REQUIREMENT_NAMES],
+        mode=mode,  # type: ignore[arg-type]
+        final_answer_as_tool=instance.final_answer_as_tool,
+    )
+    a, b = r.word(first), r.word(second)
+    if mode == "priority":
+        assert a is None and b is None
+        return
+    if a is None or b is None or a != b:
+        return
+    note(f"first: {first}\nsecond: {second}\nothers: {others}")
+    joined_a, joined_b = [*first, *others], [*second, *others]
+    if r.yields(joined_a) or r.yields(joined_b):
+        return
+    assert _key(r.settle(joined_a)) == _key(r.settle(joined_b))
+
+
+def test_a_soft_force_has_no_word() -> None:
+    r = Reasoner(["a", "b"])
+    assert r.word([Emitted(Rule("a", forced=True), "p", 1)]) is None
+    assert r.word([Emitted(Rule("a", allowed=False), "p", 1)]) is not None
+    assert r.word([]) == 0
+
+
+@st.composite
+def _guarded(draw: st.DrawFn) -> tuple[PolicyCase, list[CycleGuard]]:
+    """A random policy in strict mode, with one to four cycle guards besides."""
+    case = draw(policies(priority=False))
+    guards = [
+        CycleGuard(
+            max_strike_length=draw(st.integers(1, 3)),
+            max_total_occurrences=draw(st.integers(1, 4)),
+            window_size=draw(st.integers(1, 4)),
+            name=f"guard-{i}",
+        )
+        for i in range(draw(st.integers(1, 4)))
+    ]
+    return case, guards
+
+
+def _states(system: System, steps: list[tuple[int, int]]) -> list[State]:
+    """The states along one walk: each step the ``i``-th tool some valuation allows (modulo
+    their number) with the ``s``-th status."""
+    state, found = system.initial, [system.initial]
+    for i, s in steps:
+        tools = sorted(
+            {
+                t
+                for records, _ in system.variants(state)
+                if isinstance(o := decide(system, records), Pass)
+                for t in o.allowed
+                if t != "final_answer"
+            }
+        )
+        if not tools:
+            break
+        state = system.successor(state, (tools[i % len(tools)], STATUSES[s % len(STATUSES)]))
+        found.append(state)
+    return found
+
+
+@given(
+    case=_guarded(),
+    steps=st.lists(st.tuples(st.integers(0, 9), st.integers(0, 2)), max_size=6),
+)
+def test_deciding_gives_every_decision_variants_give(
+    case: tuple[PolicyCase, list[CycleGuard]], steps: list[tuple[int, int]]
+) -> None:
+    policy, guards = case
+    note(policy.source())
+    note(f"guards: {guards}")
+    system = System(list(policy.tools), [*policy.requirements(), *guards])
+    for state in _states(system, steps):
+        every = list(system.variants(state))
+        given_ = list(system.deciding(state))
+        assert len(given_) <= len(every)
+        every_records = {frozenset(records) for records, _ in every}
+        assert all(frozenset(records) in every_records for records in given_)
+        assert {_key(decide(system, r)) for r in given_} == {
+            _key(decide(system, r)) for r, _ in every
+        }, state
+
+
+def test_alike_guards_are_decided_once_per_value_of_their_word() -> None:
+    # Four guards deny the last tool or not: 16 valuations, two decisions (denied, not).
+    guards = [CycleGuard(max_strike_length=k, name=f"g{k}") for k in range(1, 5)]
+    system = System(["a", "b"], guards)
+    state = system.successor(system.initial, ("a", "ok"))
+    assert len(list(system.variants(state))) == 16
+    given_ = list(system.deciding(state))
+    assert len(given_) == 2
+    assert {_key(decide(system, r)) for r in given_} == {
+        _key(decide(system, r)) for r, _ in system.variants(state)
+    }
+
+
+def _checked(state: object) -> bool:
+    return True
+
+
+def test_where_a_guard_gives_way_every_valuation_is_decided() -> None:
+    # After `a`: the guards deny `a` or not; the custom check lets `a` be called or denies
+    # it; the run may not stop after `a`. "Denied by the check, the guards silent" and
+    # "allowed by the check, a guard denying" have one word, but only in the second does a
+    # guard give way (the deadlock it makes holds its record): there the pass allows `a`,
+    # in the first the step is a deadlock.
+    reqs = [
+        ConditionalRequirement("a", custom_checks=[_checked], name="checked"),
+        ConditionalRequirement("final_answer", only_before=["a"], name="stop-first"),
+        CycleGuard(max_strike_length=1, max_total_occurrences=1, window_size=1, name="g1"),
+        CycleGuard(max_strike_length=1, max_total_occurrences=1, window_size=1, name="g2"),
+    ]
+    system = System(["a"], reqs)
+    state = system.successor(system.initial, ("a", "ok"))
+    decisions = {_key(decide(system, r)) for r, _ in system.variants(state)}
+    assert ("clash",) in decisions and len(decisions) == 2
+    assert {_key(decide(system, r)) for r in system.deciding(state)} == decisions
