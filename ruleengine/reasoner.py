@@ -308,9 +308,11 @@ class Reasoner:
     def yields(self, emitted: Iterable[Emitted]) -> bool:
         """Whether ``settle`` on ``emitted`` lets a yielding requirement give way: some
         record comes from one, and the records clash as they are. Cost: one decision
-        without the cache where a yielding requirement has a record, else a scan."""
+        without the cache where a yielding requirement has a record, else a lookup per
+        record (new records are checked and compiled, as ``settle`` would)."""
         records = self._records(emitted)
         with self._lock:
+            self._aggregator.word(records)  # checks and compiles new records, as settle would
             if not self._yielding or not any(e.requirement in self._yielding for e in records):
                 return False
             self._aggregator.begin()

@@ -21,6 +21,7 @@ from ruleengine import ConditionalRequirement, CycleGuard, Pass, Reasoner, Requi
 from ruleengine.aggregate import Clash
 from ruleengine.check.explicit import decide
 from ruleengine.check.system import State, System
+from ruleengine.errors import PolicyError
 from ruleengine.rules import Emitted
 from ruleengine.state import STATUSES
 
@@ -185,3 +186,15 @@ def test_where_a_guard_gives_way_every_valuation_is_decided() -> None:
     decisions = {_key(decide(system, r)) for r, _ in system.variants(state)}
     assert ("clash",) in decisions and len(decisions) == 2
     assert {_key(decide(system, r)) for r in system.deciding(state)} == decisions
+
+
+def test_bad_records_are_refused_by_name() -> None:
+    r = Reasoner(["a"])
+    unknown = [Emitted(Rule("zz", allowed=False), "p", 1)]
+    for ask in (r.word, r.yields):
+        with pytest.raises(PolicyError, match="must be a list"):
+            ask(5)  # type: ignore[arg-type]
+        with pytest.raises(PolicyError, match="is not an `Emitted"):
+            ask([1])  # type: ignore[list-item]
+        with pytest.raises(PolicyError, match="unknown tool `zz`"):
+            ask(unknown)
