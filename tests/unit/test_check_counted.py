@@ -119,3 +119,26 @@ def test_bounded_model_checking_shows_an_unproven_finding_with_the_engines_witne
     assert "forced-conflict:x" not in decider.unproven
     exact = analyse(system)
     assert decider.result.forced_conflicts["x"].trace == exact.forced_conflicts["x"].trace
+
+
+def test_a_question_about_several_next_states_is_whether_one_of_them_will_do() -> None:
+    # The bisection of ``_smallest`` asks whether a history is at one of a range of next
+    # states: answered for a range as for each of its states alone, whatever the range.
+    # Into the state after `a` and `y` in two steps: only a first step that calls one of
+    # them (and succeeds) leads there.
+    system = System(TOOLS, _forced_late(3))
+    decider = first_state_only(system)
+    enc = decider.enc
+    goal = system.successor(system.successor(system.initial, ("a", "ok")), ("y", "ok"))
+    target = enc.bdd.true
+    for comp, view in zip(system.components, goal, strict=True):
+        target &= enc.cube(enc.bits[id(comp)], view)
+    unrolled: Unrolled = decider.unrolled
+    options = [after for _, after in decider.verdicts._steps_from(system.initial)]
+    alone = [unrolled.reaches_by(target, 2, 0, system.initial, [a]) for a in options]
+    assert any(alone) and not all(alone)
+    for low in range(len(options)):
+        for high in range(low + 1, len(options) + 1):
+            ranged = unrolled.reaches_by(target, 2, 0, system.initial, options[low:high])
+            assert ranged == any(alone[low:high]), (low, high)
+    assert not unrolled.reaches_by(target, 2, 0, system.initial, [])
