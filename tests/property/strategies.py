@@ -38,6 +38,19 @@ REQUIREMENT_NAMES = ("p", "q", "r", "s")
 REASONS = (None, "x", "y")
 PRIORITIES = (1, 2, 3)
 
+
+class Named(Requirement):
+    """A requirement that only names records: a reasoner built with these reads their names
+    and whether they yield, for records made by hand."""
+
+    def __init__(self, name: str, *, yielding: bool) -> None:
+        super().__init__(name=name)
+        self.yielding = yielding
+
+    def run(self, state: object) -> list[object]:
+        return []
+
+
 Ast = tuple[Any, ...]
 """A formula tree: ``("allowed", t)``, ``("hidden", t)``, ``("can_stop",)``, ``("const", b)``,
 ``("not", f)``, ``("and", fs)``, ``("or", fs)``, ``("implies", f, g)``, and

@@ -15,26 +15,15 @@ import pytest
 from hypothesis import given, note
 from hypothesis import strategies as st
 from policy_strategies import PolicyCase, policies
-from strategies import REQUIREMENT_NAMES, Instance, instances
+from strategies import REQUIREMENT_NAMES, Instance, Named, instances
 
-from ruleengine import ConditionalRequirement, CycleGuard, Pass, Reasoner, Requirement, Rule
+from ruleengine import ConditionalRequirement, CycleGuard, Pass, Reasoner, Rule
 from ruleengine.aggregate import Clash
 from ruleengine.check.explicit import decide
 from ruleengine.check.system import State, System
 from ruleengine.errors import PolicyError
 from ruleengine.rules import Emitted
 from ruleengine.state import STATUSES
-
-
-class _Named(Requirement):
-    """A requirement that only names records (the reasoner reads its name and yielding)."""
-
-    def __init__(self, name: str, *, yielding: bool) -> None:
-        super().__init__(name=name)
-        self.yielding = yielding
-
-    def run(self, state: object) -> list[object]:
-        return []
 
 
 def _key(outcome: Pass | Clash) -> tuple[object, ...]:
@@ -69,7 +58,7 @@ def test_sets_of_one_word_joined_with_the_same_records_are_decided_alike(
     instance, first, second, others = case
     r = Reasoner(
         instance.declared,
-        [_Named(n, yielding=n in yielding) for n in REQUIREMENT_NAMES],
+        [Named(n, yielding=n in yielding) for n in REQUIREMENT_NAMES],
         mode=mode,  # type: ignore[arg-type]
         final_answer_as_tool=instance.final_answer_as_tool,
     )

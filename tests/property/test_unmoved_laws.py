@@ -15,9 +15,9 @@ from hypothesis import given
 from hypothesis import note as hypothesis_note
 from hypothesis import strategies as st
 from hypothesis.control import currently_in_test_context
-from strategies import REQUIREMENT_NAMES, Instance, instances
+from strategies import REQUIREMENT_NAMES, Instance, Named, instances
 
-from ruleengine import ArgumentsRequirement, Pass, Reasoner, Requirement, Rule, forced
+from ruleengine import ArgumentsRequirement, Pass, Reasoner, Rule, forced
 from ruleengine.aggregate import Clash
 from ruleengine.conditions.admission import ArgCheck
 from ruleengine.conditions.types import ToolSpec, parameters_from_spec
@@ -27,21 +27,10 @@ from ruleengine.rules import Emitted
 MODES = ("strict", "priority")
 
 
-class _Named(Requirement):
-    """A requirement that only names records (the reasoner reads its name and yielding)."""
-
-    def __init__(self, name: str, *, yielding: bool) -> None:
-        super().__init__(name=name)
-        self.yielding = yielding
-
-    def run(self, state: object) -> list[object]:
-        return []
-
-
 def _reasoner(instance: Instance, mode: str, yielding: frozenset[str]) -> Reasoner:
     return Reasoner(
         instance.declared,
-        [_Named(n, yielding=n in yielding) for n in REQUIREMENT_NAMES],
+        [Named(n, yielding=n in yielding) for n in REQUIREMENT_NAMES],
         mode=mode,  # type: ignore[arg-type]
         final_answer_as_tool=instance.final_answer_as_tool,
     )
@@ -175,9 +164,9 @@ def test_yielding_records_that_clash_name_nothing() -> None:
         Emitted(deny_a, "q", 2),
         Emitted(forced("a"), "r", 2),  # clashes with the denial: `r` gives way
     ]
-    yielding = Reasoner(tools, [_Named(n, yielding=n == "r") for n in "pqr"])
+    yielding = Reasoner(tools, [Named(n, yielding=n == "r") for n in "pqr"])
     assert yielding.unmoved(records, ["p", "q"]) == frozenset()
-    plain = Reasoner(tools, [_Named(n, yielding=False) for n in "pqr"])
+    plain = Reasoner(tools, [Named(n, yielding=False) for n in "pqr"])
     assert plain.unmoved(records, ["p", "q"]) == {"p", "q"}  # a clash either way
     # Without the clash, a yielding requirement's records change nothing.
     calm = [*records[:2], Emitted(Rule("b"), "r", 2)]
