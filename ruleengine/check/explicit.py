@@ -74,7 +74,8 @@ def callable_at(system: System, state: State) -> set[str]:
 
 def walk(system: System, trace: Sequence[Event]) -> State | None:
     """The state ``trace`` leads to when each of its steps is allowed when taken (see
-    ``callable_at``), else None. Cost: one decision per step and check valuation."""
+    ``callable_at``), else None. Cost: one decision per step and set of records
+    ``System.deciding`` gives there (one per distinct outcome of alike opaque checks)."""
     state = system.initial
     for tool, status in trace:
         if status not in STATUSES or tool not in callable_at(system, state):
@@ -92,7 +93,8 @@ def allows(outcome: Outcome, goal: str) -> bool:
 
 def reaches(system: System, trace: Sequence[Event], goal: str) -> bool:
     """Whether ``trace`` replays (see ``walk``) to a state that allows ``goal`` under some
-    values of the opaque checks. Cost: one decision per step and check valuation."""
+    values of the opaque checks. Cost: one decision per step and set of records
+    ``System.deciding`` gives there."""
     state = walk(system, trace)
     return state is not None and any(
         allows(decide(system, records), goal) for records in system.deciding(state)
