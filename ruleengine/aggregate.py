@@ -134,17 +134,20 @@ class Aggregator:
         return word
 
     def word(self, records: tuple[Emitted, ...]) -> int | None:
-        """In strict mode, the or of ``records``' words, where none of them soft-forces;
-        else None. Strict mode decides a set of records from the or of their words and
-        its soft forcers in order (``Resolver.strict``): two sets of such records with the
-        same word, each joined with the same other records, get the same allowed, hidden
-        and forced tools and ``can_stop``, or both clash (reasons and cores aside). Cost:
-        one lookup per record (new records are checked and compiled, as ``aggregate``
-        would)."""
+        """In strict mode, the or of ``records``' packed masks, where they are literal rules
+        none of which soft-forces; else None. Strict mode decides a set of records from the
+        or of their words and its soft forcers in order (``Resolver.strict``), and literal
+        units from their masks alone: two sets of such records with the same or, each
+        joined with the same other records, get the same allowed, hidden and forced tools
+        and ``can_stop``, or both clash (reasons and cores aside). The solver's literals
+        are left out: they are renumbered when the tables are full (``_reset``), so a word
+        kept from before would not match one made after. Cost: one lookup per record (new
+        records are checked and compiled, as ``aggregate`` would)."""
         _, word = self._words(records)
-        if self.mode != "strict" or word & self.layout.force_flag:
+        layout = self.layout
+        if self.mode != "strict" or word & (layout.force_flag | layout.general_flag):
             return None
-        return word
+        return word & layout.packed_mask
 
     def unmoved(self, records: tuple[Emitted, ...], names: Collection[str]) -> set[str]:
         """Those of ``names`` without whose records the aggregate of ``records`` keeps its

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from policy_strategies import PolicyCase, policies
 from strategies import REQUIREMENT_NAMES, Instance, Named, instances
 
-from ruleengine import ConditionalRequirement, CycleGuard, Pass, Reasoner, Rule
+from ruleengine import ConditionalRequirement, CycleGuard, Pass, Reasoner, Rule, allowed, at_most
 from ruleengine.aggregate import Clash
 from ruleengine.check.explicit import decide
 from ruleengine.check.system import State, System
@@ -75,11 +75,23 @@ def test_sets_of_one_word_joined_with_the_same_records_are_decided_alike(
     assert _key(r.settle(joined_a)) == _key(r.settle(joined_b))
 
 
-def test_a_soft_force_has_no_word() -> None:
+def test_a_soft_force_or_a_formula_has_no_word() -> None:
     r = Reasoner(["a", "b"])
     assert r.word([Emitted(Rule("a", forced=True), "p", 1)]) is None
+    assert r.word([Emitted(at_most(1, allowed("a"), allowed("b")), "p", 1)]) is None
     assert r.word([Emitted(Rule("a", allowed=False), "p", 1)]) is not None
     assert r.word([]) == 0
+
+
+def test_a_word_outlives_the_reasoners_tables() -> None:
+    # The solver's literals are renumbered when the reasoner's tables fill up; a word read
+    # before is still the word after (the static checker keeps words for a whole check).
+    r = Reasoner(["a", "b", "c"])
+    records = [Emitted(Rule("b", allowed=False), "p", 1), Emitted(Rule("c", hidden=True), "q", 2)]
+    before = r.word(records)
+    r._aggregator._reset()  # what a full table does between two decisions
+    r.settle([Emitted(at_most(1, allowed("c"), allowed("a")), "s", 1)])
+    assert r.word(records) == before is not None
 
 
 @st.composite
