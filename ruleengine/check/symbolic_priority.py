@@ -236,7 +236,8 @@ def priority_decided(
     whether Y gives way or not), or below it where the others alone hold together (every
     core holds a unit of Y, so Y gives way, one guard after another). Below Y's tier where
     the others clash too, the answer is the same either way only where the pass without Y
-    clashes with the same kind; elsewhere ``Ambiguous`` is raised (whichever the states)."""
+    clashes with the same kind, and a forced conflict on the same tools; elsewhere
+    ``Ambiguous`` is raised (whichever the states)."""
     yielding = frozenset(id(c) for c in components if c.requirement.yielding)
     records = _records(enc, components)
     full = Tiers(enc, records, priorities, yielding)
@@ -244,8 +245,14 @@ def priority_decided(
         return full.pass_()
     rest = Tiers(enc, [(c, r) for c, r in records if id(c) not in yielding], priorities).pass_()
     whole = full.pass_()
-    same = ~rest.consistent & rest.stuck.equiv(full.unsure_stuck)
-    if full.unsure & ~same != enc.bdd.false:
+    # The same answer: a clash of the same kind and, a forced conflict, on the same tools
+    # (a guard at the top may override a force that, without it, is what clashes first).
+    false = enc.bdd.false
+    same_hard = enc.bdd.true
+    for t in {*rest.hard, *whole.hard}:
+        same_hard &= rest.hard.get(t, false).equiv(whole.hard.get(t, false))
+    same = ~rest.consistent & rest.stuck.equiv(full.unsure_stuck) & (rest.stuck | same_hard)
+    if full.unsure & ~same != false:
         raise Ambiguous(
             "in priority mode, a step where the rules clash below a cycle guard's priority "
             "and would clash without it too: whether it gives way depends on the core found"

@@ -25,7 +25,9 @@ from ruleengine import (
 )
 from ruleengine.check import check_policy
 from ruleengine.check.analysis import Analysis
-from ruleengine.check.explicit import reaches
+from ruleengine.check.compositional import analyse_compositional
+from ruleengine.check.explicit import analyse, reaches
+from ruleengine.check.symbolic import Encoding
 from ruleengine.check.system import System
 from ruleengine.state import Status
 
@@ -337,3 +339,55 @@ def test_a_question_the_symbolic_engine_left_open_has_a_shorter_first_try_again(
     first, again, other, third = (left for _, left in given)
     assert first > 500 and other > 500
     assert again <= 1.0 and third <= 1.0
+
+
+def test_a_guard_that_changes_which_force_clashes_is_not_taken_for_one_that_gives_way() -> None:
+    # After `a`, `a`: the guard (priority 10), when its check says the run cycles, denies
+    # `a` and so overrides the force on `a` at step 3 (priority 2); the clash left is
+    # `final_answer`'s, forced at step 3 but only after `b` (priority 1), whose core holds
+    # no unit of the guard: it does not give way. Without the guard the clash is the force
+    # on `a` against its cap. A forced conflict either way, but on other tools: the report
+    # names both, as the explicit engine does, and the verdicts one by one claim neither
+    # wrongly (the diagrams once took the pass without the guard for both).
+    policy = Policy(
+        ["a", "b", "c"],
+        [
+            C(
+                "a",
+                force_at_step=3,
+                only_before=["b", "c"],
+                max_invocations=2,
+                force_prevent_stop=False,
+                only_success_invocations=False,
+                priority=2,
+                name="r0",
+            ),
+            C(
+                "final_answer",
+                force_at_step=3,
+                only_after=["a", "b"],
+                force_prevent_stop=False,
+                only_success_invocations=False,
+                consecutive_allowed=False,
+                priority=1,
+                name="r1",
+            ),
+            CycleGuard(
+                max_strike_length=1, max_total_occurrences=1, window_size=1, priority=10, name="g0"
+            ),
+        ],
+        mode="priority",
+        max_iterations=1,
+    )
+    system = System(policy.tools, policy.requirements, mode="priority")
+    exact = analyse(system)
+    assert set(exact.forced_conflicts) == {"a", "final_answer"}
+    for probe in (1, 4):
+        found = analyse_compositional(system, Encoding(system), budget=0, probe_states=probe)
+        assert found.decided is not None
+        for tool in ("a", "final_answer"):
+            if f"forced-conflict:{tool}" in found.decided:
+                assert found.forced_conflicts[tool].trace == exact.forced_conflicts[tool].trace
+    by_auto = check_policy(policy)
+    by_explicit = check_policy(policy, engine="explicit")
+    assert by_auto.model_dump(exclude={"stats"}) == by_explicit.model_dump(exclude={"stats"})
