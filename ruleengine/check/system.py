@@ -11,7 +11,7 @@ come from the monitors, and passes from the runtime's ``Reasoner``.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
@@ -518,6 +518,20 @@ class System:
         per_component = [self.components[i].variants[v] for i, v in enumerate(state)]
         for combination in product(*per_component):
             yield tuple(chain.from_iterable([v.records for v in combination])), False
+
+    def drawn(
+        self, state: State, choose: Callable[[Sequence[Variant]], Variant]
+    ) -> tuple[Emitted, ...]:
+        """One set of records ``state`` may emit: per component, the variant ``choose``
+        picks among its variants there (``random.Random.choice``: each set of ``variants``
+        as likely), without building the others."""
+        if not self._opaque:
+            return next(self.variants(state))[0]
+        picked = []
+        for comp, view in zip(self.components, state, strict=True):
+            menu = comp.variants[view]
+            picked.append(menu[0] if len(menu) == 1 else choose(menu))
+        return tuple(chain.from_iterable([v.records for v in picked]))
 
     def deciding(self, state: State) -> Iterator[tuple[Emitted, ...]]:
         """Sets of records ``state`` may emit whose decisions are every decision of

@@ -83,17 +83,14 @@ def live_on_walks(
             found.states += 1
             states_in_round += 1
             callable_: set[str] = set()
-            variants = [records for records, _ in system.variants(state)]
-            if len(variants) > 1:  # opaque checks: one valuation, drawn like the step
-                variants = [rng.choice(variants)]
-            for records in variants:
-                outcome = decide(system, records)
-                for name in sorted(live_at(system, records, outcome, left, asking)):
-                    found.live[name] = tuple(history)
-                    left.discard(name)
-                    shown_in_round += 1
-                if isinstance(outcome, Pass):
-                    callable_.update(t for t in outcome.allowed if t != FINAL_ANSWER)
+            records = system.drawn(state, rng.choice)  # one valuation of the opaque checks
+            outcome = decide(system, records)
+            for name in sorted(live_at(system, records, outcome, left, asking)):
+                found.live[name] = tuple(history)
+                left.discard(name)
+                shown_in_round += 1
+            if isinstance(outcome, Pass):
+                callable_.update(t for t in outcome.allowed if t != FINAL_ANSWER)
             for tool in sorted(callable_ - found.allowed.keys()):
                 found.allowed[tool] = tuple(history)
             if not callable_ or not left:
