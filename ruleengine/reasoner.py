@@ -271,13 +271,10 @@ class Reasoner:
         wanted = frozenset(
             _validate.text(name, name="names") for name in _validate.sequence(names, name="names")
         )
-        records = tuple(emitted)
         if not wanted:
             return frozenset()
+        records = self._records(emitted)
         with self._lock:
-            if not set(map(type, records)) <= {Emitted}:
-                for e in records:
-                    check_record(e)
             if self._argument_checks or any(type(e.item) is ArgCheck for e in records):
                 return frozenset()
             aggregator = self._aggregator

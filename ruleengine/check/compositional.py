@@ -1291,8 +1291,7 @@ class _Decider:
         for name, history in sorted(walked.live.items()):
             self._show(f"live:{name}", history)
         for tool, history in sorted(walked.allowed.items()):
-            if f"tool:{tool}" not in decided:
-                self._show(f"tool:{tool}", history)
+            self._show(f"tool:{tool}", history)
         self._on_time()
 
     def _live_never(self) -> None:
