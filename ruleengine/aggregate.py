@@ -65,6 +65,8 @@ class Aggregator:
         self._name_tables = _name_tables(self.tools)
         self._tuples: dict[int, tuple[str, ...]] = {}
         self._retired_checks = 0
+        self._tier_units: dict[tuple[int, int, int], int] = {}
+        """Priority mode's words: per distinct unit a tier reads, its bit (``_tier_bits``)."""
         self._start_session()
 
     def _start_session(self) -> None:
@@ -79,6 +81,7 @@ class Aggregator:
         # Per distinct record, its canonical rank (priority mode's order, and the order in
         # which a core is searched): rendering an item costs more than a lookup.
         self._rank_of: dict[Emitted, tuple[int, str, str]] = {}
+        self._tier_bits_of: dict[Emitted, int] = {}
         self._resolver = Resolver(
             self._compiler, session, self._rank_of.__getitem__, fast_path=self.fast_path
         )
@@ -134,20 +137,47 @@ class Aggregator:
         return word
 
     def word(self, records: tuple[Emitted, ...]) -> int | None:
-        """In strict mode, the or of ``records``' packed masks, where they are literal rules
-        none of which soft-forces; else None. Strict mode decides a set of records from the
-        or of their words and its soft forcers in order (``Resolver.strict``), and literal
-        units from their masks alone: two sets of such records with the same or, each
-        joined with the same other records, get the same allowed, hidden and forced tools
-        and ``can_stop``, or both clash (reasons and cores aside). The solver's literals
-        are left out: they are renumbered when the tables are full (``_reset``), so a word
-        kept from before would not match one made after. Cost: one lookup per record (new
-        records are checked and compiled, as ``aggregate`` would)."""
+        """A fingerprint of ``records``, where they are literal rules none of which
+        soft-forces; else None. Two sets of such records with the same word, each joined
+        with the same other records, get the same allowed, hidden and forced tools and
+        ``can_stop``, or both clash (reasons and cores aside), and the word of a union is
+        the or of the words:
+
+        - strict mode decides a set of records from the or of their words and its soft
+          forcers in order (``Resolver.strict``), and literal units from their masks alone:
+          the word is the or of the records' packed masks;
+        - priority mode decides tier by tier from the set of units each tier holds (a unit
+          survives or not by itself and what the tiers above kept; a record dropped whole
+          only takes its soft force and reasons with it): the word has a bit per distinct
+          unit a tier reads, its priority, its kind and its masks (``_tier_bits``).
+
+        The solver's literals are left out: they are renumbered when the tables are full
+        (``_reset``), so a word kept from before would not match one made after. Cost: one
+        lookup per record (new records are checked and compiled, as ``aggregate`` would)."""
         _, word = self._words(records)
         layout = self.layout
-        if self.mode != "strict" or word & (layout.force_flag | layout.general_flag):
+        if word & (layout.force_flag | layout.general_flag):
             return None
-        return word & layout.packed_mask
+        if self.mode == "strict":
+            return word & layout.packed_mask
+        return reduce(or_, map(self._tier_bits, records), 0)
+
+    def _tier_bits(self, e: Emitted) -> int:
+        """Priority mode's word of one literal record: a bit per unit of it, each distinct
+        (priority, kind, masks) given the next bit when first met, for the aggregator's life
+        (``_reset`` keeps them: a word stays the same)."""
+        bits = self._tier_bits_of.get(e)
+        if bits is None:
+            c = self._compiler.compiled(e)
+            bits = 0
+            for kind, unit in enumerate((c.restrict, c.permit)):
+                if unit is not None:
+                    index = self._tier_units.setdefault(
+                        (e.priority, kind, unit.packed), len(self._tier_units)
+                    )
+                    bits |= 1 << index
+            self._tier_bits_of[e] = bits
+        return bits
 
     def unmoved(self, records: tuple[Emitted, ...], names: Collection[str]) -> set[str]:
         """Those of ``names`` without whose records the aggregate of ``records`` keeps its

@@ -291,12 +291,14 @@ class Reasoner:
         word, each joined with the same other records, aggregate alike (the same allowed,
         hidden and forced tools and ``can_stop``, or both a clash; reasons and cores
         aside), and so ``settle`` decides them alike unless yielding requirements give way
-        (``yields``: which of them give way depends on whose records a clash holds). None
-        where no such word is known: in priority mode, and where a record soft-forces, is a
-        general formula or checks a call's arguments. A word stays the same for the
-        reasoner's life. Cost: a lookup per record (new records are checked and compiled,
-        as ``settle`` would). The static checker asks it to decide one set of records for
-        all the check values that emit alike (``System.deciding``)."""
+        (``yields``: which of them give way depends on whose records a clash holds); the
+        word of a union of sets is the or of their words. None where no such word is known:
+        where a record soft-forces, is a general formula or checks a call's arguments. A
+        word stays the same for the reasoner's life (in strict mode it is the or of the
+        records' tool masks; in priority mode a bit per distinct unit a tier reads). Cost:
+        a lookup per record (new records are checked and compiled, as ``settle`` would).
+        The static checker asks it to decide one set of records for all the check values
+        that emit alike (``System.deciding``)."""
         records = self._records(emitted)
         with self._lock:
             if self._argument_checks or any(type(e.item) is ArgCheck for e in records):
