@@ -184,8 +184,9 @@ class Resolver:
 
     # -- priority mode ---------------------------------------------------------------------
 
-    def priority(self, records: tuple[Emitted, ...]) -> Solved | Clash:
-        """Every unit soft at its priority, tiers from the highest down (SPEC §4.8)."""
+    def _tiers(self, records: tuple[Emitted, ...]) -> list[list[tuple[Unit, Emitted]]]:
+        """Priority mode's tiers, from the highest priority down, each priority's
+        restricting units before its permitting ones, each tier in canonical order."""
         compiled = self.compiler.compiled
         tiers: dict[tuple[int, int], list[tuple[Unit, Emitted]]] = {}
         for e in sorted(records, key=self._rank):
@@ -194,25 +195,42 @@ class Resolver:
                 tiers.setdefault((-e.priority, 0), []).append((c.restrict, e))
             if c.permit is not None:
                 tiers.setdefault((-e.priority, 1), []).append((c.permit, e))
+        return [tiers[rank] for rank in sorted(tiers)]
+
+    def _tier(
+        self, tier: list[tuple[Unit, Emitted]], kept_lits: int, kept_packed: int
+    ) -> tuple[list[tuple[Unit, Emitted]], list[tuple[Unit, Emitted]], int, int, bool]:
+        """One tier against what the tiers above kept: its survivors (each unit consistent
+        with what is kept, by itself), the units overridden, the survivors' literal and
+        packed masks together, and whether the survivors still clash with what is kept."""
         sat = self.sat
+        tier_lits, tier_packed = _union(tier)
+        if sat(kept_lits | tier_lits, kept_packed | tier_packed):
+            return tier, [], tier_lits, tier_packed, False
+        survivors: list[tuple[Unit, Emitted]] = []
+        overridden: list[tuple[Unit, Emitted]] = []
+        for unit, e in tier:
+            if sat(kept_lits | unit.lits, kept_packed | unit.packed):
+                survivors.append((unit, e))
+            else:
+                overridden.append((unit, e))
+        tier_lits, tier_packed = _union(survivors)
+        clash = bool(survivors) and not sat(kept_lits | tier_lits, kept_packed | tier_packed)
+        return survivors, overridden, tier_lits, tier_packed, clash
+
+    def priority(self, records: tuple[Emitted, ...]) -> Solved | Clash:
+        """Every unit soft at its priority, tiers from the highest down (SPEC §4.8)."""
+        compiled = self.compiler.compiled
         kept: list[tuple[Unit, Emitted]] = []
         kept_lits = kept_packed = 0
         overridden: list[tuple[Unit, Emitted]] = []
-        for rank in sorted(tiers):
-            tier = tiers[rank]
-            tier_lits, tier_packed = _union(tier)
-            if sat(kept_lits | tier_lits, kept_packed | tier_packed):
-                survivors = tier
-            else:
-                survivors = []
-                for unit, e in tier:
-                    if sat(kept_lits | unit.lits, kept_packed | unit.packed):
-                        survivors.append((unit, e))
-                    else:
-                        overridden.append((unit, e))
-                tier_lits, tier_packed = _union(survivors)
-                if survivors and not sat(kept_lits | tier_lits, kept_packed | tier_packed):
-                    return self.clash(survivors + kept, label_parts=True)
+        for tier in self._tiers(records):
+            survivors, lost, tier_lits, tier_packed, clash = self._tier(
+                tier, kept_lits, kept_packed
+            )
+            if clash:
+                return self.clash(survivors + kept, label_parts=True)
+            overridden += lost
             kept.extend(survivors)
             kept_lits |= tier_lits
             kept_packed |= tier_packed
@@ -230,6 +248,44 @@ class Resolver:
         reasons = lazy_reasons(whole) if any(compiled(e).reasoned for e in whole) else NO_REASONS
         parts = tuple((e, self._part(unit, e)) for unit, e in overridden)
         return Solved(*solved, self.hard_tool(forces), forcers, reasons, parts)
+
+    def priority_unmoved(self, records: tuple[Emitted, ...], names: Iterable[str]) -> set[str]:
+        """Those of ``names`` without whose records ``priority`` decides ``records`` alike
+        (the same masks and hard force, or a clash): none of their records soft-forces, and
+        each of their units, in a tier the fold reaches, is overridden there or adds nothing
+        to what is kept after it (its masks are covered by what the tiers above kept and the
+        other requirements' survivors). For without such a requirement every tier keeps the
+        same units' masks: a unit survives by itself and what is kept above; a tier whose
+        units hold together without an overridden unit still loses every unit that is
+        consistent with nothing kept, and clashes as before; the tiers past a clash are
+        never reached. Cost: one fold of the tiers, as ``priority`` makes, and an or per
+        unit. Deterministic."""
+        compiled = self.compiler.compiled
+        out = set(names) - {e.requirement for e in records if compiled(e).forces}
+        kept_lits = kept_packed = 0
+        for tier in self._tiers(records):
+            if not out:
+                break
+            survivors, _, tier_lits, tier_packed, clash = self._tier(tier, kept_lits, kept_packed)
+            # Per requirement with survivors here, their masks together, and the others'.
+            mine: dict[str, tuple[int, int]] = {}
+            for unit, e in survivors:
+                lits, packed = mine.get(e.requirement, (0, 0))
+                mine[e.requirement] = (lits | unit.lits, packed | unit.packed)
+            for name in mine.keys() & out:
+                others_lits, others_packed = kept_lits, kept_packed
+                for other, (lits, packed) in mine.items():
+                    if other != name:
+                        others_lits |= lits
+                        others_packed |= packed
+                lits, packed = mine[name]
+                if lits & ~others_lits or packed & ~others_packed:
+                    out.discard(name)
+            if clash:
+                break
+            kept_lits |= tier_lits
+            kept_packed |= tier_packed
+        return out
 
     def _part(self, unit: Unit, e: Emitted) -> str:
         """Which part of its item ``unit`` is ("" when the item has one part)."""

@@ -30,7 +30,7 @@ from ruleengine._resolve import (
     forced_tie,
     soft_forced,
 )
-from ruleengine._units import Compiler, Unit
+from ruleengine._units import Compiler
 from ruleengine.encode import Vocabulary
 from ruleengine.explain import canonical, explained, no_notes, no_tie, tie_model
 from ruleengine.ir import FINAL_ANSWER
@@ -182,23 +182,24 @@ class Aggregator:
     def unmoved(self, records: tuple[Emitted, ...], names: Collection[str]) -> set[str]:
         """Those of ``names`` without whose records the aggregate of ``records`` keeps its
         allowed, hidden and forced tools and whether the run may stop (its reasons aside),
-        or stays a clash. A sufficient test, without a decision, for a requirement none of
-        whose records soft-forces (the soft forcers are read in order):
+        or stays a clash. A sufficient test, for a requirement none of whose records
+        soft-forces (the soft forcers are read in order):
 
         - strict mode decides from the union of the records' words: the requirement's
-          every bit is set by another's records too;
-        - priority mode decides tier by tier, unit by unit: each of its records has a twin
-          in another requirement's, with the same priority and units (a unit survives its
-          tier exactly when its twin does).
+          every bit is set by another's records too (no decision made);
+        - priority mode decides tier by tier: each of the requirement's units the fold
+          reaches is overridden, or adds nothing to what its tier keeps
+          (``Resolver.priority_unmoved``: one fold of the tiers, as a decision makes).
 
         The reasoner's retries (yielding requirements, checks of arguments) are the
-        caller's to rule out. Cost: one lookup per record, and in strict mode two or-folds
-        over the requirements. Deterministic."""
+        caller's to rule out. Cost: one lookup per record, then in strict mode two or-folds
+        over the requirements, in priority mode one fold. Deterministic."""
         if not names:
             return set()
         words, _ = self._words(records)  # checks and compiles records seen for the first time
         if self.mode == "priority":
-            return self._twinned(records, names)
+            self.begin()
+            return self._resolver.priority_unmoved(records, names)
         flag = self.layout.force_flag
         owners: list[str] = []
         unions: list[int] = []
@@ -224,25 +225,6 @@ class Aggregator:
                 if w | others == others:
                     out.add(owners[i])
             after |= w
-        return out
-
-    def _twinned(self, records: tuple[Emitted, ...], names: Collection[str]) -> set[str]:
-        """``unmoved`` in priority mode: the requirements whose every record has a twin."""
-        compiled = self._compiler.compiled
-        owners: dict[_TierKey, set[str]] = {}
-        keys: list[_TierKey] = []
-        forcing: set[str] = set()
-        for e in records:
-            c = compiled(e)
-            if c.forces:
-                forcing.add(e.requirement)
-            key: _TierKey = (e.priority, _unit_key(c.restrict), _unit_key(c.permit))
-            keys.append(key)
-            owners.setdefault(key, set()).add(e.requirement)
-        out = {e.requirement for e in records if e.requirement in names} - forcing
-        for e, key in zip(records, keys, strict=True):
-            if e.requirement in out and len(owners[key]) < 2:
-                out.discard(e.requirement)
         return out
 
     # -- deciding ------------------------------------------------------------------------
@@ -345,15 +327,6 @@ class Aggregator:
                 self._tuples.clear()
             self._tuples[mask] = names
         return names
-
-
-_TierKey = tuple[int, tuple[int, int] | None, tuple[int, int] | None]
-"""What priority mode's tiers read of a record: its priority and its units (``_unit_key``)."""
-
-
-def _unit_key(unit: Unit | None) -> tuple[int, int] | None:
-    """What a tier reads of a unit: its literals and its masks."""
-    return None if unit is None else (unit.lits, unit.packed)
 
 
 class _Forcing:

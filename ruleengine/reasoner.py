@@ -263,8 +263,9 @@ class Reasoner:
         compiled units (``Aggregator.unmoved``): a name left out may or may not change it.
         Where records check a call's arguments, or yielding requirements' records clash,
         nothing is returned. Cost: a lookup per record (new records are checked and
-        compiled, as ``settle`` would), and one decision without the cache where yielding
-        requirements have records. The static checker asks it before deciding a step
+        compiled, as ``settle`` would), in priority mode one pass over the tiers (about a
+        decision's), and one decision without the cache where yielding requirements have
+        records. The static checker asks it before deciding a step
         without a requirement (its liveness)."""
         if type(emitted) is not list and type(emitted) is not tuple:
             emitted = list(_validate.sequence(emitted, name="emitted"))

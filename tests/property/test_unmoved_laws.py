@@ -114,6 +114,26 @@ def test_priority_twins_need_the_same_priority() -> None:
     _check(r, records)
 
 
+def test_in_priority_mode_overridden_and_covered_units_are_named() -> None:
+    r = Reasoner(["a", "b"], mode="priority")
+    records = [
+        Emitted(Rule("a", allowed=False), "p", 5),
+        Emitted(Rule("a", allowed=True), "q", 1),  # overridden by `p`'s denial above it
+        Emitted(Rule("a", allowed=False), "s", 3),  # what `p` keeps already
+    ]
+    assert r.unmoved(records, ["p", "q", "s"]) == {"q", "s"}
+    assert _check(r, records) == 2
+    # Below a clash nothing is read: `t` is named, `u` and `v`, which clash, are not.
+    clash = [
+        Emitted(Rule("a", allowed=False), "u", 4),
+        Emitted(forced("a"), "v", 4),
+        Emitted(Rule("b", hidden=True), "t", 1),
+    ]
+    assert isinstance(r.settle(clash), Clash)
+    assert r.unmoved(clash, ["t", "u", "v"]) == {"t"}
+    assert _check(r, clash) == 1
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_a_soft_force_is_never_named(mode: str) -> None:
     r = Reasoner(["a", "b"], mode=mode)  # type: ignore[arg-type]
