@@ -45,6 +45,7 @@ __all__ = [
     "callable_at",
     "decide",
     "live_at",
+    "live_here",
     "reaches",
     "same_pass",
     "walk",
@@ -146,6 +147,46 @@ def live_at(
         rest = tuple(e for e in records if e.requirement != name)
         if not same_pass(outcome, decide(system, rest)):
             live.add(name)
+    return live
+
+
+def live_here(
+    system: System,
+    state: State,
+    candidates: AbstractSet[str],
+    asking: Mapping[str, AskPermissionRequirement],
+    stop: Callable[[], bool] | None = None,
+) -> set[str]:
+    """Which of ``candidates`` are live at ``state`` under some values of the opaque checks
+    (``live_at`` at each set of records the state may emit). In strict mode, where records
+    that hold together still do without some, a requirement is asked only at
+    ``System.deciding``'s sets with its own opaque components kept apart: the others' alike
+    checks stand for each other with its records as without them. In priority mode, where
+    dropping records may make a clash and so a yielding requirement give way, at every set
+    of ``variants``. ``stop`` as ``live_at``'s (``Stopped`` holds what was found)."""
+    live: set[str] = set()
+    if system.mode != "strict" or not system.opaque_of:
+        for records, _ in system.variants(state):
+            left = candidates - live
+            if not left:
+                break
+            try:
+                live |= live_at(system, records, decide(system, records), left, asking, stop)
+            except Stopped as stopped:
+                raise Stopped(live | stopped.found) from None
+        return live
+    groups: dict[frozenset[int], set[str]] = {}
+    for name in sorted(candidates):
+        groups.setdefault(system.opaque_of.get(name, frozenset()), set()).add(name)
+    for apart, names in sorted(groups.items(), key=lambda kv: (len(kv[0]), sorted(kv[0]))):
+        for records in system.deciding(state, apart):
+            left = names - live
+            if not left:
+                break
+            try:
+                live |= live_at(system, records, decide(system, records), left, asking, stop)
+            except Stopped as stopped:
+                raise Stopped(live | stopped.found) from None
     return live
 
 
@@ -316,8 +357,6 @@ class _Explorer:
                 self._conflict(node, records, outcome, outcomes)
                 callable_by_all = set()
                 always = False
-                if self.want_live:
-                    self._liveness(i, records, outcome)
                 continue
             deciding = True
             here = {t for t in outcome.allowed if t != FINAL_ANSWER}
@@ -339,8 +378,8 @@ class _Explorer:
                     isinstance(o, Pass) and o.forced_tie is not None for _, o in outcomes
                 )
                 self.result.tie = self._witness(node, records, not everywhere)
-            if self.want_live:
-                self._liveness(i, records, outcome)
+        if self.want_live:
+            self._liveness(i)
         if finishing and self.result.finish_depth is None:
             self.result.finish_depth = node.depth
         self.finishing[i] = finishing
@@ -413,13 +452,14 @@ class _Explorer:
         steps = node.depth if self.weighted else None
         return Witness(self._trace(node), records, node.depends or partial, steps)
 
-    def _liveness(self, i: int, records: tuple[Emitted, ...], outcome: Outcome) -> None:
-        """Mark the requirements whose records change ``outcome`` (SPEC §8), and the
-        ask-permission ones that cover a tool it allows (SPEC §11), at node ``i``."""
+    def _liveness(self, i: int) -> None:
+        """Mark the requirements whose records change the pass at node ``i`` under some
+        values of the opaque checks (SPEC §8), and the ask-permission ones that cover a tool
+        it allows (SPEC §11): ``live_here``."""
         live = self.result.live
         try:
-            found = live_at(
-                self.system, records, outcome, self.candidates - live, self.asking, self._late
+            found = live_here(
+                self.system, self.nodes[i].state, self.candidates - live, self.asking, self._late
             )
         except Stopped as stopped:
             self._live(i, stopped.found)  # shown live all the same

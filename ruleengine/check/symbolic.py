@@ -41,7 +41,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import partial
 
 from ruleengine.check.analysis import Analysis
-from ruleengine.check.explicit import asking_of, callable_at, decide, live_at
+from ruleengine.check.explicit import asking_of, callable_at, live_here
 from ruleengine.check.landmarks import least_steps
 from ruleengine.check.lanes import run_beside
 from ruleengine.check.projections import Projections
@@ -757,9 +757,7 @@ class _Symbolic(Verdicts):
                 open_ = frozenset(n for n in open_ if enc.holds_at(unmasked[n], comps, state))
                 if not open_:
                     continue
-            for records, _ in system.variants(state):
-                outcome = decide(system, records)
-                live |= live_at(system, records, outcome, open_ - live, asking)
+            live |= live_here(system, state, open_ - live, asking)
         return live
 
     def _walks(self) -> list[State]:

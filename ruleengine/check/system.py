@@ -11,7 +11,7 @@ come from the monitors, and passes from the runtime's ``Reasoner``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterator, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
@@ -375,6 +375,12 @@ class System:
         # For ``variants``: the components some view of which emits more than one way, and
         # per component and view, its first variant's records.
         self._opaque = tuple(i for i, c in enumerate(self.components) if c.opaque)
+        self.opaque_of: dict[str, frozenset[int]] = {}
+        """Per requirement name, the indices of its components with opaque checks (none:
+        a name missing)."""
+        for i in self._opaque:
+            name = self.components[i].requirement.name
+            self.opaque_of[name] = self.opaque_of.get(name, frozenset()) | {i}
         self._singles = tuple(tuple(vs[0].records for vs in c.variants) for c in self.components)
         self._worded: dict[tuple[int, int], tuple[int, ...] | None] = {}
         counted: dict[Event, list[int]] = {}
@@ -533,17 +539,19 @@ class System:
             picked.append(menu[0] if len(menu) == 1 else choose(menu))
         return tuple(chain.from_iterable([v.records for v in picked]))
 
-    def deciding(self, state: State) -> Iterator[tuple[Emitted, ...]]:
+    def deciding(self, state: State, apart: Collection[int] = ()) -> Iterator[tuple[Emitted, ...]]:
         """Sets of records ``state`` may emit whose decisions are every decision of
         ``variants``' sets (allowed, hidden and forced tools and ``can_stop``, or a clash;
         reasons and cores aside): for the searches and replays that ask only what a state
         allows. Fewer where opaque components emit alike: components whose every variant
-        has a word (``Reasoner.word``: strict mode, no soft force) count only through the
-        or of their variants' words, so one combination stands for each value that or
+        has a word (``Reasoner.word``: literal rules, no soft force) count only through
+        the or of their variants' words, so one combination stands for each value that or
         takes (eight cycle guards, each denying the last tool or not: two sets where
         ``variants`` gives 256). Where one of those combinations lets a yielding
         requirement give way (``Reasoner.yields``), whose records a clash holds decides,
-        and every set of ``variants`` is given instead. Deterministic."""
+        and every set of ``variants`` is given instead. The components of ``apart``
+        (indices) keep every variant: each of their values is given with every value of
+        the others' or (a requirement's liveness, ``explicit.live_here``). Deterministic."""
         opaque = self._opaque
         if not opaque or all(len(self.components[i].variants[state[i]]) == 1 for i in opaque):
             yield next(self.variants(state))[0]
@@ -555,7 +563,7 @@ class System:
         alike: dict[int, tuple[int, ...]] = {0: ()}
         keyed: list[int] = []
         for i in opaque:
-            words = self._words(i, state[i]) if len(menus[i]) > 1 else None
+            words = self._words(i, state[i]) if len(menus[i]) > 1 and i not in apart else None
             if words is None:
                 continue
             keyed.append(i)

@@ -19,7 +19,7 @@ from strategies import REQUIREMENT_NAMES, Instance, Named, instances
 
 from ruleengine import ConditionalRequirement, CycleGuard, Pass, Reasoner, Rule, allowed, at_most
 from ruleengine.aggregate import Clash
-from ruleengine.check.explicit import decide
+from ruleengine.check.explicit import asking_of, decide, live_at, live_here
 from ruleengine.check.system import State, System
 from ruleengine.errors import PolicyError
 from ruleengine.rules import Emitted
@@ -184,6 +184,39 @@ def _gives_every_decision(system: System, steps: list[tuple[int, int]]) -> None:
         assert {_key(decide(system, r)) for r in given_} == {
             _key(decide(system, r)) for r, _ in every
         }, state
+
+
+@given(case=_guarded(), steps=_STEPS)
+def test_the_requirements_live_at_a_state_are_those_some_valuation_shows(
+    case: tuple[PolicyCase, list[CycleGuard]], steps: list[tuple[int, int]]
+) -> None:
+    # ``live_here`` asks each requirement at ``deciding``'s sets with its own opaque
+    # components apart; every valuation asked one by one must show the same ones.
+    policy, guards = case
+    note(policy.source())
+    note(f"guards: {guards}")
+    _live_as_every_valuation(System(list(policy.tools), [*policy.requirements(), *guards]), steps)
+
+
+@given(case=priority_policies(guards=True), steps=_STEPS)
+def test_in_priority_mode_the_requirements_live_are_those_some_valuation_shows(
+    case: PolicyCase, steps: list[tuple[int, int]]
+) -> None:
+    note(case.source())
+    system = System(list(case.tools), case.requirements(), mode="priority")
+    _live_as_every_valuation(system, steps)
+
+
+def _live_as_every_valuation(system: System, steps: list[tuple[int, int]]) -> None:
+    asking = asking_of(system)
+    names = frozenset(c.requirement.name for c in system.components)
+    for state in _states(system, steps):
+        every: set[str] = set()
+        for records, _ in system.variants(state):
+            every |= live_at(system, records, decide(system, records), names, asking)
+        assert live_here(system, state, names, asking) == every, state
+        if len(list(system.deciding(state))) < len(list(system.variants(state))):
+            event("fewer sets than variants")
 
 
 def test_alike_guards_are_decided_once_per_value_of_their_word() -> None:
