@@ -20,7 +20,7 @@ from __future__ import annotations
 import heapq
 import time
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Protocol
@@ -164,22 +164,20 @@ def live_here(
     checks stand for each other with its records as without them. In priority mode, where
     dropping records may make a clash and so a yielding requirement give way, at every set
     of ``variants``. ``stop`` as ``live_at``'s (``Stopped`` holds what was found)."""
-    live: set[str] = set()
+    plan: list[tuple[Iterable[tuple[Emitted, ...]], AbstractSet[str]]]
     if system.mode != "strict" or not system.opaque_of:
-        for records, _ in system.variants(state):
-            left = candidates - live
-            if not left:
-                break
-            try:
-                live |= live_at(system, records, decide(system, records), left, asking, stop)
-            except Stopped as stopped:
-                raise Stopped(live | stopped.found) from None
-        return live
-    groups: dict[frozenset[int], set[str]] = {}
-    for name in sorted(candidates):
-        groups.setdefault(system.opaque_of.get(name, frozenset()), set()).add(name)
-    for apart, names in sorted(groups.items(), key=lambda kv: (len(kv[0]), sorted(kv[0]))):
-        for records in system.deciding(state, apart):
+        plan = [((records for records, _ in system.variants(state)), candidates)]
+    else:
+        groups: dict[frozenset[int], set[str]] = {}
+        for name in sorted(candidates):
+            groups.setdefault(system.opaque_of.get(name, frozenset()), set()).add(name)
+        plan = [
+            (system.deciding(state, apart), names)
+            for apart, names in sorted(groups.items(), key=lambda kv: (len(kv[0]), sorted(kv[0])))
+        ]
+    live: set[str] = set()
+    for sets, names in plan:
+        for records in sets:
             left = names - live
             if not left:
                 break
