@@ -154,25 +154,26 @@ def _states(system: System, steps: list[tuple[int, int]]) -> list[State]:
 _STEPS = st.lists(st.tuples(st.integers(0, 9), st.integers(0, 2)), max_size=6)
 
 
-@given(case=_guarded(), steps=_STEPS)
-def test_deciding_gives_every_decision_variants_give(
-    case: tuple[PolicyCase, list[CycleGuard]], steps: list[tuple[int, int]]
-) -> None:
-    policy, guards = case
-    note(policy.source())
-    note(f"guards: {guards}")
-    _gives_every_decision(System(list(policy.tools), [*policy.requirements(), *guards]), steps)
-
-
-@given(case=priority_policies(guards=True), steps=_STEPS)
-def test_in_priority_mode_deciding_gives_every_decision_variants_give(
-    case: PolicyCase, steps: list[tuple[int, int]]
-) -> None:
+@st.composite
+def _guarded_systems(draw: st.DrawFn, mode: str) -> System:
+    """A random policy as a system: in strict mode with one to four cycle guards besides
+    (``_guarded``), in priority mode with one to three at one priority."""
+    if mode == "strict":
+        policy, guards = draw(_guarded())
+        note(policy.source())
+        note(f"guards: {guards}")
+        return System(list(policy.tools), [*policy.requirements(), *guards])
+    case = draw(priority_policies(guards=True))
     note(case.source())
-    _gives_every_decision(System(list(case.tools), case.requirements(), mode="priority"), steps)
+    return System(list(case.tools), case.requirements(), mode="priority")
 
 
-def _gives_every_decision(system: System, steps: list[tuple[int, int]]) -> None:
+@pytest.mark.parametrize("mode", ["strict", "priority"])
+@given(data=st.data(), steps=_STEPS)
+def test_deciding_gives_every_decision_variants_give(
+    mode: str, data: st.DataObject, steps: list[tuple[int, int]]
+) -> None:
+    system = data.draw(_guarded_systems(mode))
     for state in _states(system, steps):
         every = list(system.variants(state))
         given_ = list(system.deciding(state))
@@ -186,28 +187,14 @@ def _gives_every_decision(system: System, steps: list[tuple[int, int]]) -> None:
         }, state
 
 
-@given(case=_guarded(), steps=_STEPS)
+@pytest.mark.parametrize("mode", ["strict", "priority"])
+@given(data=st.data(), steps=_STEPS)
 def test_the_requirements_live_at_a_state_are_those_some_valuation_shows(
-    case: tuple[PolicyCase, list[CycleGuard]], steps: list[tuple[int, int]]
+    mode: str, data: st.DataObject, steps: list[tuple[int, int]]
 ) -> None:
     # ``live_here`` asks each requirement at ``deciding``'s sets with its own opaque
-    # components apart; every valuation asked one by one must show the same ones.
-    policy, guards = case
-    note(policy.source())
-    note(f"guards: {guards}")
-    _live_as_every_valuation(System(list(policy.tools), [*policy.requirements(), *guards]), steps)
-
-
-@given(case=priority_policies(guards=True), steps=_STEPS)
-def test_in_priority_mode_the_requirements_live_are_those_some_valuation_shows(
-    case: PolicyCase, steps: list[tuple[int, int]]
-) -> None:
-    note(case.source())
-    system = System(list(case.tools), case.requirements(), mode="priority")
-    _live_as_every_valuation(system, steps)
-
-
-def _live_as_every_valuation(system: System, steps: list[tuple[int, int]]) -> None:
+    # components apart (strict mode); every valuation asked one by one must show the same.
+    system = data.draw(_guarded_systems(mode))
     asking = asking_of(system)
     names = frozenset(c.requirement.name for c in system.components)
     for state in _states(system, steps):
