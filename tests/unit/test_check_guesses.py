@@ -410,13 +410,15 @@ def test_requirements_are_decided_only_where_their_rules_can_change_a_fact(
     names = [r.name for r in system.requirements]
     unmasked = {name: run._unmasked(name) for name in names}
     asked: list[int] = []
-    real = symbolic.live_at
+    real = explicit.live_at
 
-    def counted(sub: Any, records: Any, outcome: Any, candidates: Any, asking: Any) -> set[str]:
+    def counted(
+        sub: Any, records: Any, outcome: Any, candidates: Any, asking: Any, stop: Any = None
+    ) -> set[str]:
         asked.append(len(candidates))
-        return real(sub, records, outcome, candidates, asking)
+        return real(sub, records, outcome, candidates, asking, stop)
 
-    monkeypatch.setattr(symbolic, "live_at", counted)
+    monkeypatch.setattr(explicit, "live_at", counted)  # what ``live_here`` asks
     walks = run._walks()
     everywhere = run._live_by_deciding(names, walks)
     plain = sum(asked)
