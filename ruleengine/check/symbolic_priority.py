@@ -24,7 +24,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from ruleengine.check.symbolic_encoding import (
     EncodingBase,
@@ -72,60 +71,6 @@ class _Kept:
                     table[t] = where if found is None else found | where
 
 
-class _Denied:
-    """Where every tool is denied, by a fixed table of denials (per tool, where one denies
-    it) together with a unit's own denials (a mask over the tools): ``every``. The table's
-    conjunctions over the tools' prefixes and suffixes are made once, when first needed, so
-    a unit denying one tool costs one conjunction, not one per tool (at 50 tools each
-    denied somewhere, the fold over every tool per unit was a third of a priority-mode
-    pass). Nowhere, with no conjunction, where a tool the unit leaves is denied nowhere."""
-
-    __slots__ = ("_bdd", "_prefix", "_present", "_suffix", "_tools", "deny")
-
-    def __init__(self, bdd: Any, tools: Sequence[str], deny: dict[str, Node]) -> None:
-        self._bdd = bdd
-        self._tools = tools
-        self.deny = deny
-        self._present = sum(1 << i for i, t in enumerate(tools) if t in deny)
-        self._prefix: list[Node] | None = None
-        self._suffix: list[Node] | None = None
-
-    def every(self, besides: int) -> Node:
-        tools = self._tools
-        full = (1 << len(tools)) - 1
-        if full & ~besides & ~self._present:
-            return self._bdd.false
-        prefix = self._prefix
-        if prefix is None:
-            prefix = self._prefix = self._folded(range(len(tools)))
-        besides &= full
-        if not besides:
-            return prefix[-1]
-        suffix = self._suffix
-        if suffix is None:
-            suffix = self._suffix = self._folded(range(len(tools) - 1, -1, -1))[::-1]
-        # Only tools the unit leaves are read: before its first denial, between its
-        # denials, after its last (each of those is denied somewhere, checked above).
-        low = (besides & -besides).bit_length() - 1
-        high = besides.bit_length() - 1
-        out = prefix[low]
-        for i in range(low + 1, high):
-            if not besides >> i & 1:
-                out &= self.deny[tools[i]]
-        return out & suffix[high + 1]
-
-    def _folded(self, order: range) -> list[Node]:
-        """The conjunctions of the denials of the first 0, 1, … tools of ``order`` (a tool
-        denied nowhere: false from there on)."""
-        false = self._bdd.false
-        deny, tools = self.deny, self._tools
-        out = [self._bdd.true]
-        for i in order:
-            last = out[-1]
-            out.append(false if last == false else last & deny.get(tools[i], false))
-        return out
-
-
 class Tiers:
     """The tiers of one set of components, folded from the highest priority down.
 
@@ -147,7 +92,6 @@ class Tiers:
         bdd, tools = enc.bdd, enc.tools
         false = bdd.false
         self._tools = tools
-        self._last: _Denied | None = None
         by_priority: dict[int, list[tuple[bool, Record, Node]]] = {}
         for comp, table in records:
             mine = id(comp) in yielding
@@ -167,12 +111,11 @@ class Tiers:
             kept_records: dict[int, Node] = {}
             for kind in (0, 1):  # the restricting units, then the permitting ones
                 before = kept.copy()
-                denied = self._denied(before.deny)
                 for n, (mine, record, where) in enumerate(level):
                     masks = record.restrict if kind == 0 else record.permit
                     if masks is None:
                         continue
-                    survives = where & ~self._against(before, denied, masks)
+                    survives = where & ~self._against(before, masks)
                     kept.add(tools, masks, survives)
                     if not mine:
                         others.add(tools, masks, survives)
@@ -203,9 +146,8 @@ class Tiers:
         self.consistent = ok
         self.kept = kept
 
-    def _against(self, kept: _Kept, denied: _Denied, masks: Masks) -> Node:
-        """Where a unit with these masks contradicts ``kept`` (the five conditions;
-        ``denied``: where ``kept`` denies every tool, with some of its own)."""
+    def _against(self, kept: _Kept, masks: Masks) -> Node:
+        """Where a unit with these masks contradicts ``kept`` (the five conditions)."""
         bdd, tools = self.enc.bdd, self._tools
         false = bdd.false
         denies, hides, allows, shows, hard = masks
@@ -227,16 +169,13 @@ class Tiers:
                 for u, where in kept.hard.items():
                     if u != t:
                         bad |= where
-        return bad | denied.every(denies)
-
-    def _denied(self, deny: dict[str, Node]) -> _Denied:
-        """Where ``deny`` denies every tool (with a unit's own denials): the last one made
-        where the table is the same (most are: a clash check reads the table that the next
-        permitting units are checked against, and those deny nothing new)."""
-        last = self._last
-        if last is None or last.deny != deny:
-            last = self._last = _Denied(self.enc.bdd, self._tools, dict(deny))
-        return last
+        every = bdd.true  # every tool denied, with the unit's denials
+        for i, t in enumerate(tools):
+            if not denies >> i & 1:
+                every &= kept.deny.get(t, false)
+                if every == false:
+                    break
+        return bad | every
 
     def _clashing(self, kept: _Kept, *, hard: bool) -> Node:
         """Where ``kept`` contradicts itself (``hard=False``: its hard forces left out)."""
@@ -249,7 +188,12 @@ class Tiers:
         for t, where in kept.show.items():
             if t in kept.hide:
                 bad |= where & kept.hide[t]
-        bad |= self._denied(kept.deny).every(0)
+        every = bdd.true
+        for t in self._tools:
+            every &= kept.deny.get(t, false)
+            if every == false:
+                break
+        bad |= every
         if hard:
             some = false
             for t, where in kept.hard.items():
